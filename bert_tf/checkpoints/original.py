@@ -1,0 +1,211 @@
+"""Google's original checkpoint layout (`bert_model.ckpt` + `bert_config.json`), both ways.
+
+`original_variable_map` is the one place that knows how the original's TF1 variable names
+(`bert/encoder/layer_3/attention/self/query/kernel`, `cls/predictions/output_bias`, ...) map onto
+this package's Keras variables.
+"""
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import warnings
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.models.bert_encoder import BertEncoder
+from bert_tf.models.bert_pretrainer import BertPretrainer
+
+# Optimizer state and bookkeeping the original writes next to the weights; never model weights.
+_IGNORED_SUFFIXES = ("/adam_m", "/adam_v")
+_IGNORED_NAMES = ("global_step",)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    variable: object  # a keras.Variable
+    transpose: bool = False  # the original stores the matrix transposed
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What `load_original_checkpoint` did: names it loaded, and names it left unused."""
+
+    loaded: list
+    unused: list
+    ignored: list
+
+
+def _is_ignored(name):
+    return name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES)
+
+
+def _encoder_map(encoder: BertEncoder) -> dict:
+    emb = encoder.embeddings
+    out = {
+        "bert/embeddings/word_embeddings": _Entry(emb.word_embeddings.embeddings),
+        "bert/embeddings/token_type_embeddings": _Entry(emb.token_type_embeddings.embeddings),
+        "bert/embeddings/position_embeddings": _Entry(emb.position_embeddings),
+        "bert/embeddings/LayerNorm/gamma": _Entry(emb.layer_norm.gamma),
+        "bert/embeddings/LayerNorm/beta": _Entry(emb.layer_norm.beta),
+        "bert/pooler/dense/kernel": _Entry(encoder.pooler_dense.kernel),
+        "bert/pooler/dense/bias": _Entry(encoder.pooler_dense.bias),
+    }
+    for i, block in enumerate(encoder.transformer_layers):
+        prefix = f"bert/encoder/layer_{i}/"
+        dense_layers = {
+            "attention/self/query": block.attention.query,
+            "attention/self/key": block.attention.key,
+            "attention/self/value": block.attention.value,
+            "attention/output/dense": block.attention.output_dense,
+            "intermediate/dense": block.intermediate_dense,
+            "output/dense": block.output_dense,
+        }
+        for name, dense in dense_layers.items():
+            out[prefix + name + "/kernel"] = _Entry(dense.kernel)
+            out[prefix + name + "/bias"] = _Entry(dense.bias)
+        for name, norm in (
+            ("attention/output/LayerNorm", block.attention_layer_norm),
+            ("output/LayerNorm", block.output_layer_norm),
+        ):
+            out[prefix + name + "/gamma"] = _Entry(norm.gamma)
+            out[prefix + name + "/beta"] = _Entry(norm.beta)
+    return out
+
+
+def original_variable_map(model) -> dict:
+    """Original variable name -> (Keras variable, transposed?) for a BertEncoder/BertPretrainer."""
+    if isinstance(model, BertPretrainer):
+        out = _encoder_map(model.encoder)
+        mlm, nsp = model.masked_lm, model.next_sentence
+        out.update(
+            {
+                "cls/predictions/transform/dense/kernel": _Entry(mlm.transform_dense.kernel),
+                "cls/predictions/transform/dense/bias": _Entry(mlm.transform_dense.bias),
+                "cls/predictions/transform/LayerNorm/gamma": _Entry(mlm.transform_layer_norm.gamma),
+                "cls/predictions/transform/LayerNorm/beta": _Entry(mlm.transform_layer_norm.beta),
+                "cls/predictions/output_bias": _Entry(mlm.output_bias),
+                # Stored as [2, hidden] by the original; our Dense kernel is [hidden, 2].
+                "cls/seq_relationship/output_weights": _Entry(nsp.dense.kernel, transpose=True),
+                "cls/seq_relationship/output_bias": _Entry(nsp.dense.bias),
+            }
+        )
+        return out
+    if isinstance(model, BertEncoder):
+        return _encoder_map(model)
+    raise TypeError(f"expected a BertEncoder or BertPretrainer, got {type(model).__name__}")
+
+
+def _open_reader(checkpoint_path):
+    try:
+        return tf.train.load_checkpoint(checkpoint_path)
+    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
+        raise FileNotFoundError(
+            f"cannot read a TensorFlow checkpoint at {checkpoint_path!r}: expected a prefix such "
+            f"as '.../bert_model.ckpt' with '.index' and '.data-*' files beside it ({e})"
+        ) from None
+
+
+def list_original_variables(checkpoint_path) -> dict:
+    """Name -> shape of every variable in a checkpoint."""
+    return dict(_open_reader(checkpoint_path).get_variable_to_shape_map())
+
+
+def _model_shape(entry):
+    shape = tuple(entry.variable.shape)
+    return shape[::-1] if entry.transpose else shape
+
+
+def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
+    """Loads an original-layout checkpoint into a BertEncoder or BertPretrainer.
+
+    Every variable the model needs must be present with the original's shape; otherwise nothing
+    is assigned and a ValueError names each offending variable with both shapes. Optimizer slots
+    (`*/adam_m`, `*/adam_v`) and `global_step` are skipped; any other variable the model does
+    not use is reported in a warning and in the returned `LoadReport.unused`.
+    """
+    reader = _open_reader(checkpoint_path)
+    available = reader.get_variable_to_shape_map()
+    mapping = original_variable_map(model)
+
+    problems = []
+    for name, entry in mapping.items():
+        if name not in available:
+            problems.append(f"  {name}: missing from the checkpoint (model expects {_model_shape(entry)})")
+        elif tuple(available[name]) != _model_shape(entry):
+            problems.append(
+                f"  {name}: checkpoint has shape {tuple(available[name])}, "
+                f"model expects {_model_shape(entry)}"
+            )
+    if problems:
+        raise ValueError(
+            f"checkpoint {checkpoint_path!r} does not match the model "
+            f"({len(problems)} problem(s)):\n" + "\n".join(problems)
+        )
+
+    for name, entry in mapping.items():
+        value = reader.get_tensor(name)
+        entry.variable.assign(value.T if entry.transpose else value)
+
+    ignored = sorted(n for n in available if n not in mapping and _is_ignored(n))
+    unused = sorted(n for n in available if n not in mapping and not _is_ignored(n))
+    if unused:
+        shown = ", ".join(unused[:20]) + (f", ... ({len(unused) - 20} more)" if len(unused) > 20 else "")
+        warnings.warn(
+            f"{len(unused)} variable(s) of checkpoint {checkpoint_path!r} are not used by "
+            f"{type(model).__name__}: {shown}",
+            stacklevel=2,
+        )
+    return LoadReport(loaded=sorted(mapping), unused=unused, ignored=ignored)
+
+
+def original_weights(model) -> dict:
+    """Name -> numpy array, in the original layout (names, shapes, orientation)."""
+    out = {}
+    for name, entry in original_variable_map(model).items():
+        value = keras.ops.convert_to_numpy(entry.variable).astype(np.float32)
+        out[name] = value.T if entry.transpose else value
+    return out
+
+
+def save_original_checkpoint(model, checkpoint_prefix, global_step=None, bert_config=None):
+    """Writes the model's weights as an original-layout checkpoint at `checkpoint_prefix`.
+
+    The files (`<prefix>.index`, `<prefix>.data-00000-of-00001`, a `checkpoint` state file and
+    `bert_config.json` beside them) are written under temporary names in the same folder and
+    renamed into place, so a reader never sees a partial checkpoint. `bert_config` (a
+    BertConfig, e.g. the one the model was loaded from, with its extra keys) defaults to the
+    model's own hyper-parameters. Returns the prefix.
+    """
+    checkpoint_prefix = os.path.abspath(checkpoint_prefix)
+    directory = os.path.dirname(checkpoint_prefix)
+    base = os.path.basename(checkpoint_prefix)
+    os.makedirs(directory, exist_ok=True)
+    weights = original_weights(model)
+    if global_step is not None:
+        weights["global_step"] = np.asarray(global_step, dtype=np.int64)
+    names = sorted(weights)
+
+    tmp_dir = tempfile.mkdtemp(prefix=".tmp_ckpt_", dir=directory)
+    try:
+        tmp_prefix = os.path.join(tmp_dir, base)
+        with tf.device("CPU:0"):
+            tf.raw_ops.SaveV2(
+                prefix=tmp_prefix,
+                tensor_names=names,
+                shape_and_slices=[""] * len(names),
+                tensors=[tf.constant(weights[n]) for n in names],
+            )
+        written = sorted(os.listdir(tmp_dir), key=lambda f: f.endswith(".index"))
+        for fname in written:  # data shards first, the index last: it is what readers open
+            os.replace(os.path.join(tmp_dir, fname), os.path.join(directory, fname))
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    tf.compat.v1.train.update_checkpoint_state(directory, base)
+    if bert_config is None:
+        encoder = model.encoder if isinstance(model, BertPretrainer) else model
+        bert_config = encoder.bert_config()
+    bert_config.to_json_file(os.path.join(directory, "bert_config.json"))
+    return checkpoint_prefix

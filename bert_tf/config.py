@@ -1,0 +1,126 @@
+"""`BertConfig`: the model hyper-parameters, with the original `bert_config.json` names.
+
+This is the one place where the configuration is named: the layers and models take the same
+argument names (see `BertConfig.encoder_kwargs`), and released configs load unchanged.
+"""
+
+import copy
+import dataclasses
+import json
+import os
+from typing import Any
+
+from bert_tf.io_utils import atomic_write
+
+# Activation names accepted in `hidden_act`. "gelu" is the tanh approximation exactly as the
+# original release computes it (modeling.gelu); "gelu_exact" is the erf form.
+ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
+
+_POSITIVE_INT_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+_PROBABILITY_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+
+
+@dataclasses.dataclass
+class BertConfig:
+    """Hyper-parameters of a BERT model (defaults are BERT-Base's, as in the original release).
+
+    Keys found in a released `bert_config.json` that are not model hyper-parameters (for example
+    `directionality`, `pooler_fc_size`, `pooler_type`) are kept in `extra` and written back out,
+    so a config survives a load/save round trip byte-for-byte in content.
+    """
+
+    vocab_size: int
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    # The largest sequence length the model can take; position embeddings are this long.
+    max_position_embeddings: int = 512
+    # Segment vocabulary size. The released checkpoints use 2; the original default is 16.
+    type_vocab_size: int = 16
+    # Std of the truncated normal (cut at 2 std) used for every kernel and embedding table.
+    initializer_range: float = 0.02
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in _POSITIVE_INT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+        for name in _PROBABILITY_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise ValueError(f"BertConfig.{name} must be in [0, 1), got {value!r}")
+        if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
+            raise ValueError(
+                f"BertConfig.initializer_range must be positive, got {self.initializer_range!r}"
+            )
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(
+                f"BertConfig.hidden_act {self.hidden_act!r} is not supported; "
+                f"expected one of {', '.join(ACTIVATIONS)}"
+            )
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"BertConfig.hidden_size {self.hidden_size} is not a multiple of "
+                f"num_attention_heads {self.num_attention_heads}"
+            )
+
+    @classmethod
+    def field_names(cls):
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+
+    @classmethod
+    def from_dict(cls, json_object: dict) -> "BertConfig":
+        """Builds a config from a dict of `bert_config.json` keys; unknown keys go to `extra`."""
+        if not isinstance(json_object, dict):
+            raise ValueError(f"a BERT config must be a JSON object, got {type(json_object).__name__}")
+        known = set(cls.field_names())
+        if "vocab_size" not in json_object:
+            raise ValueError("a BERT config needs 'vocab_size'")
+        kwargs = {k: v for k, v in json_object.items() if k in known}
+        extra = {k: copy.deepcopy(v) for k, v in json_object.items() if k not in known}
+        return cls(**kwargs, extra=extra)
+
+    @classmethod
+    def from_json_file(cls, json_file: str) -> "BertConfig":
+        if not os.path.isfile(json_file):
+            raise FileNotFoundError(f"BERT config file {json_file!r} does not exist")
+        with open(json_file, encoding="utf-8") as f:
+            try:
+                data = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"BERT config file {json_file!r} is not valid JSON: {e}") from e
+        try:
+            return cls.from_dict(data)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"BERT config file {json_file!r}: {e}") from e
+
+    def to_dict(self) -> dict:
+        out = {name: getattr(self, name) for name in self.field_names()}
+        out.update(copy.deepcopy(self.extra))
+        return out
+
+    def to_json_string(self) -> str:
+        # Same layout as the original's BertConfig.to_json_string.
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, json_file: str) -> None:
+        """Writes the config atomically (temporary file in the same folder, then rename)."""
+        with atomic_write(json_file) as f:
+            f.write(self.to_json_string())
+
+    def encoder_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `BertEncoder` (the same names as the JSON keys)."""
+        return {name: getattr(self, name) for name in self.field_names()}

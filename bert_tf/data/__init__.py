@@ -1,0 +1,1 @@
+"""Turning text into model inputs: sentence-pair packing, TFRecords, tf.data pipelines."""

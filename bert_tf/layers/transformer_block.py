@@ -1,0 +1,109 @@
+"""One post-LayerNorm Transformer encoder block, as in the original release (paper §3)."""
+
+import keras
+
+from bert_tf.layers.activations import get_activation
+from bert_tf.layers.common import layer_norm, truncated_normal
+from bert_tf.layers.multi_head_attention import MultiHeadSelfAttention
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class TransformerBlock(keras.layers.Layer):
+    """attention -> dropout -> LayerNorm(x + .) -> dense+act -> dense -> dropout -> LayerNorm(. + .)
+
+    Call arguments:
+        inputs: float tensor `[batch, seq, hidden_size]`.
+        attention_mask: optional `[batch, seq]` or `[batch, seq, seq]`, 1 = attend, 0 = masked.
+        training: whether dropout is active.
+        return_probs: also return the attention probabilities `[batch, heads, seq, seq]`.
+
+    Returns `[batch, seq, hidden_size]` (float32: the residual stream leaves a LayerNorm).
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        get_activation(hidden_act)  # fail at construction on an unknown name
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+
+    def build(self, inputs_shape, attention_mask_shape=None):
+        inputs_shape = tuple(inputs_shape)
+        init = truncated_normal(self.initializer_range)
+        self.attention = MultiHeadSelfAttention(
+            self.hidden_size,
+            self.num_attention_heads,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.attention.build(inputs_shape)
+        self.attention_dropout = keras.layers.Dropout(
+            self.hidden_dropout_prob, dtype=self.dtype_policy
+        )
+        self.attention_layer_norm = layer_norm("attention_layer_norm")
+        self.attention_layer_norm.build(inputs_shape)
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_size,
+            activation=get_activation(self.hidden_act),
+            kernel_initializer=init,
+            dtype=self.dtype_policy,
+            name="intermediate_dense",
+        )
+        self.intermediate_dense.build(inputs_shape)
+        self.output_dense = keras.layers.Dense(
+            self.hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output_dense"
+        )
+        self.output_dense.build(inputs_shape[:-1] + (self.intermediate_size,))
+        self.output_dropout = keras.layers.Dropout(
+            self.hidden_dropout_prob, dtype=self.dtype_policy
+        )
+        self.output_layer_norm = layer_norm("output_layer_norm")
+        self.output_layer_norm.build(inputs_shape)
+        self.built = True
+
+    def call(self, inputs, attention_mask=None, training=None, return_probs=False):
+        attention_output, probs = self.attention(
+            inputs, attention_mask=attention_mask, training=training, return_probs=True
+        )
+        attention_output = self.attention_dropout(attention_output, training=training)
+        attention_output = self.attention_layer_norm(attention_output + inputs)
+
+        intermediate = self.intermediate_dense(attention_output)  # [B, S, intermediate_size]
+        layer_output = self.output_dense(intermediate)
+        layer_output = self.output_dropout(layer_output, training=training)
+        layer_output = self.output_layer_norm(layer_output + attention_output)
+        if return_probs:
+            return layer_output, probs
+        return layer_output
+
+    def compute_output_shape(self, inputs_shape, attention_mask_shape=None):
+        return tuple(inputs_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+        )
+        return config

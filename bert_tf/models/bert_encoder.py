@@ -1,0 +1,156 @@
+"""The BERT encoder (backbone, no task head) as a functional Keras model (paper §3)."""
+
+import keras
+
+from bert_tf.config import BertConfig
+from bert_tf.layers.bert_embeddings import BertEmbeddings
+from bert_tf.layers.common import truncated_normal
+from bert_tf.layers.transformer_block import TransformerBlock
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def encoder_inputs():
+    """The encoder's input dict: int32 tensors of shape `[batch, seq]`, TF Hub BERT names."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertEncoder(keras.Model):
+    """BERT: embeddings, `num_hidden_layers` Transformer blocks, pooler.
+
+    Constructor arguments are `BertConfig`'s fields, with the same names
+    (`BertEncoder.from_bert_config(config)` passes them), plus:
+        output_attention_probs: add each layer's attention probabilities to the outputs.
+
+    Inputs (a dict; int32 tensors of shape `[batch, seq]`, seq <= max_position_embeddings):
+        input_word_ids: WordPiece ids, 0-padded.
+        input_mask: 1 for real tokens, 0 for padding.
+        input_type_ids: segment ids, 0 for the first segment, 1 for the second.
+
+    Outputs (a dict):
+        sequence_output: `[batch, seq, hidden_size]`, the last layer.
+        pooled_output: `[batch, hidden_size]`, tanh(dense(first token of the last layer)).
+        encoder_outputs: list of `num_hidden_layers` tensors `[batch, seq, hidden_size]`.
+        embedding_output: `[batch, seq, hidden_size]`, the embeddings after LayerNorm/dropout.
+        attention_probs (only with output_attention_probs): list of `[batch, heads, seq, seq]`.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=16,
+        initializer_range=0.02,
+        output_attention_probs=False,
+        dtype=None,
+        **kwargs,
+    ):
+        # Validate through the one place that knows the rules.
+        config = BertConfig(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads,
+            intermediate_size=intermediate_size,
+            hidden_act=hidden_act,
+            hidden_dropout_prob=hidden_dropout_prob,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            initializer_range=initializer_range,
+        )
+
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            hidden_dropout_prob=hidden_dropout_prob,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        self.transformer_layers = [
+            TransformerBlock(
+                hidden_size=hidden_size,
+                num_attention_heads=num_attention_heads,
+                intermediate_size=intermediate_size,
+                hidden_act=hidden_act,
+                hidden_dropout_prob=hidden_dropout_prob,
+                attention_probs_dropout_prob=attention_probs_dropout_prob,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_hidden_layers)
+        ]
+        self.pooler_dense = keras.layers.Dense(
+            hidden_size,
+            activation="tanh",
+            kernel_initializer=truncated_normal(initializer_range),
+            dtype=dtype,
+            name="pooler_dense",
+        )
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        mask = inputs["input_mask"]
+        embedding_output = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        x = embedding_output
+        encoder_outputs, attention_probs = [], []
+        for block in self.transformer_layers:
+            if output_attention_probs:
+                x, probs = block(x, attention_mask=mask, return_probs=True)
+                attention_probs.append(probs)
+            else:
+                x = block(x, attention_mask=mask)
+            encoder_outputs.append(x)
+        pooled_output = self.pooler_dense(x[:, 0, :])
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+        if output_attention_probs:
+            outputs["attention_probs"] = attention_probs
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        for name, value in config.encoder_kwargs().items():
+            setattr(self, name, value)
+        self.output_attention_probs = output_attention_probs
+
+    @classmethod
+    def from_bert_config(cls, config: BertConfig, **kwargs):
+        """Builds an encoder from a `BertConfig` (extra keyword arguments go to the constructor)."""
+        return cls(**config.encoder_kwargs(), **kwargs)
+
+    def bert_config(self) -> BertConfig:
+        return BertConfig(**{name: getattr(self, name) for name in BertConfig.field_names()})
+
+    def get_config(self):
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "output_attention_probs": self.output_attention_probs,
+        }
+        config.update(self.bert_config().encoder_kwargs())
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

@@ -1,0 +1,122 @@
+"""BERT with its two pre-training heads and the original's losses (paper §3.1)."""
+
+import keras
+from keras import ops
+
+from bert_tf.layers.classification_head import ClassificationHead
+from bert_tf.layers.masked_lm_head import MaskedLMHead
+from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs
+
+# The original adds this to the weight sum so that a batch with no masked token gives 0, not NaN.
+_MASKED_LM_DENOMINATOR_EPSILON = 1e-5
+
+
+def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
+    """The original's masked-LM loss: weighted mean of the per-position cross-entropy.
+
+    logits: float `[batch, predictions, vocab]`; masked_lm_ids: int `[batch, predictions]`;
+    masked_lm_weights: float `[batch, predictions]`, 1 for a real prediction, 0 for padding.
+    Returns a float32 scalar: sum(weights * xent) / (sum(weights) + 1e-5).
+    """
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    ids = ops.cast(masked_lm_ids, "int32")[:, :, None]
+    per_position = -ops.take_along_axis(log_probs, ids, axis=-1)[:, :, 0]  # [B, P]
+    weights = ops.cast(masked_lm_weights, "float32")
+    return ops.sum(weights * per_position) / (ops.sum(weights) + _MASKED_LM_DENOMINATOR_EPSILON)
+
+
+def next_sentence_loss(logits, next_sentence_labels):
+    """The original's next-sentence loss: mean 2-way cross-entropy (label 1 = random B).
+
+    logits: float `[batch, 2]`; next_sentence_labels: int `[batch]` or `[batch, 1]`.
+    """
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    labels = ops.reshape(ops.cast(next_sentence_labels, "int32"), (-1, 1))
+    return ops.mean(-ops.take_along_axis(log_probs, labels, axis=-1))
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertPretrainer(keras.Model):
+    """A `BertEncoder` plus the masked-LM head (tied to the word embeddings) and the
+    next-sentence head, as the original `run_pretraining.model_fn`.
+
+    Inputs (a dict): the encoder's three inputs plus
+        masked_lm_positions: int32 `[batch, num_predictions]`.
+    Outputs (a dict):
+        masked_lm_logits: float32 `[batch, num_predictions, vocab_size]`.
+        next_sentence_logits: float32 `[batch, 2]`.
+
+    Training: `fit` with `x` = the inputs and `y` = a dict of `masked_lm_ids`,
+    `masked_lm_weights` and `next_sentence_labels`; `compute_loss` returns the original's total
+    (masked-LM loss + next-sentence loss), so `compile` needs only an optimizer.
+    """
+
+    def __init__(self, encoder: BertEncoder, dtype=None, **kwargs):
+        # === Layers ===
+        self.encoder = encoder
+        self.masked_lm = MaskedLMHead(
+            vocab_size=encoder.vocab_size,
+            hidden_size=encoder.hidden_size,
+            hidden_act=encoder.hidden_act,
+            initializer_range=encoder.initializer_range,
+            embedding_layer=encoder.embeddings,
+            dtype=dtype if dtype is not None else encoder.dtype_policy,
+            name="masked_lm",
+        )
+        self.next_sentence = ClassificationHead(
+            num_classes=2,
+            initializer_range=encoder.initializer_range,
+            dtype=dtype if dtype is not None else encoder.dtype_policy,
+            name="next_sentence",
+        )
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        inputs["masked_lm_positions"] = keras.Input(
+            shape=(None,), dtype="int32", name="masked_lm_positions"
+        )
+        encoder_outputs = encoder({k: inputs[k] for k in encoder.input})
+        outputs = {
+            "masked_lm_logits": self.masked_lm(
+                encoder_outputs["sequence_output"], inputs["masked_lm_positions"]
+            ),
+            "next_sentence_logits": self.next_sentence(encoder_outputs["pooled_output"]),
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if y is None:
+            raise ValueError(
+                "BertPretrainer needs labels: y = {'masked_lm_ids', 'masked_lm_weights', "
+                "'next_sentence_labels'}"
+            )
+        losses = self.pretraining_losses(y, y_pred)
+        total = losses["masked_lm_loss"] + losses["next_sentence_loss"]
+        if self.losses:
+            total = total + ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
+        return total
+
+    @staticmethod
+    def pretraining_losses(labels, outputs):
+        """The two losses of the original, as a dict of float32 scalars."""
+        return {
+            "masked_lm_loss": masked_lm_loss(
+                outputs["masked_lm_logits"], labels["masked_lm_ids"], labels["masked_lm_weights"]
+            ),
+            "next_sentence_loss": next_sentence_loss(
+                outputs["next_sentence_logits"], labels["next_sentence_labels"]
+            ),
+        }
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)

@@ -1,0 +1,1 @@
+"""absl-flag scripts with the original release's names and flags."""

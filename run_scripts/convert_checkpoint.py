@@ -1,0 +1,117 @@
+"""Convert BERT checkpoints between Google's original layout and this package's `.keras` files.
+
+Original -> Keras (a BertPretrainer when the checkpoint has the `cls/` heads, else a BertEncoder):
+    python run_scripts/convert_checkpoint.py --direction=to_keras \
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --checkpoint_to_convert=$BERT_BASE_DIR/bert_model.ckpt \
+      --converted_checkpoint_path=bert_base.keras
+
+Keras -> original (readable by the original release's code; bert_config.json written beside it):
+    python run_scripts/convert_checkpoint.py --direction=to_original \
+      --checkpoint_to_convert=bert_base.keras \
+      --converted_checkpoint_path=exported/bert_model.ckpt
+"""
+
+from absl import app, flags, logging
+
+from bert_tf import checkpoints
+from bert_tf.config import BertConfig
+from bert_tf.models import BertEncoder, BertPretrainer
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_enum("direction", None, ["to_keras", "to_original"], "Which way to convert.")
+flags.DEFINE_string(
+    "bert_config_file",
+    None,
+    "to_keras: the original bert_config.json (required). to_original: optional; when given, "
+    "it is written beside the checkpoint (keeping its extra keys) after checking it matches.",
+)
+flags.DEFINE_string(
+    "checkpoint_to_convert", None, "to_keras: an original checkpoint prefix; to_original: a .keras file."
+)
+flags.DEFINE_string(
+    "converted_checkpoint_path",
+    None,
+    "to_keras: the .keras file to write; to_original: the checkpoint prefix to write "
+    "(e.g. out/bert_model.ckpt).",
+)
+flags.DEFINE_enum(
+    "model",
+    "auto",
+    ["auto", "encoder", "pretrainer"],
+    "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads.",
+)
+flags.DEFINE_integer("global_step", None, "to_original: a global_step to store, as the original does.")
+
+for _name in ("direction", "checkpoint_to_convert", "converted_checkpoint_path"):
+    flags.mark_flag_as_required(_name)
+
+
+def to_keras():
+    if not FLAGS.bert_config_file:
+        raise app.UsageError("--direction=to_keras needs --bert_config_file")
+    if not FLAGS.converted_checkpoint_path.endswith(".keras"):
+        raise app.UsageError(
+            f"--converted_checkpoint_path={FLAGS.converted_checkpoint_path} must end in .keras"
+        )
+    config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    try:
+        names = checkpoints.list_original_variables(FLAGS.checkpoint_to_convert)
+    except FileNotFoundError as e:
+        raise app.UsageError(f"--checkpoint_to_convert: {e}") from None
+    kind = FLAGS.model
+    if kind == "auto":
+        kind = "pretrainer" if "cls/predictions/output_bias" in names else "encoder"
+    encoder = BertEncoder.from_bert_config(config)
+    model = BertPretrainer(encoder) if kind == "pretrainer" else encoder
+    try:
+        report = checkpoints.load_original_checkpoint(model, FLAGS.checkpoint_to_convert)
+    except ValueError as e:
+        raise app.UsageError(str(e)) from None
+    checkpoints.save_keras_model(model, FLAGS.converted_checkpoint_path)
+    logging.info(
+        "Loaded %d variables (%d unused, %d optimizer/step variables skipped) into a %s; wrote %s",
+        len(report.loaded),
+        len(report.unused),
+        len(report.ignored),
+        type(model).__name__,
+        FLAGS.converted_checkpoint_path,
+    )
+
+
+def to_original():
+    try:
+        model = checkpoints.load_keras_model(FLAGS.checkpoint_to_convert)
+    except FileNotFoundError as e:
+        raise app.UsageError(f"--checkpoint_to_convert: {e}") from None
+    if not isinstance(model, (BertEncoder, BertPretrainer)):
+        raise app.UsageError(
+            f"--checkpoint_to_convert={FLAGS.checkpoint_to_convert} holds a "
+            f"{type(model).__name__}, expected a BertEncoder or BertPretrainer"
+        )
+    encoder = model.encoder if isinstance(model, BertPretrainer) else model
+    config = None
+    if FLAGS.bert_config_file:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        if config.encoder_kwargs() != encoder.bert_config().encoder_kwargs():
+            raise app.UsageError(
+                f"--bert_config_file={FLAGS.bert_config_file} does not match the model: "
+                f"{config.encoder_kwargs()} vs {encoder.bert_config().encoder_kwargs()}"
+            )
+    prefix = checkpoints.save_original_checkpoint(
+        model, FLAGS.converted_checkpoint_path, global_step=FLAGS.global_step, bert_config=config
+    )
+    logging.info("Wrote an original-layout checkpoint of a %s to %s", type(model).__name__, prefix)
+
+
+def main(argv):
+    del argv
+    if FLAGS.direction == "to_keras":
+        to_keras()
+    else:
+        to_original()
+
+
+if __name__ == "__main__":
+    app.run(main)

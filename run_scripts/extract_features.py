@@ -1,0 +1,128 @@
+"""Extract pre-computed per-token feature vectors from BERT (the original's script and flags).
+
+    python run_scripts/extract_features.py \
+      --input_file=input.txt --output_file=output.jsonl \
+      --vocab_file=$BERT_BASE_DIR/vocab.txt \
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+      --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
+
+One JSON line per input line (`A` or `A ||| B`), as the original writes it. `--init_checkpoint`
+takes Google's original checkpoints and this package's `.keras` files.
+"""
+
+import contextlib
+import os
+import time
+
+from absl import app, flags, logging
+
+from bert_tf import checkpoints, feature_extraction, tokenization
+from bert_tf.config import BertConfig
+from bert_tf.io_utils import atomic_write
+from bert_tf.models import BertEncoder
+from run_scripts import common_flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None, "Text file: one example per line, `A` or `A ||| B`.")
+flags.DEFINE_string("output_file", None, "Where to write the JSON lines.")
+flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated layer indexes (-1 = last layer).")
+flags.DEFINE_string(
+    "bert_config_file",
+    None,
+    "The config json file corresponding to the pre-trained BERT model. "
+    "This specifies the model architecture.",
+)
+flags.DEFINE_integer(
+    "max_seq_length",
+    128,
+    "The maximum total input sequence length after WordPiece tokenization. "
+    "Sequences longer than this will be truncated, and sequences shorter "
+    "than this will be padded.",
+)
+flags.DEFINE_string(
+    "init_checkpoint", None, "Initial checkpoint (usually from a pre-trained BERT model)."
+)
+flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool(
+    "do_lower_case",
+    True,
+    "Whether to lower case the input text. Should be True for uncased "
+    "models and False for cased models.",
+)
+flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
+flags.DEFINE_bool(
+    "use_one_hot_embeddings",
+    False,
+    "Accepted for compatibility with the original; embedding lookups here are gathers on "
+    "every device, so it changes nothing.",
+)
+common_flags.define_tpu_flags()
+
+for _name in ("input_file", "vocab_file", "bert_config_file", "init_checkpoint", "output_file"):
+    flags.mark_flag_as_required(_name)
+
+
+def _check_inputs(config, tokenizer):
+    """Every check that can fail, before any model is built or any output written."""
+    if FLAGS.max_seq_length > config.max_position_embeddings:
+        raise app.UsageError(
+            f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings="
+            f"{config.max_position_embeddings} of {FLAGS.bert_config_file}"
+        )
+    if FLAGS.max_seq_length < 3:
+        raise app.UsageError(
+            f"--max_seq_length={FLAGS.max_seq_length} leaves no room for [CLS] A [SEP] B [SEP]"
+        )
+    if FLAGS.batch_size < 1:
+        raise app.UsageError(f"--batch_size={FLAGS.batch_size} must be positive")
+    if len(tokenizer.vocab) != config.vocab_size:
+        raise app.UsageError(
+            f"--vocab_file={FLAGS.vocab_file} has {len(tokenizer.vocab)} tokens but "
+            f"--bert_config_file={FLAGS.bert_config_file} says vocab_size={config.vocab_size}"
+        )
+    missing = [t for t in ("[CLS]", "[SEP]", "[UNK]") if t not in tokenizer.vocab]
+    if missing:
+        raise app.UsageError(f"--vocab_file={FLAGS.vocab_file} lacks {', '.join(missing)}")
+    if not os.path.isfile(FLAGS.input_file):
+        raise app.UsageError(f"--input_file={FLAGS.input_file} does not exist")
+
+
+def main(argv):
+    del argv
+    config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    _check_inputs(config, tokenizer)
+    layer_indexes = feature_extraction.parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
+
+    scope = common_flags.tpu_strategy(FLAGS).scope() if FLAGS.use_tpu else contextlib.nullcontext()
+    with scope:
+        encoder = BertEncoder.from_bert_config(config)
+    try:
+        report = checkpoints.restore(encoder, FLAGS.init_checkpoint)
+    except (ValueError, FileNotFoundError) as e:
+        raise app.UsageError(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}") from None
+    if report is not None and report.unused:
+        logging.info("Checkpoint variables not used by the encoder: %d", len(report.unused))
+
+    start, count = time.time(), 0
+    examples = feature_extraction.read_examples(FLAGS.input_file)
+    results = feature_extraction.extract_features(
+        encoder, tokenizer, examples, FLAGS.max_seq_length, layer_indexes, FLAGS.batch_size
+    )
+    with atomic_write(FLAGS.output_file) as writer:
+        for example, tokens, layers in results:
+            if example.unique_id < 5:
+                logging.info("unique_id: %d tokens: %s", example.unique_id, " ".join(tokens))
+            writer.write(feature_extraction.feature_json_line(example.unique_id, tokens, layers))
+            count += 1
+            if count % 1000 == 0:
+                logging.info("%d lines, %.1f lines/s", count, count / (time.time() - start))
+    logging.info(
+        "Wrote %d lines to %s in %.1f s", count, FLAGS.output_file, time.time() - start
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)
