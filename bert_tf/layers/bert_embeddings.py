@@ -73,7 +73,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     def call(self, word_ids, type_ids=None, training=None):
         seq_length = word_ids.shape[1]
-        if seq_length is not None and seq_length > self.max_position_embeddings:
+        if isinstance(seq_length, int) and seq_length > self.max_position_embeddings:
             raise ValueError(
                 f"sequence length {seq_length} exceeds max_position_embeddings "
                 f"{self.max_position_embeddings}"
@@ -83,13 +83,16 @@ class BertEmbeddings(keras.layers.Layer):
         x = self.word_embeddings(word_ids)  # [B, S, hidden]
         x = x + self.token_type_embeddings(type_ids)
         seq = ops.shape(word_ids)[1]
-        positions = ops.slice(self.position_embeddings, (0, 0), (seq, self.hidden_size))
+        positions = ops.convert_to_tensor(self.position_embeddings)[:seq]  # [S, hidden]
         x = x + ops.cast(positions, x.dtype)[None, :, :]  # broadcast over the batch
         x = self.layer_norm(x)
         return self.dropout(x, training=training)
 
-    def compute_output_shape(self, word_ids_shape, type_ids_shape=None):
-        return tuple(word_ids_shape) + (self.hidden_size,)
+
+    def compute_output_spec(self, word_ids, type_ids=None, training=None):
+        # Declared, not traced: symbolic tracing of `call` is fragile on some backends. The
+        # output leaves the float32 LayerNorm.
+        return keras.KerasTensor(tuple(word_ids.shape) + (self.hidden_size,), dtype="float32")
 
     def get_config(self):
         config = super().get_config()

@@ -42,8 +42,6 @@ class ClassificationHead(keras.layers.Layer):
     def call(self, inputs, training=None):
         return self.dense(self.dropout(inputs, training=training))
 
-    def compute_output_shape(self, inputs_shape):
-        return tuple(inputs_shape[:-1]) + (self.num_classes,)
 
     def get_config(self):
         config = super().get_config()

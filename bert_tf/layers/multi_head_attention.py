@@ -112,8 +112,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             return output, probs
         return output
 
-    def compute_output_shape(self, inputs_shape, attention_mask_shape=None):
-        return tuple(inputs_shape)
+
+    def compute_output_spec(self, inputs, attention_mask=None, training=None, return_probs=False):
+        output = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
+        if not return_probs:
+            return output
+        batch, seq = inputs.shape[0], inputs.shape[1]
+        probs = keras.KerasTensor((batch, self.num_attention_heads, seq, seq), dtype="float32")
+        return output, probs
 
     def get_config(self):
         config = super().get_config()

@@ -1,6 +1,7 @@
 """One post-LayerNorm Transformer encoder block, as in the original release (paper §3)."""
 
 import keras
+from keras import ops
 
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.common import layer_norm, truncated_normal
@@ -82,18 +83,25 @@ class TransformerBlock(keras.layers.Layer):
             inputs, attention_mask=attention_mask, training=training, return_probs=True
         )
         attention_output = self.attention_dropout(attention_output, training=training)
-        attention_output = self.attention_layer_norm(attention_output + inputs)
+        # ops.add promotes a half-precision sum to float32 before the float32 LayerNorm.
+        attention_output = self.attention_layer_norm(ops.add(attention_output, inputs))
 
         intermediate = self.intermediate_dense(attention_output)  # [B, S, intermediate_size]
         layer_output = self.output_dense(intermediate)
         layer_output = self.output_dropout(layer_output, training=training)
-        layer_output = self.output_layer_norm(layer_output + attention_output)
+        layer_output = self.output_layer_norm(ops.add(layer_output, attention_output))
         if return_probs:
             return layer_output, probs
         return layer_output
 
-    def compute_output_shape(self, inputs_shape, attention_mask_shape=None):
-        return tuple(inputs_shape)
+
+    def compute_output_spec(self, inputs, attention_mask=None, training=None, return_probs=False):
+        output = keras.KerasTensor(inputs.shape, dtype="float32")  # from the float32 LayerNorm
+        if not return_probs:
+            return output
+        batch, seq = inputs.shape[0], inputs.shape[1]
+        probs = keras.KerasTensor((batch, self.num_attention_heads, seq, seq), dtype="float32")
+        return output, probs
 
     def get_config(self):
         config = super().get_config()

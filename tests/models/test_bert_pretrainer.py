@@ -1,0 +1,78 @@
+import keras
+import numpy as np
+import pytest
+
+from bert_tf import BertEncoder, BertPretrainer
+from bert_tf.models import masked_lm_loss, next_sentence_loss
+from tests import numpy_bert
+from tests.helpers import assert_config_round_trip, assert_keras_file_round_trip
+from tests.tiny import tiny_config, tiny_inputs
+
+
+@pytest.fixture
+def config():
+    return tiny_config()
+
+
+def _labels(config, x, seed=1):
+    rng = np.random.default_rng(seed)
+    b, p = x["masked_lm_positions"].shape
+    weights = np.ones((b, p), np.float32)
+    weights[-1, -2:] = 0.0  # padded predictions, as the data has
+    return {
+        "masked_lm_ids": rng.integers(5, config.vocab_size, size=(b, p)).astype(np.int32),
+        "masked_lm_weights": weights,
+        "next_sentence_labels": rng.integers(0, 2, size=(b, 1)).astype(np.int32),
+    }
+
+
+def test_word_embeddings_are_tied_and_counted_once(config):
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    table = model.encoder.embeddings.embedding_table
+    assert model.masked_lm.embedding_table is table
+    assert len({id(w) for w in model.weights}) == len(model.weights)
+    # 39 encoder variables (5 embedding, 16 per layer, 2 pooler) + 5 masked LM + 2 NSP.
+    assert len(model.trainable_weights) == 39 + 5 + 2
+
+
+def test_losses_match_numpy_statement_of_original(config):
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    x = tiny_inputs(config)
+    y = _labels(config, x)
+    out = model(x)
+    mlm, nsp = np.asarray(out["masked_lm_logits"]), np.asarray(out["next_sentence_logits"])
+    ref_mlm, ref_nsp = numpy_bert.pretraining_loss(
+        mlm.astype(np.float64), nsp.astype(np.float64), y["masked_lm_ids"], y["masked_lm_weights"], y["next_sentence_labels"][:, 0]
+    )
+    assert abs(float(masked_lm_loss(mlm, y["masked_lm_ids"], y["masked_lm_weights"])) - ref_mlm) < 1e-5
+    assert abs(float(next_sentence_loss(nsp, y["next_sentence_labels"])) - ref_nsp) < 1e-5
+    total = model.compute_loss(x, y, out)
+    assert abs(float(total) - (ref_mlm + ref_nsp)) < 1e-5
+
+
+def test_all_zero_weights_give_zero_not_nan():
+    logits = np.zeros((1, 2, 5), np.float32)
+    assert float(masked_lm_loss(logits, np.zeros((1, 2), np.int32), np.zeros((1, 2), np.float32))) == 0.0
+
+
+def test_fit_lowers_the_pretraining_loss():
+    config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    x = tiny_inputs(config, batch=8)
+    y = _labels(config, x)
+    history = model.fit(x, y, batch_size=8, epochs=40, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+
+
+def test_config_and_keras_file_round_trip(config, tmp_path):
+    model = BertPretrainer(BertEncoder.from_bert_config(config), name="pt")
+    assert_config_round_trip(model)
+    loaded = assert_keras_file_round_trip(model, tiny_inputs(config), tmp_path)
+    assert loaded.masked_lm.embedding_table is loaded.encoder.embeddings.embedding_table
+
+
+def test_compute_loss_without_labels_is_a_clear_error(config):
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    with pytest.raises(ValueError, match="masked_lm_ids"):
+        model.compute_loss(tiny_inputs(config), None, None)
