@@ -1,6 +1,14 @@
 """Flags that several scripts share, defined once (names and defaults of the original release)."""
 
+import os
+import sys
+
 from absl import flags
+
+
+def fail(message):
+    """Stops the script with exit code 1 and one clear line (no flag help dump)."""
+    raise SystemExit(f"{os.path.basename(sys.argv[0])}: error: {message}")
 
 
 def define_tpu_flags():
@@ -28,8 +36,8 @@ def tpu_strategy(flag_values):
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, tf.errors.OpError, RuntimeError) as e:
-        raise SystemExit(
+        fail(
             f"--use_tpu is set but no TPU is reachable (tpu_name={flag_values.tpu_name!r}, "
             f"master={flag_values.master!r}, tpu_zone={flag_values.tpu_zone!r}): {e}"
-        ) from None
+        )
     return tf.distribute.TPUStrategy(resolver)

@@ -17,6 +17,7 @@ from absl import app, flags, logging
 from bert_tf import checkpoints
 from bert_tf.config import BertConfig
 from bert_tf.models import BertEncoder, BertPretrainer
+from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS
 
@@ -50,16 +51,19 @@ for _name in ("direction", "checkpoint_to_convert", "converted_checkpoint_path")
 
 def to_keras():
     if not FLAGS.bert_config_file:
-        raise app.UsageError("--direction=to_keras needs --bert_config_file")
+        fail("--direction=to_keras needs --bert_config_file")
     if not FLAGS.converted_checkpoint_path.endswith(".keras"):
-        raise app.UsageError(
+        fail(
             f"--converted_checkpoint_path={FLAGS.converted_checkpoint_path} must end in .keras"
         )
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    try:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    except (ValueError, FileNotFoundError) as e:
+        fail(f"--bert_config_file: {e}")
     try:
         names = checkpoints.list_original_variables(FLAGS.checkpoint_to_convert)
     except FileNotFoundError as e:
-        raise app.UsageError(f"--checkpoint_to_convert: {e}") from None
+        fail(f"--checkpoint_to_convert: {e}")
     kind = FLAGS.model
     if kind == "auto":
         kind = "pretrainer" if "cls/predictions/output_bias" in names else "encoder"
@@ -68,7 +72,7 @@ def to_keras():
     try:
         report = checkpoints.load_original_checkpoint(model, FLAGS.checkpoint_to_convert)
     except ValueError as e:
-        raise app.UsageError(str(e)) from None
+        fail(str(e))
     checkpoints.save_keras_model(model, FLAGS.converted_checkpoint_path)
     logging.info(
         "Loaded %d variables (%d unused, %d optimizer/step variables skipped) into a %s; wrote %s",
@@ -84,18 +88,21 @@ def to_original():
     try:
         model = checkpoints.load_keras_model(FLAGS.checkpoint_to_convert)
     except FileNotFoundError as e:
-        raise app.UsageError(f"--checkpoint_to_convert: {e}") from None
+        fail(f"--checkpoint_to_convert: {e}")
     if not isinstance(model, (BertEncoder, BertPretrainer)):
-        raise app.UsageError(
+        fail(
             f"--checkpoint_to_convert={FLAGS.checkpoint_to_convert} holds a "
             f"{type(model).__name__}, expected a BertEncoder or BertPretrainer"
         )
     encoder = model.encoder if isinstance(model, BertPretrainer) else model
     config = None
     if FLAGS.bert_config_file:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        try:
+            config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        except (ValueError, FileNotFoundError) as e:
+            fail(f"--bert_config_file: {e}")
         if config.encoder_kwargs() != encoder.bert_config().encoder_kwargs():
-            raise app.UsageError(
+            fail(
                 f"--bert_config_file={FLAGS.bert_config_file} does not match the model: "
                 f"{config.encoder_kwargs()} vs {encoder.bert_config().encoder_kwargs()}"
             )

@@ -22,6 +22,7 @@ from bert_tf.config import BertConfig
 from bert_tf.io_utils import atomic_write
 from bert_tf.models import BertEncoder
 from run_scripts import common_flags
+from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS
 
@@ -67,34 +68,43 @@ for _name in ("input_file", "vocab_file", "bert_config_file", "init_checkpoint",
 def _check_inputs(config, tokenizer):
     """Every check that can fail, before any model is built or any output written."""
     if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise app.UsageError(
+        fail(
             f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings="
             f"{config.max_position_embeddings} of {FLAGS.bert_config_file}"
         )
     if FLAGS.max_seq_length < 3:
-        raise app.UsageError(
+        fail(
             f"--max_seq_length={FLAGS.max_seq_length} leaves no room for [CLS] A [SEP] B [SEP]"
         )
     if FLAGS.batch_size < 1:
-        raise app.UsageError(f"--batch_size={FLAGS.batch_size} must be positive")
+        fail(f"--batch_size={FLAGS.batch_size} must be positive")
     if len(tokenizer.vocab) != config.vocab_size:
-        raise app.UsageError(
+        fail(
             f"--vocab_file={FLAGS.vocab_file} has {len(tokenizer.vocab)} tokens but "
             f"--bert_config_file={FLAGS.bert_config_file} says vocab_size={config.vocab_size}"
         )
     missing = [t for t in ("[CLS]", "[SEP]", "[UNK]") if t not in tokenizer.vocab]
     if missing:
-        raise app.UsageError(f"--vocab_file={FLAGS.vocab_file} lacks {', '.join(missing)}")
+        fail(f"--vocab_file={FLAGS.vocab_file} lacks {', '.join(missing)}")
     if not os.path.isfile(FLAGS.input_file):
-        raise app.UsageError(f"--input_file={FLAGS.input_file} does not exist")
+        fail(f"--input_file={FLAGS.input_file} does not exist")
 
 
 def main(argv):
     del argv
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    try:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    except (ValueError, FileNotFoundError) as e:
+        fail(f"--bert_config_file: {e}")
+    try:
+        tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    except (ValueError, FileNotFoundError) as e:
+        fail(f"--vocab_file: {e}")
     _check_inputs(config, tokenizer)
-    layer_indexes = feature_extraction.parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
+    try:
+        layer_indexes = feature_extraction.parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
+    except ValueError as e:
+        fail(f"--layers: {e}")
 
     scope = common_flags.tpu_strategy(FLAGS).scope() if FLAGS.use_tpu else contextlib.nullcontext()
     with scope:
@@ -102,7 +112,7 @@ def main(argv):
     try:
         report = checkpoints.restore(encoder, FLAGS.init_checkpoint)
     except (ValueError, FileNotFoundError) as e:
-        raise app.UsageError(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}") from None
+        fail(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}")
     if report is not None and report.unused:
         logging.info("Checkpoint variables not used by the encoder: %d", len(report.unused))
 

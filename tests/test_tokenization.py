@@ -1,0 +1,82 @@
+"""The original's rules, checked against hand-written expected token lists."""
+
+import pytest
+
+from bert_tf import tokenization
+from tests.tiny import write_vocab
+
+SMALL_VOCAB = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing", ","]
+
+
+@pytest.fixture
+def tokenizer(tmp_path):
+    return tokenization.FullTokenizer(write_vocab(tmp_path / "vocab.txt", SMALL_VOCAB))
+
+
+def test_full_tokenizer(tokenizer):
+    tokens = tokenizer.tokenize("UNwant\u00e9d,running")
+    assert tokens == ["un", "##want", "##ed", ",", "runn", "##ing"]
+    assert tokenizer.convert_tokens_to_ids(tokens) == [7, 4, 5, 10, 8, 9]
+    assert tokenizer.convert_ids_to_tokens([7, 4]) == ["un", "##want"]
+
+
+def test_basic_lower_case_strips_accents_and_splits_punctuation():
+    basic = tokenization.BasicTokenizer(do_lower_case=True)
+    assert basic.tokenize(" \tHeLLo!how  \n Are yoU?  ") == ["hello", "!", "how", "are", "you", "?"]
+    assert basic.tokenize("H\u00e9llo") == ["hello"]
+    assert basic.tokenize("a^b$c`d") == ["a", "^", "b", "$", "c", "`", "d"]  # ASCII non-P* too
+
+
+def test_basic_cased_keeps_case_and_accents():
+    basic = tokenization.BasicTokenizer(do_lower_case=False)
+    assert basic.tokenize(" \tHeLLo!how  \n Are yoU?  ") == ["HeLLo", "!", "how", "Are", "yoU", "?"]
+    assert basic.tokenize("H\u00e9llo") == ["H\u00e9llo"]
+
+
+def test_cjk_ideographs_are_spaced_but_not_kana_or_hangul():
+    basic = tokenization.BasicTokenizer()
+    assert basic.tokenize("ah\u535a\u63a8zz") == ["ah", "\u535a", "\u63a8", "zz"]
+    assert basic.tokenize("\u30ab\u30bf\u30ab\u30ca") == ["\u30ab\u30bf\u30ab\u30ca"]
+    cased = tokenization.BasicTokenizer(do_lower_case=False)
+    assert cased.tokenize("\ud55c\uad6d\uc5b4") == ["\ud55c\uad6d\uc5b4"]
+
+
+def test_lower_case_nfd_quirks_of_the_original():
+    basic = tokenization.BasicTokenizer(do_lower_case=True)
+    # NFD splits Hangul syllables into conjoining jamo (not Mn, so they stay) ...
+    assert basic.tokenize("\ud55c") == ["\u1112\u1161\u11ab"]
+    # ... and strips the voiced mark of kana (U+3099 is Mn): GA becomes KA.
+    assert basic.tokenize("\u30ac") == ["\u30ab"]
+
+
+def test_cleaning_drops_controls_and_maps_spaces():
+    basic = tokenization.BasicTokenizer()
+    # NUL, U+FFFD, a C0 control, soft hyphen (Cf) and zero-width space (Cf) vanish;
+    # no-break and ideographic spaces (Zs) separate words.
+    assert basic.tokenize("a\x00b\ufffdc\x07d\u00ade\u200bf") == ["abcdef"]
+    assert basic.tokenize("x\u00a0y\u3000z") == ["x", "y", "z"]
+
+
+def test_wordpiece_greedy_longest_match_and_unknowns():
+    vocab = {t: i for i, t in enumerate(SMALL_VOCAB)}
+    wp = tokenization.WordpieceTokenizer(vocab=vocab)
+    assert wp.tokenize("") == []
+    assert wp.tokenize("unwanted running") == ["un", "##want", "##ed", "runn", "##ing"]
+    assert wp.tokenize("unwantedX running") == ["[UNK]", "runn", "##ing"]
+    assert wp.tokenize("w" * 201) == ["[UNK]"]
+
+
+def test_bytes_input_with_invalid_utf8_does_not_crash(tokenizer):
+    assert tokenizer.tokenize(b"un\xffwant") == ["un", "##want"]
+
+
+def test_vocab_errors_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        tokenization.load_vocab(str(tmp_path / "missing.txt"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty.txt.*empty"):
+        tokenization.load_vocab(str(empty))
+    dup = write_vocab(tmp_path / "dup.txt", ["[UNK]", "a", "b", "a"])
+    with pytest.raises(ValueError, match=r"dup.txt.*'a' twice \(lines 2 and 4\)"):
+        tokenization.load_vocab(dup)
