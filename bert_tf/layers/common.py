@@ -20,3 +20,13 @@ def layer_norm(name):
     return keras.layers.LayerNormalization(
         axis=-1, epsilon=LAYER_NORM_EPSILON, dtype="float32", name=name
     )
+
+
+def self_attention_output_spec(inputs, num_heads, dtype, return_probs):
+    """Symbolic outputs of a self-attention layer/block: `[B, S, hidden]`, and with
+    `return_probs` the float32 probabilities `[B, N, S, S]`."""
+    output = keras.KerasTensor(inputs.shape, dtype=dtype)
+    if not return_probs:
+        return output
+    batch, seq = inputs.shape[0], inputs.shape[1]
+    return output, keras.KerasTensor((batch, num_heads, seq, seq), dtype="float32")

@@ -10,7 +10,7 @@ import math
 import keras
 from keras import ops
 
-from bert_tf.layers.common import truncated_normal
+from bert_tf.layers.common import self_attention_output_spec, truncated_normal
 
 # The original adds this to the scores of masked positions instead of -inf (modeling.py),
 # which keeps a fully masked row finite.
@@ -114,12 +114,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
 
     def compute_output_spec(self, inputs, attention_mask=None, training=None, return_probs=False):
-        output = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
-        if not return_probs:
-            return output
-        batch, seq = inputs.shape[0], inputs.shape[1]
-        probs = keras.KerasTensor((batch, self.num_attention_heads, seq, seq), dtype="float32")
-        return output, probs
+        return self_attention_output_spec(
+            inputs, self.num_attention_heads, self.compute_dtype, return_probs
+        )
 
     def get_config(self):
         config = super().get_config()

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
-from bert_tf.layers.common import layer_norm, truncated_normal
+from bert_tf.layers.common import layer_norm, self_attention_output_spec, truncated_normal
 from bert_tf.layers.multi_head_attention import MultiHeadSelfAttention
 
 
@@ -96,12 +96,8 @@ class TransformerBlock(keras.layers.Layer):
 
 
     def compute_output_spec(self, inputs, attention_mask=None, training=None, return_probs=False):
-        output = keras.KerasTensor(inputs.shape, dtype="float32")  # from the float32 LayerNorm
-        if not return_probs:
-            return output
-        batch, seq = inputs.shape[0], inputs.shape[1]
-        probs = keras.KerasTensor((batch, self.num_attention_heads, seq, seq), dtype="float32")
-        return output, probs
+        # The output leaves the float32 LayerNorm.
+        return self_attention_output_spec(inputs, self.num_attention_heads, "float32", return_probs)
 
     def get_config(self):
         config = super().get_config()

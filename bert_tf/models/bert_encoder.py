@@ -123,7 +123,11 @@ class BertEncoder(keras.Model):
         }
         if output_attention_probs:
             outputs["attention_probs"] = attention_probs
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        if dtype is not None:
+            # The functional constructor drops `dtype`; without this a reloaded mixed-precision
+            # encoder would report float32 and heads built on it would follow.
+            self.dtype_policy = dtype
 
         # === Config ===
         for name, value in config.encoder_kwargs().items():

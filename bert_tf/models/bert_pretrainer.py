@@ -82,7 +82,8 @@ class BertPretrainer(keras.Model):
             ),
             "next_sentence_logits": self.next_sentence(encoder_outputs["pooled_output"]),
         }
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = dtype if dtype is not None else encoder.dtype_policy
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if y is None:
@@ -112,6 +113,7 @@ class BertPretrainer(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
             "encoder": keras.saving.serialize_keras_object(self.encoder),
         }
 
@@ -119,4 +121,6 @@ class BertPretrainer(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)

@@ -76,3 +76,18 @@ def test_compute_loss_without_labels_is_a_clear_error(config):
     model = BertPretrainer(BertEncoder.from_bert_config(config))
     with pytest.raises(ValueError, match="masked_lm_ids"):
         model.compute_loss(tiny_inputs(config), None, None)
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_trains_under_mixed_precision_and_round_trips(config, policy, tmp_path):
+    keras.mixed_precision.set_global_policy(policy)
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))  # float16: Keras adds loss scaling
+    x = tiny_inputs(config, batch=4)
+    history = model.fit(x, _labels(config, x), batch_size=4, epochs=2, verbose=0)
+    assert all(np.isfinite(history.history["loss"]))
+    assert all(w.dtype == "float32" for w in model.weights)
+    assert model(x)["masked_lm_logits"].dtype == "float32"
+    keras.mixed_precision.set_global_policy("float32")
+    loaded = assert_keras_file_round_trip(model, x, tmp_path)
+    assert loaded.encoder.dtype_policy.name == policy
