@@ -78,7 +78,7 @@ def extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, ba
             for name in INPUT_NAMES
         }
         layer_outputs = encoder.predict_on_batch(inputs)["encoder_outputs"]
-        for row, (ex, p) in enumerate(zip(batch, packed)):
+        for row, (ex, p) in enumerate(zip(batch, packed, strict=True)):
             n = len(p.tokens)
             yield ex, p.tokens, {
                 index: np.asarray(layer_outputs[index][row, :n], dtype=np.float32)

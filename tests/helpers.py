@@ -19,6 +19,6 @@ def assert_keras_file_round_trip(model, inputs, tmp_path, name="model"):
     loaded = keras.saving.load_model(path)
     assert type(loaded) is type(model)
     actual = loaded(inputs, training=False)
-    for e, a in zip(keras.tree.flatten(expected), keras.tree.flatten(actual)):
+    for e, a in zip(keras.tree.flatten(expected), keras.tree.flatten(actual), strict=True):
         np.testing.assert_array_equal(np.asarray(e), np.asarray(a))
     return loaded

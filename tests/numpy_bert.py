@@ -42,7 +42,7 @@ def bert(w, config, input_ids, input_mask, token_type_ids):
     for i in range(config.num_hidden_layers):
         p = f"bert/encoder/layer_{i}/"
 
-        def dense(t, name):
+        def dense(t, name, p=p):
             return t @ w[p + name + "/kernel"] + w[p + name + "/bias"]
 
         def heads(t):

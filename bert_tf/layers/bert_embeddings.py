@@ -88,7 +88,6 @@ class BertEmbeddings(keras.layers.Layer):
         x = self.layer_norm(x)
         return self.dropout(x, training=training)
 
-
     def compute_output_spec(self, word_ids, type_ids=None, training=None):
         # Declared, not traced: symbolic tracing of `call` is fragile on some backends. The
         # output leaves the float32 LayerNorm.

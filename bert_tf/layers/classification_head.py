@@ -42,7 +42,6 @@ class ClassificationHead(keras.layers.Layer):
     def call(self, inputs, training=None):
         return self.dense(self.dropout(inputs, training=training))
 
-
     def get_config(self):
         config = super().get_config()
         config.update(

@@ -112,7 +112,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             return output, probs
         return output
 
-
     def compute_output_spec(self, inputs, attention_mask=None, training=None, return_probs=False):
         return self_attention_output_spec(
             inputs, self.num_attention_heads, self.compute_dtype, return_probs

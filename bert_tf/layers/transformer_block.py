@@ -94,7 +94,6 @@ class TransformerBlock(keras.layers.Layer):
             return layer_output, probs
         return layer_output
 
-
     def compute_output_spec(self, inputs, attention_mask=None, training=None, return_probs=False):
         # The output leaves the float32 LayerNorm.
         return self_attention_output_spec(inputs, self.num_attention_heads, "float32", return_probs)

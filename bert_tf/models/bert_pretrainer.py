@@ -94,7 +94,7 @@ class BertPretrainer(keras.Model):
         losses = self.pretraining_losses(y, y_pred)
         total = losses["masked_lm_loss"] + losses["next_sentence_loss"]
         if self.losses:
-            total = total + ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
+            total = total + ops.sum(ops.stack([ops.cast(loss, "float32") for loss in self.losses]))
         return total
 
     @staticmethod

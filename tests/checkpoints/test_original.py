@@ -38,7 +38,7 @@ def test_pretrainer_matches_numpy_statement_of_original(original, config):
     layers, pooled = numpy_bert.bert(weights, config, x["input_word_ids"], x["input_mask"], x["input_type_ids"])
     mlm, nsp = numpy_bert.pretraining_heads(weights, layers[-1], pooled, x["masked_lm_positions"])
 
-    for ours, ref in zip(enc["encoder_outputs"], layers):
+    for ours, ref in zip(enc["encoder_outputs"], layers, strict=True):
         assert np.max(np.abs(np.asarray(ours) - ref)) <= 1e-5
     assert np.max(np.abs(np.asarray(enc["sequence_output"]) - layers[-1])) <= 1e-5
     assert np.max(np.abs(np.asarray(enc["pooled_output"]) - pooled)) <= 1e-5
@@ -73,7 +73,7 @@ def test_missing_variable_names_it_and_assigns_nothing(tmp_path, config):
     before = [np.array(w) for w in encoder.get_weights()]
     with pytest.raises(ValueError, match=r"bert/encoder/layer_1/output/dense/kernel: missing .*\(64, 32\)"):
         load_original_checkpoint(encoder, prefix)
-    for b, a in zip(before, encoder.get_weights()):
+    for b, a in zip(before, encoder.get_weights(), strict=True):
         np.testing.assert_array_equal(b, a)
 
 

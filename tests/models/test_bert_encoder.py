@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from bert_tf import BertConfig, BertEncoder
+from bert_tf import BertEncoder
 from bert_tf.models import encoder_inputs
 from tests.helpers import assert_config_round_trip, assert_keras_file_round_trip
 from tests.tiny import encoder_part, tiny_config, tiny_inputs

@@ -54,7 +54,7 @@ def test_original_command_line_gives_the_original_numbers(google_model_dir, tmp_
     lines = output_file.read_text().splitlines()
     assert len(lines) == len(LINES)
     vocab = {t: i for i, t in enumerate(VOCAB)}
-    for i, (line, tokens, types) in enumerate(zip(lines, EXPECTED_TOKENS, EXPECTED_TYPES)):
+    for i, (line, tokens, types) in enumerate(zip(lines, EXPECTED_TOKENS, EXPECTED_TYPES, strict=True)):
         assert line.startswith('{"linex_index": %d, "features": [{"token": "[CLS]", "layers": [{"index": -1, "values": [' % i)
         record = json.loads(line)
         assert record["linex_index"] == i
