@@ -7,7 +7,9 @@ Same names and behaviour as the original `tokenization.py`: `FullTokenizer` = `B
 
 import collections
 import os
+import re
 import unicodedata
+import warnings
 
 # Code-point blocks the original treats as CJK ideographs (spaced out as single "words").
 # Hangul and kana are deliberately absent, as in the original.
@@ -32,23 +34,38 @@ def convert_to_unicode(text):
     raise TypeError(f"expected str or bytes, got {type(text).__name__}")
 
 
+def vocab_from_tokens(tokens, source="<vocabulary>"):
+    """Token list (id = position) -> ordered dict; duplicate tokens are an error naming both ids."""
+    vocab = collections.OrderedDict()
+    for index, token in enumerate(tokens):
+        if token in vocab:
+            raise ValueError(
+                f"vocab {source!r} has token {token!r} twice (lines {vocab[token] + 1} and {index + 1})"
+            )
+        vocab[token] = index
+    if not vocab:
+        raise ValueError(f"vocab {source!r} is empty")
+    return vocab
+
+
 def load_vocab(vocab_file):
     """Reads a vocab.txt (one token per line, id = line number) into an ordered dict."""
     if not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"vocab file {vocab_file!r} does not exist")
-    vocab = collections.OrderedDict()
     with open(vocab_file, "rb") as reader:
-        for index, raw in enumerate(reader):
-            token = convert_to_unicode(raw).strip()
-            if token in vocab:
-                raise ValueError(
-                    f"vocab file {vocab_file!r} has token {token!r} twice "
-                    f"(lines {vocab[token] + 1} and {index + 1})"
-                )
-            vocab[token] = index
-    if not vocab:
-        raise ValueError(f"vocab file {vocab_file!r} is empty")
-    return vocab
+        return vocab_from_tokens([convert_to_unicode(raw).strip() for raw in reader], vocab_file)
+
+
+def check_vocab(vocab, source="<vocabulary>"):
+    """[UNK] must exist (WordPiece emits it); without [CLS]/[SEP] nothing can be packed for BERT."""
+    if "[UNK]" not in vocab:
+        raise ValueError(f"vocab {source!r} has no '[UNK]' token, which WordPiece emits for unknown words")
+    missing = [t for t in ("[CLS]", "[SEP]") if t not in vocab]
+    if missing:
+        warnings.warn(
+            f"vocab {source!r} has no {' or '.join(missing)}: inputs cannot be packed for BERT with it",
+            stacklevel=3,
+        )
 
 
 def convert_by_vocab(vocab, items):
@@ -87,16 +104,24 @@ def _is_chinese_char(cp):
 
 
 class BasicTokenizer:
-    """Cleans text, spaces out CJK, optionally lower-cases and strips accents, splits punctuation."""
+    """Cleans text, spaces out CJK, optionally lower-cases and strips accents, splits punctuation.
 
-    def __init__(self, do_lower_case=True):
+    `never_split`: words (e.g. "[CLS]", "[MASK]") kept whole, neither lower-cased nor split, when
+    they stand between whitespace in the text. Off by default, as in the original.
+    """
+
+    def __init__(self, do_lower_case=True, never_split=None):
         self.do_lower_case = do_lower_case
+        self.never_split = frozenset(never_split or ())
 
     def tokenize(self, text):
         text = self._clean_text(convert_to_unicode(text))
         text = self._tokenize_chinese_chars(text)
         split_tokens = []
         for token in whitespace_tokenize(text):
+            if token in self.never_split:
+                split_tokens.append(token)
+                continue
             if self.do_lower_case:
                 token = self._run_strip_accents(token.lower())
             split_tokens.extend(self._run_split_on_punc(token))
@@ -174,10 +199,11 @@ class WordpieceTokenizer:
 class FullTokenizer:
     """Basic tokenization followed by WordPiece, with a vocab loaded from `vocab_file`."""
 
-    def __init__(self, vocab_file, do_lower_case=True):
+    def __init__(self, vocab_file, do_lower_case=True, never_split=None):
         self.vocab = load_vocab(vocab_file)
+        check_vocab(self.vocab, vocab_file)
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
-        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case, never_split=never_split)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
 
     def tokenize(self, text):
@@ -192,3 +218,46 @@ class FullTokenizer:
 
     def convert_ids_to_tokens(self, ids):
         return convert_by_vocab(self.inv_vocab, ids)
+
+
+# Google's released checkpoints, by casing (the folder name before /bert_model.ckpt).
+_UNCASED_MODELS = (
+    "uncased_L-24_H-1024_A-16",
+    "uncased_L-12_H-768_A-12",
+    "multilingual_L-12_H-768_A-12",
+    "chinese_L-12_H-768_A-12",
+)
+_CASED_MODELS = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16", "multi_cased_L-12_H-768_A-12")
+
+
+def _checkpoint_casing(model_name):
+    if model_name in _UNCASED_MODELS or re.match(r"^(wwm_)?uncased_L-\d+_H-\d+_A-\d+$", model_name):
+        return True
+    if model_name in _CASED_MODELS or re.match(r"^(wwm_|multi_)?cased_L-\d+_H-\d+_A-\d+$", model_name):
+        return False
+    return None
+
+
+def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
+    """Raises if `do_lower_case` contradicts a released checkpoint's name, as the original does.
+
+    Recognises the original's list plus the later releases named the same way (whole-word-masking
+    `wwm_*` and the small `uncased_L-{2..12}_H-*` models). Unknown names pass.
+    """
+    if not init_checkpoint:
+        return
+    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", init_checkpoint)
+    if match is None:
+        return
+    model_name = match.group(1)
+    lower = _checkpoint_casing(model_name)
+    if lower is None or lower == bool(do_lower_case):
+        return
+    flag, opposite = ("False", "True") if lower else ("True", "False")
+    kind = "lowercased" if lower else "cased"
+    raise ValueError(
+        f"You passed in `--do_lower_case={flag}` with `--init_checkpoint={init_checkpoint}`. "
+        f"However, `{model_name}` seems to be a {kind} model, so you should pass in "
+        f"`--do_lower_case={opposite}` so that the fine-tuning matches how the model was "
+        "pre-trained. If this error is wrong, please just comment out this check."
+    )

@@ -1,0 +1,108 @@
+"""Per-code-point tables of the original tokenization rules, for the in-graph tokenizer.
+
+Built from this Python's `unicodedata` with the very predicates `bert_tf.tokenization` uses, so
+the in-graph tokenizer and `FullTokenizer` share one Unicode database and one statement of the
+rules. Pure numpy; built once per process (about a second) and baked into graphs as constants.
+"""
+
+import functools
+import unicodedata
+
+import numpy as np
+
+from bert_tf import tokenization
+
+NUM_CODE_POINTS = 0x110000
+CAPITAL_SIGMA, SMALL_SIGMA, FINAL_SIGMA = 0x3A3, 0x3C3, 0x3C2
+
+# Bit flags of `flags()`.
+DROP = 1  # removed by the original's _clean_text: NUL, U+FFFD, Cc/Cf other than \t \n \r
+SPACE = 2  # separates words: _is_whitespace (mapped to " ") or str.isspace (split() splits on it)
+CJK = 4  # a CJK ideograph in the original's ranges: a word of its own
+PUNCT = 8  # _is_punctuation: a token of its own
+SIGMA_CASED = 16  # not case-ignorable and cased: decides the final-sigma context of str.lower
+SIGMA_IGNORABLE = 32  # case-ignorable: skipped when str.lower looks for that context
+MN = 64  # category Mn: stripped after NFD when lower-casing
+REORDER = 128  # NFD(lower(c)) has a spacing mark with a combining class, which NFD's
+# canonical ordering can move past another one (a few viramas, tone and musical marks)
+
+
+def _probe_sigma(ch):
+    """Python's str.lower maps Σ to ς after a cased letter (skipping case-ignorable characters)
+    unless a cased letter follows. Python exposes neither property, so ask str.lower itself."""
+    cased_not_ignorable = (ch + "\u03a3").lower()[-1] == "\u03c2"
+    ignorable = not cased_not_ignorable and ("A" + ch + "\u03a3").lower()[-1] == "\u03c2"
+    return cased_not_ignorable, ignorable
+
+
+@functools.lru_cache(maxsize=None)
+def flags():
+    """uint8 `[0x110000]`: the bit flags above for every code point."""
+    out = np.zeros(NUM_CODE_POINTS, np.uint8)
+    for cp in range(NUM_CODE_POINTS):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue  # surrogates never come out of UTF-8 decoding
+        ch = chr(cp)
+        f = 0
+        if cp == 0 or cp == 0xFFFD or tokenization._is_control(ch):
+            f |= DROP
+        elif tokenization._is_whitespace(ch) or ch.isspace():
+            f |= SPACE
+        if tokenization._is_chinese_char(cp):
+            f |= CJK
+        if tokenization._is_punctuation(ch):
+            f |= PUNCT
+        cased, ignorable = _probe_sigma(ch)
+        f |= SIGMA_CASED * cased | SIGMA_IGNORABLE * ignorable
+        if unicodedata.category(ch) == "Mn":
+            f |= MN
+        decomposed = unicodedata.normalize("NFD", ch.lower())
+        if any(unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in decomposed):
+            f |= REORDER
+        out[cp] = f
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def combining_classes():
+    """uint8 `[0x110000]`: canonical combining class (NFD orders marks by it)."""
+    out = np.zeros(NUM_CODE_POINTS, np.uint8)
+    for cp in range(NUM_CODE_POINTS):
+        if not 0xD800 <= cp <= 0xDFFF:
+            out[cp] = unicodedata.combining(chr(cp))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def lower_nfd_map(strip_marks):
+    """Dense tables of NFD(str.lower(c)) per code point, Mn removed when `strip_marks`:
+
+        lengths int32 `[0x110000]`: how many code points c becomes (1 where c stays c);
+        starts int32 `[0x110000]`: where they start in `values`, or -1 where c stays c;
+        values int32: the concatenated mappings;
+        single int32 `[0x110000]`: the one code point c becomes where lengths is 1.
+
+    Σ maps to σ here; the final-sigma context is applied in graph. Separators stay themselves.
+    """
+    f = flags()
+    lengths = np.ones(NUM_CODE_POINTS, np.int32)
+    starts = np.full(NUM_CODE_POINTS, -1, np.int32)
+    values = []
+    for cp in range(NUM_CODE_POINTS):
+        if 0xD800 <= cp <= 0xDFFF or f[cp] & (DROP | SPACE):
+            continue
+        ch = chr(cp)
+        mapped = unicodedata.normalize("NFD", ch.lower())
+        if strip_marks:
+            mapped = "".join(c for c in mapped if unicodedata.category(c) != "Mn")
+        if mapped != ch:
+            lengths[cp] = len(mapped)
+            starts[cp] = len(values)
+            values.extend(ord(c) for c in mapped)
+    values = np.asarray(values, np.int32)
+    # The rules split words before lower-casing: a mapping must not create separators.
+    assert not np.any(f[values] & (DROP | SPACE)), "lower/NFD produced a separator character"
+    single = np.arange(NUM_CODE_POINTS, dtype=np.int32)
+    one = (lengths == 1) & (starts >= 0)
+    single[one] = values[starts[one]]
+    return lengths, starts, values, single
