@@ -93,6 +93,10 @@ def _check_inputs(config, tokenizer):
 def main(argv):
     del argv
     try:
+        tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    except ValueError as e:
+        fail(str(e))
+    try:
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
     except (ValueError, FileNotFoundError) as e:
         fail(f"--bert_config_file: {e}")

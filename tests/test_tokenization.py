@@ -80,3 +80,33 @@ def test_vocab_errors_name_the_file(tmp_path):
     dup = write_vocab(tmp_path / "dup.txt", ["[UNK]", "a", "b", "a"])
     with pytest.raises(ValueError, match=r"dup.txt.*'a' twice \(lines 2 and 4\)"):
         tokenization.load_vocab(dup)
+
+
+@pytest.mark.parametrize(
+    "do_lower_case, checkpoint, bad",
+    [
+        (True, "/models/uncased_L-12_H-768_A-12/bert_model.ckpt", False),
+        (False, "/models/uncased_L-12_H-768_A-12/bert_model.ckpt", True),
+        (True, "gs://b/cased_L-24_H-1024_A-16/bert_model.ckpt", True),
+        (True, "/m/multi_cased_L-12_H-768_A-12/bert_model.ckpt", True),
+        (False, "/m/chinese_L-12_H-768_A-12/bert_model.ckpt", True),
+        (False, "/m/uncased_L-4_H-256_A-4/bert_model.ckpt", True),  # the small BERTs
+        (True, "/m/wwm_cased_L-24_H-1024_A-16/bert_model.ckpt", True),
+        (False, "/m/my_own_model/bert_model.ckpt", False),  # unknown names pass
+        (True, "model.keras", False),
+        (True, None, False),
+    ],
+)
+def test_validate_case_matches_checkpoint(do_lower_case, checkpoint, bad):
+    if bad:
+        with pytest.raises(ValueError, match=f"--do_lower_case={do_lower_case}"):
+            tokenization.validate_case_matches_checkpoint(do_lower_case, checkpoint)
+    else:
+        tokenization.validate_case_matches_checkpoint(do_lower_case, checkpoint)
+
+
+def test_full_tokenizer_vocab_checks(tmp_path):
+    with pytest.raises(ValueError, match=r"no_unk.txt.*no '\[UNK\]'"):
+        tokenization.FullTokenizer(write_vocab(tmp_path / "no_unk.txt", ["[CLS]", "[SEP]", "a"]))
+    with pytest.warns(UserWarning, match=r"no_sep.txt.*no \[SEP\]"):
+        tokenization.FullTokenizer(write_vocab(tmp_path / "no_sep.txt", ["[UNK]", "[CLS]", "a"]))

@@ -9,6 +9,7 @@ import importlib
 import inspect
 import os
 import random
+import warnings
 
 _PROSE_MODULES = (
     "argparse", "asyncio", "collections", "concurrent.futures", "csv", "dataclasses", "datetime",
@@ -27,9 +28,11 @@ def prose_lines(limit=4000):
     for name in _PROSE_MODULES:
         module = importlib.import_module(name)
         docs = [inspect.getdoc(module)]
-        for _, member in sorted(vars(module).items()):
-            if (inspect.isclass(member) or inspect.isfunction(member)) and getattr(member, "__module__", "") == name:
-                docs.append(inspect.getdoc(member))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # typing.io and friends
+            for _, member in sorted(vars(module).items()):
+                if (inspect.isclass(member) or inspect.isfunction(member)) and getattr(member, "__module__", "") == name:
+                    docs.append(inspect.getdoc(member))
         for doc in filter(None, docs):
             lines.extend(line.strip() for line in doc.splitlines() if len(line.strip()) > 3)
     return list(dict.fromkeys(lines))[:limit]

@@ -78,6 +78,7 @@ def test_original_command_line_gives_the_original_numbers(google_model_dir, tmp_
         ("checkpoint_mismatch", r"bert/encoder/layer_0/intermediate/dense/kernel: checkpoint has shape \(32, 48\), model expects \(32, 64\)"),
         ("seq_too_long", "--max_seq_length=100 exceeds max_position_embeddings=24"),
         ("bad_layers", "layer index -5 is out of range for a model with 2 layers"),
+        ("casing", r"`--do_lower_case=True` with .*cased_L-12_H-768_A-12.* seems to be a cased model"),
     ],
 )
 def test_bad_input_fails_before_any_work(google_model_dir, tmp_path, case, message):
@@ -98,6 +99,8 @@ def test_bad_input_fails_before_any_work(google_model_dir, tmp_path, case, messa
         overrides["max_seq_length"] = 100
     elif case == "bad_layers":
         overrides["layers"] = "-1,-5"
+    elif case == "casing":  # checked on the name alone, before anything is read
+        overrides["init_checkpoint"] = tmp_path / "cased_L-12_H-768_A-12" / "bert_model.ckpt"
     result = run_script("extract_features.py", *_flags(model, input_file, output_file, overrides))
     assert result.returncode != 0
     assert re.search(message, result.stderr), result.stderr[-2000:]
