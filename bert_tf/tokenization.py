@@ -48,6 +48,11 @@ def vocab_from_tokens(tokens, source="<vocabulary>"):
     return vocab
 
 
+def printable_text(text):
+    """Text for logging: str as is, bytes decoded (the original's Python 2/3 helper)."""
+    return convert_to_unicode(text)
+
+
 def load_vocab(vocab_file):
     """Reads a vocab.txt (one token per line, id = line number) into an ordered dict."""
     if not os.path.isfile(vocab_file):

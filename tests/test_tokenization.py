@@ -110,3 +110,30 @@ def test_full_tokenizer_vocab_checks(tmp_path):
         tokenization.FullTokenizer(write_vocab(tmp_path / "no_unk.txt", ["[CLS]", "[SEP]", "a"]))
     with pytest.warns(UserWarning, match=r"no_sep.txt.*no \[SEP\]"):
         tokenization.FullTokenizer(write_vocab(tmp_path / "no_sep.txt", ["[UNK]", "[CLS]", "a"]))
+
+
+@pytest.mark.parametrize(
+    "text, lower, expected",
+    [
+        # CJK: the listed blocks are spaced out (U+3400 and U+20000 in), others are not
+        # (U+2E80 radicals, U+3005 ideographic iteration mark).
+        ("x\u3400y\U00020000z", True, ["x", "\u3400", "y", "\U00020000", "z"]),
+        ("x\u2e80y\u3005z", True, ["x\u2e80y\u3005z"]),
+        # Ideographic space (Zs) separates; a ZWJ (Cf) is dropped, joining its neighbours.
+        ("ab\u3000cd e\u200df", True, ["ab", "cd", "ef"]),
+        # NFD, not NFKC: ligatures and full-width letters stay, only lower-cased.
+        ("\ufb01ne \uff21\uff22", True, ["\ufb01ne", "\uff41\uff42"]),
+        # str.lower: sharp s stays, dotted capital I loses its dot, final sigma.
+        ("Stra\u00dfe \u0130stanbul", True, ["stra\u00dfe", "istanbul"]),
+        ("\u039f\u0394\u039f\u03a3 \u03a3\u0391", True, ["\u03bf\u03b4\u03bf\u03c2", "\u03c3\u03b1"]),
+        # Cased: nothing normalised, punctuation still split, full-width "!" is punctuation.
+        ("\u00c9t\u00e9\uff01", False, ["\u00c9t\u00e9", "\uff01"]),
+    ],
+)
+def test_basic_rules_by_hand(text, lower, expected):
+    assert tokenization.BasicTokenizer(do_lower_case=lower).tokenize(text) == expected
+
+
+def test_printable_text():
+    assert tokenization.printable_text(b"caf\xc3\xa9") == "caf\u00e9"
+    assert tokenization.printable_text("x") == "x"
