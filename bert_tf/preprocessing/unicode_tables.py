@@ -36,20 +36,26 @@ def _probe_sigma(ch):
 
 
 @functools.lru_cache(maxsize=None)
+def _assigned():
+    """Code points that are neither unassigned (Cn), private-use (Co) nor surrogates (Cs): every
+    other code point has no property the rules look at (CJK ranges aside), so only these need
+    the per-character probes."""
+    return [cp for cp in range(NUM_CODE_POINTS) if unicodedata.category(chr(cp)) not in ("Cn", "Co", "Cs")]
+
+
+@functools.lru_cache(maxsize=None)
 def flags():
     """uint8 `[0x110000]`: the bit flags above for every code point."""
     out = np.zeros(NUM_CODE_POINTS, np.uint8)
-    for cp in range(NUM_CODE_POINTS):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue  # surrogates never come out of UTF-8 decoding
+    for lo, hi in tokenization._CJK_RANGES:
+        out[lo : hi + 1] |= CJK  # unassigned code points in the ranges count too
+    for cp in _assigned():
         ch = chr(cp)
         f = 0
         if cp == 0 or cp == 0xFFFD or tokenization._is_control(ch):
             f |= DROP
         elif tokenization._is_whitespace(ch) or ch.isspace():
             f |= SPACE
-        if tokenization._is_chinese_char(cp):
-            f |= CJK
         if tokenization._is_punctuation(ch):
             f |= PUNCT
         cased, ignorable = _probe_sigma(ch)
@@ -59,7 +65,7 @@ def flags():
         decomposed = unicodedata.normalize("NFD", ch.lower())
         if any(unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in decomposed):
             f |= REORDER
-        out[cp] = f
+        out[cp] |= f
     return out
 
 
@@ -67,9 +73,8 @@ def flags():
 def combining_classes():
     """uint8 `[0x110000]`: canonical combining class (NFD orders marks by it)."""
     out = np.zeros(NUM_CODE_POINTS, np.uint8)
-    for cp in range(NUM_CODE_POINTS):
-        if not 0xD800 <= cp <= 0xDFFF:
-            out[cp] = unicodedata.combining(chr(cp))
+    for cp in _assigned():
+        out[cp] = unicodedata.combining(chr(cp))
     return out
 
 
@@ -88,8 +93,8 @@ def lower_nfd_map(strip_marks):
     lengths = np.ones(NUM_CODE_POINTS, np.int32)
     starts = np.full(NUM_CODE_POINTS, -1, np.int32)
     values = []
-    for cp in range(NUM_CODE_POINTS):
-        if 0xD800 <= cp <= 0xDFFF or f[cp] & (DROP | SPACE):
+    for cp in _assigned():
+        if f[cp] & (DROP | SPACE):
             continue
         ch = chr(cp)
         mapped = unicodedata.normalize("NFD", ch.lower())
