@@ -5,8 +5,19 @@ Keras backend; TensorFlow-specific parts (checkpoints, tf.data, tensorflow-text)
 own modules and are imported explicitly.
 """
 
+import importlib
+
 from bert_tf.config import BertConfig
-from bert_tf.models import BertEncoder, BertPretrainer
 
 __version__ = "0.1.0"
 __all__ = ["BertConfig", "BertEncoder", "BertPretrainer", "__version__"]
+
+# The models load Keras (and its backend) on first use, so that `import bert_tf.data...` or
+# `bert_tf.tokenization` stay light.
+_LAZY = {"BertEncoder": "bert_tf.models", "BertPretrainer": "bert_tf.models"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")

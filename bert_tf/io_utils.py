@@ -32,3 +32,22 @@ def atomic_write(path, mode="w", encoding="utf-8"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
         raise
+
+
+def expand_patterns(spec, flag="input_file"):
+    """Comma-separated files/glob patterns -> file list (each pattern sorted, in the given order).
+
+    A pattern that matches nothing is an error naming it (the original silently skipped it).
+    Globs go through tf.io.gfile, so gs:// patterns work as in the original.
+    """
+    import tensorflow as tf  # only here: the rest of this module is TensorFlow-free
+
+    files = []
+    for pattern in filter(None, (p.strip() for p in spec.split(","))):
+        matched = tf.io.gfile.glob(pattern)
+        if not matched:
+            raise FileNotFoundError(f"--{flag} pattern {pattern!r} matches no file")
+        files.extend(sorted(matched))
+    if not files:
+        raise FileNotFoundError(f"--{flag}={spec!r} names no file")
+    return files

@@ -11,9 +11,9 @@ learner stops within `--slack_ratio` below it.
 
 import time
 
-import tensorflow as tf
 from absl import app, flags, logging
 
+from bert_tf.io_utils import expand_patterns
 from bert_tf.preprocessing import vocab_learning
 from run_scripts.common_flags import fail
 
@@ -35,22 +35,12 @@ for _name in ("input_file", "output_file"):
     flags.mark_flag_as_required(_name)
 
 
-def expand_patterns(spec):
-    """Comma-separated files/globs -> sorted file list; each pattern must match something."""
-    files = []
-    for pattern in filter(None, (p.strip() for p in spec.split(","))):
-        matched = tf.io.gfile.glob(pattern)
-        if not matched:
-            fail(f"--input_file pattern {pattern!r} matches no file")
-        files.extend(sorted(matched))
-    if not files:
-        fail("--input_file names no file")
-    return files
-
-
 def main(argv):
     del argv
-    files = expand_patterns(FLAGS.input_file)
+    try:
+        files = expand_patterns(FLAGS.input_file)
+    except FileNotFoundError as e:
+        fail(str(e))
     start = time.time()
     counts = vocab_learning.count_words(files, do_lower_case=FLAGS.do_lower_case)
     logging.info("Counted %d distinct words (%d in all) in %d file(s) in %.1f s",

@@ -17,6 +17,12 @@ def _shift_right(x, fill):
     return tf.concat([tf.constant([fill], dtype=x.dtype), x[:-1]], axis=0)
 
 
+def _select(mask, *tensors):
+    """Keeps the entries of each tensor where `mask` holds (one index computation for all)."""
+    index = tf.where(mask)[:, 0]
+    return tuple(tf.gather(t, index) for t in tensors)
+
+
 def _expand(values, table, special, carry):
     """Replaces each code point by its mapping in `table` (lengths, starts, values), keeping
     `special` ones; `carry` tensors are repeated alongside. Returns (values, *carry)."""
@@ -75,7 +81,7 @@ class BertBasicTokenizer(keras.layers.Layer):
         values, rows, flags = tf.cond(
             tf.reduce_all(keep),
             lambda: (values, rows, flags),
-            lambda: tuple(tf.boolean_mask(t, keep) for t in (values, rows, flags)),
+            lambda: _select(keep, values, rows, flags),
         )
 
         # Whitespace split, with CJK ideographs as words of their own (_tokenize_chinese_chars).
@@ -88,13 +94,12 @@ class BertBasicTokenizer(keras.layers.Layer):
             | cjk
         )
         word_ids = tf.cumsum(tf.cast(word_start, tf.int64)) - 1
-        keep = ~space
-        values, rows, flags, word_ids = (tf.boolean_mask(t, keep) for t in (values, rows, flags, word_ids))
+        values, rows, flags, word_ids = _select(~space, values, rows, flags, word_ids)
 
         special = tf.zeros_like(values, tf.bool)
         if self._never_split_table is not None:
             words = tf.strings.unicode_encode(
-                tf.RaggedTensor.from_value_rowids(values, word_ids), "UTF-8"
+                tf.RaggedTensor.from_value_rowids(values, word_ids, validate=False), "UTF-8"
             )
             special = tf.gather(tf.cast(self._never_split_table.lookup(words), tf.bool), word_ids)
 
@@ -110,14 +115,14 @@ class BertBasicTokenizer(keras.layers.Layer):
         )
         token_ids = tf.cumsum(tf.cast(token_start, tf.int64)) - 1
         num_tokens = tf.reduce_sum(tf.cast(token_start, tf.int64))
-        chars = tf.RaggedTensor.from_value_rowids(values, token_ids, nrows=num_tokens)
+        chars = tf.RaggedTensor.from_value_rowids(values, token_ids, nrows=num_tokens, validate=False)
         tokens = tf.strings.unicode_encode(chars, "UTF-8")
-        token_rows = tf.boolean_mask(rows, token_start)
+        (token_rows,) = _select(token_start, rows)
         lengths = chars.row_lengths()
         nrows = tf.shape(text, out_type=tf.int64)[0]
         return (
-            tf.RaggedTensor.from_value_rowids(tokens, token_rows, nrows=nrows),
-            tf.RaggedTensor.from_value_rowids(lengths, token_rows, nrows=nrows),
+            tf.RaggedTensor.from_value_rowids(tokens, token_rows, nrows=nrows, validate=False),
+            tf.RaggedTensor.from_value_rowids(lengths, token_rows, nrows=nrows, validate=False),
         )
 
     def _lower_nfd_strip(self, values, rows, flags, word_ids, special):
@@ -153,7 +158,7 @@ class BertBasicTokenizer(keras.layers.Layer):
         order = tf.argsort(tf.cumsum(tf.cast(starter, tf.int64)) * 256 + ccc, stable=True)
         values, rows, word_ids, special = (tf.gather(t, order) for t in (values, rows, word_ids, special))
         keep = tf.equal(tf.gather(self._flags, values) & tables.MN, 0) | special
-        return tuple(tf.boolean_mask(t, keep) for t in (values, rows, word_ids, special))
+        return _select(keep, values, rows, word_ids, special)
 
     @staticmethod
     def _final_sigma(flags, word_ids):

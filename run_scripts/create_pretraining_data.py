@@ -1,0 +1,160 @@
+"""Create masked-LM / next-sentence TFRecords for BERT pre-training (the original's flags).
+
+    python run_scripts/create_pretraining_data.py \
+      --input_file=corpus/*.txt --output_file=out/train-0.tfrecord,out/train-1.tfrecord \
+      --vocab_file=vocab.txt --do_lower_case=True --max_seq_length=128 \
+      --max_predictions_per_seq=20 --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5 \
+      --num_workers=2
+
+Input: one sentence per line, blank lines between documents. Output: the original's features
+(input_ids, input_mask, segment_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights,
+next_sentence_labels), so files cross between this and the original release both ways.
+
+Beyond the original: --num_workers processes, memory bounded by --shard_size_mb rather than by
+the corpus, output files written under temporary names and renamed when complete, and a run that
+is stopped resumes where it was when started again with the same command.
+"""
+
+import time
+
+from absl import app, flags, logging
+
+from bert_tf.data import pretraining_data
+from bert_tf.io_utils import expand_patterns
+from run_scripts.common_flags import fail
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files).")
+flags.DEFINE_string("output_file", None, "Output TF example file (or comma-separated list of files).")
+flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool(
+    "do_lower_case",
+    True,
+    "Whether to lower case the input text. Should be True for uncased models and False for cased models.",
+)
+flags.DEFINE_bool(
+    "do_whole_word_mask", False, "Whether to use whole word masking rather than per-WordPiece masking."
+)
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 10, "Number of times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float(
+    "short_seq_prob", 0.1, "Probability of creating sequences which are shorter than the maximum length."
+)
+flags.DEFINE_integer("num_workers", 1, "Worker processes (new; the original has one).")
+flags.DEFINE_float(
+    "shard_size_mb",
+    1.0,
+    "Input is processed in shards of about this many MB that end at document boundaries (new). "
+    "Peak memory per worker grows with it, not with the corpus; next-sentence B and the instance "
+    "shuffle draw from within a shard.",
+)
+flags.DEFINE_bool("progress", True, "Show a progress bar with instances/s.")
+
+for _name in ("input_file", "output_file", "vocab_file"):
+    flags.mark_flag_as_required(_name)
+
+
+def _config():
+    return pretraining_data.PretrainingDataConfig(
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed,
+        dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob,
+    )
+
+
+def main(argv):
+    del argv
+    start = time.time()
+    config = _config()
+    try:
+        config.validate()
+        files = expand_patterns(FLAGS.input_file)
+        pretraining_data.ShardProcessor.check_vocab(config.vocab_file)
+    except (ValueError, FileNotFoundError) as e:
+        fail(str(e))
+    output_files = [f.strip() for f in FLAGS.output_file.split(",") if f.strip()]
+    expected = round(FLAGS.max_seq_length * FLAGS.masked_lm_prob)
+    if FLAGS.max_predictions_per_seq < expected:
+        logging.warning(
+            "--max_predictions_per_seq=%d is below max_seq_length * masked_lm_prob = %d: full-length "
+            "sequences will have fewer than masked_lm_prob of their tokens masked",
+            FLAGS.max_predictions_per_seq,
+            expected,
+        )
+    logging.info("*** Reading from %d input file(s) ***", len(files))
+    for path in files:
+        logging.info("  %s", path)
+
+    progress = None
+    if FLAGS.progress:
+        import tqdm
+
+        progress = tqdm.tqdm(unit=" instances", dynamic_ncols=True, smoothing=0.1)
+
+    def on_shard_done(stats):
+        if progress is not None:
+            progress.update(stats.instances)
+
+    try:
+        stats, resumed = pretraining_data.create_pretraining_data(
+            config,
+            files,
+            output_files,
+            num_workers=FLAGS.num_workers,
+            shard_bytes=max(1, int(FLAGS.shard_size_mb * (1 << 20))),
+            on_shard_done=on_shard_done,
+        )
+    except ValueError as e:
+        fail(str(e))
+    finally:
+        if progress is not None:
+            progress.close()
+
+    elapsed = time.time() - start
+    if resumed:
+        logging.info("Resumed: %d shard(s) were already done by an earlier run", resumed)
+    if stats.invalid_utf8_bytes:
+        logging.warning("Replaced %d invalid UTF-8 byte(s) in the input", stats.invalid_utf8_bytes)
+    if stats.long_lines:
+        logging.warning(
+            "%d line(s) have more than %d word pieces and were cut to fit; split long lines into sentences",
+            stats.long_lines,
+            FLAGS.max_seq_length - 3,
+        )
+    if stats.corpus_tokens and stats.unknown_tokens > 0.05 * stats.corpus_tokens:
+        logging.warning(
+            "%.1f%% of the word pieces are [UNK]: does --vocab_file/--do_lower_case match the corpus?",
+            100.0 * stats.unknown_tokens / stats.corpus_tokens,
+        )
+    logging.info(
+        "Documents: %d (%d of one sentence), sentences: %d, corpus word pieces: %d",
+        stats.documents,
+        stats.one_sentence_documents,
+        stats.sentences,
+        stats.corpus_tokens,
+    )
+    logging.info(
+        "Instances: %d (%.1f%% random next), tokens: %d, masked tokens: %d; %.0f instances/s",
+        stats.instances,
+        100.0 * stats.random_next / max(1, stats.instances),
+        stats.instance_tokens,
+        stats.masked_tokens,
+        stats.instances / elapsed,
+    )
+    logging.info("Wrote %d file(s) in %.1f s:", len(output_files), elapsed)
+    for path in output_files:
+        logging.info("  %s", path)
+
+
+if __name__ == "__main__":
+    app.run(main)

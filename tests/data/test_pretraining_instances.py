@@ -1,0 +1,189 @@
+"""The original create_pretraining_data rules, one by one, with scripted or seeded randomness
+and expectations worked out by hand."""
+
+import numpy as np
+import pytest
+
+from bert_tf.data import pretraining_instances as pi
+
+CLS, SEP, MASK = 2, 3, 4
+
+
+class ScriptedRandom:
+    """Stands in for random.Random: returns the scripted values and checks each call's args."""
+
+    def __init__(self, random=(), randint=()):
+        self._random, self._randint = list(random), list(randint)
+
+    def random(self):
+        return self._random.pop(0)
+
+    def randint(self, a, b):
+        (ea, eb), value = self._randint.pop(0)
+        assert (a, b) == (ea, eb), f"randint({a}, {b}) but the script expected randint({ea}, {eb})"
+        assert a <= value <= b
+        return value
+
+    def done(self):
+        return not self._random and not self._randint
+
+
+def sentence(start, length):
+    return np.arange(start, start + length, dtype=np.int32)
+
+
+# Document 0: sentences of 3, 2 and 4 pieces; document 1: 5 and 1 pieces.
+S0, S1, S2 = sentence(100, 3), sentence(200, 2), sentence(300, 4)
+T0, T1 = sentence(400, 5), sentence(500, 1)
+DOCS = [[S0, S1, S2], [T0, T1]]
+
+
+def tokens(*parts):
+    return np.concatenate([np.atleast_1d(np.asarray(p, np.int32)) for p in parts]).tolist()
+
+
+def test_actual_next_sentence():
+    # target = 12 - 3 = 9 (no short sequence); the chunk fills at S2 (3 + 2 + 4 = 9); A = first
+    # 2 sentences (randint(1, 2) -> 2); random() = 0.7 >= 0.5: B is the rest of the chunk.
+    rng = ScriptedRandom(random=[0.5, 0.7], randint=[((1, 2), 2)])
+    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng, CLS, SEP)
+    assert rng.done() and len(out) == 1
+    ids, num_a, random_next = out[0]
+    assert ids.tolist() == tokens(CLS, S0, S1, SEP, S2, SEP) and num_a == 5 and not random_next
+
+
+def test_random_next_sentence_puts_unused_sentences_back():
+    rng = ScriptedRandom(
+        random=[0.5, 0.2, 0.9],
+        randint=[
+            ((1, 2), 1),  # A = S0
+            ((0, 1), 1),  # random document 1 (not 0: accepted at once)
+            ((0, 1), 0),  # start at its first sentence; T0 (5) < 9 - 3, so T1 too
+            ((1, 1), 1),  # after S1, S2 were put back: chunk [S1, S2] at the end, A = S1
+        ],
+    )
+    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng, CLS, SEP)
+    assert rng.done()
+    assert [(ids.tolist(), a, r) for ids, a, r in out] == [
+        (tokens(CLS, S0, SEP, T0, T1, SEP), 3, True),
+        (tokens(CLS, S1, SEP, S2, SEP), 2, False),  # random() = 0.9: actual next
+    ]
+
+
+def test_short_target_and_single_sentence_chunk_always_takes_a_random_b():
+    # random() = 0.05 < short_seq_prob: target = randint(2, 9) = 2, so each sentence closes a
+    # chunk of one, and a one-sentence chunk takes B from another document without a draw.
+    rng = ScriptedRandom(
+        random=[0.05],
+        randint=[
+            ((2, 9), 2),
+            ((0, 1), 0),  # chunk [T0]: random document 0
+            ((0, 2), 1),  # from S1; target_b = 2 - 5 < 0, so S1 alone
+            ((0, 1), 1),  # chunk [T1]: document 1 is this one: draw again
+            ((0, 1), 0),
+            ((0, 2), 2),  # from S2 (4 >= 2 - 1)
+        ],
+    )
+    out = pi.create_instances_from_document(DOCS, 1, 12, 0.1, rng, CLS, SEP)
+    assert rng.done()
+    assert [(ids.tolist(), a, r) for ids, a, r in out] == [
+        (tokens(CLS, T0, SEP, S1, SEP), 5, True),
+        (tokens(CLS, T1, SEP, S2, SEP), 1, True),
+    ]
+
+
+def test_random_document_is_retried_up_to_ten_times():
+    # A one-document corpus: ten draws of the same document, then B comes from it anyway;
+    # 5 + 5 > 9 is truncated once: a tie, so B loses its last piece (random() = 0.9: back).
+    rng = ScriptedRandom(random=[0.5, 0.9], randint=[((0, 0), 0)] * 10 + [((0, 0), 0)])
+    out = pi.create_instances_from_document([[T0]], 0, 12, 0.1, rng, CLS, SEP)
+    assert rng.done() and out[0][0].tolist() == tokens(CLS, T0, SEP, T0[:4], SEP)
+
+
+def test_truncation_removes_from_the_longer_front_or_back():
+    # A = 6, B = 3, max 6: A longer -> 0.3 front; A 5 > 3 -> 0.8 back; A 4 > 3 -> 0.1 front
+    # (now A = 3, B = 3, total 6: stop).
+    rng = ScriptedRandom(random=[0.3, 0.8, 0.1])
+    assert pi.truncate_seq_pair(6, 3, 6, rng) == (2, 5, 0, 3)
+    assert rng.done()
+    # Ties take from B: A = 2, B = 2, max 3 -> B, back.
+    rng = ScriptedRandom(random=[0.9])
+    assert pi.truncate_seq_pair(2, 2, 3, rng) == (0, 2, 0, 1)
+
+
+@pytest.mark.parametrize(
+    "length, prob, max_predictions, expected",
+    [(10, 0.15, 20, 2), (30, 0.15, 20, 4), (50, 0.15, 20, 8), (3, 0.15, 20, 1), (128, 0.15, 20, 19), (128, 0.15, 5, 5)],
+)
+def test_num_to_predict_rounds_half_to_even(length, prob, max_predictions, expected):
+    # 10 * 0.15 = 1.5 -> 2; 30 * 0.15 = 4.5 -> 4; 50 * 0.15 = 7.5 -> 8 (Python's round).
+    assert pi.num_to_predict([length], prob, max_predictions)[0] == expected
+
+
+def _batch(rows, seq):
+    ids = np.zeros((len(rows), seq), np.int32)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = row
+    return ids, np.array([len(r) for r in rows])
+
+
+def test_masking_rules_hold_on_every_instance():
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(400):
+        a, b = rng.integers(1, 40), rng.integers(1, 40)
+        rows.append([CLS, *rng.integers(10, 50, a), SEP, *rng.integers(10, 50, b), SEP])
+    ids, lengths = _batch(rows, 83)
+    config = pi.MaskingConfig(CLS, SEP, MASK, vocab_size=50, max_predictions_per_seq=20)
+    masked, positions, labels, weights = pi.mask_instances(ids, lengths, config, rng)
+    for r, row in enumerate(rows):
+        n = int(weights[r].sum())
+        assert n == min(20, max(1, round(len(row) * 0.15)))
+        assert weights[r, :n].all() and not weights[r, n:].any()
+        pos = positions[r, :n]
+        assert (np.diff(pos) > 0).all() and (positions[r, n:] == 0).all() and (labels[r, n:] == 0).all()
+        assert all(row[p] not in (CLS, SEP) for p in pos)
+        assert labels[r, :n].tolist() == [row[p] for p in pos]
+        untouched = np.setdiff1d(np.arange(83), pos)
+        assert (masked[r, untouched] == ids[r, untouched]).all()
+
+
+def test_replacements_are_80_10_10_and_choices_uniform():
+    rng = np.random.default_rng(1)
+    n, seq = 20000, 12
+    ids = np.tile(np.array([CLS, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, SEP], np.int32), (n, 1))
+    config = pi.MaskingConfig(CLS, SEP, MASK, vocab_size=1000, masked_lm_prob=0.25, max_predictions_per_seq=5)
+    masked, positions, labels, weights = pi.mask_instances(ids, np.full(n, seq), config, rng)
+    assert weights.sum() == n * 3  # round(12 * 0.25) = 3
+    real = weights > 0
+    picked = masked[np.arange(n)[:, None], positions][real]
+    share_mask = np.mean(picked == MASK)
+    share_same = np.mean(picked == labels[real])  # kept, or a random id that happens to match
+    assert abs(share_mask - 0.8) < 0.01 and abs(share_same - (0.1 + 0.1 / 1000)) < 0.01
+    counts = np.bincount(positions[real], minlength=seq)
+    assert counts[0] == 0 and counts[11] == 0  # never [CLS] / [SEP]
+    counts = counts[1:11]  # the 10 candidates
+    assert counts.min() > 0.95 * n * 3 / 10 and counts.max() < 1.05 * n * 3 / 10
+
+
+def test_whole_word_masking():
+    # Words: [10 ##11 ##12] [13] [14] after [CLS]; k = 2 (round(13 * 0.15) = 2): the 3-piece word
+    # never fits, so the two single-piece words are always the ones masked.
+    vocab_size = 30
+    is_continuation = np.zeros(vocab_size, bool)
+    is_continuation[[11, 12, 21]] = True
+    config = pi.MaskingConfig(CLS, SEP, MASK, vocab_size, max_predictions_per_seq=20, is_continuation=is_continuation)
+    row = [CLS, 10, 11, 12, 13, 14, SEP, 15, 16, 17, 18, 19, SEP]
+    ids, lengths = _batch([row] * 50, 13)
+    _, positions, _, weights = pi.mask_instances(ids, lengths, config, np.random.default_rng(2))
+    chosen = {tuple(positions[r, : int(weights[r].sum())]) for r in range(50)}
+    assert all(len(c) == 2 and not set(c) & {1, 2, 3} for c in chosen)
+    # A "##" piece right after [SEP] joins the last word of A, as the original groups by
+    # candidate order: [14 ##21] is one word here, masked together or not at all.
+    row = [CLS, 10, 13, 14, SEP, 21, 15, 16, SEP]
+    ids, lengths = _batch([row] * 200, 9)
+    config = pi.MaskingConfig(CLS, SEP, MASK, vocab_size, masked_lm_prob=0.3, is_continuation=is_continuation)
+    _, positions, _, weights = pi.mask_instances(ids, lengths, config, np.random.default_rng(3))
+    for r in range(200):
+        pos = set(positions[r, : int(weights[r].sum())].tolist())
+        assert (3 in pos) == (5 in pos)

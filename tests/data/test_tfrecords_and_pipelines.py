@@ -1,0 +1,152 @@
+"""The TFRecord format crosses both ways with the original, and the tf.data pipeline."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data import pipelines, tfrecords
+
+SEQ, PRED = 16, 4
+CLS, SEP, MASK = 2, 3, 4
+
+# The original run_pretraining.py's input_fn parses exactly this (int64 ids, float weights).
+ORIGINAL_SPEC = {
+    "input_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
+    "input_mask": tf.io.FixedLenFeature([SEQ], tf.int64),
+    "segment_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
+    "masked_lm_positions": tf.io.FixedLenFeature([PRED], tf.int64),
+    "masked_lm_ids": tf.io.FixedLenFeature([PRED], tf.int64),
+    "masked_lm_weights": tf.io.FixedLenFeature([PRED], tf.float32),
+    "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+}
+
+
+def _records(n, seed=0, seq=SEQ, pred=PRED):
+    """n records as the original writes them: a python tf.train.Example per instance."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        length = int(rng.integers(6, seq + 1))
+        ids = [CLS, *rng.integers(10, 40, length - 3).tolist(), SEP, 30 + i % 5, SEP][:length]
+        ids[-1] = SEP
+        positions = sorted(rng.choice(np.arange(1, length - 1), size=2, replace=False).tolist())
+        labels = [ids[p] for p in positions]
+        for p in positions:
+            ids[p] = MASK
+        feature = {
+            "input_ids": ids + [0] * (seq - length),
+            "input_mask": [1] * length + [0] * (seq - length),
+            "segment_ids": [0] * (length - 2) + [1, 1] + [0] * (seq - length),
+            "masked_lm_positions": positions + [0] * (pred - 2),
+            "masked_lm_ids": labels + [0] * (pred - 2),
+            "next_sentence_labels": [i % 2],
+        }
+        f = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in feature.items()}
+        f["masked_lm_weights"] = tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 1.0] + [0.0] * (pred - 2)))
+        out.append((feature, tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()))
+    return out
+
+
+def _write(path, records):
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for _, record in records:
+            w.write(record)
+    return str(path)
+
+
+def test_our_serialisation_parses_with_the_original_spec():
+    records = _records(5)
+    arrays = {name: np.array([f[name] for f, _ in records], np.int64) for name in ORIGINAL_SPEC if name != "masked_lm_weights"}
+    arrays["masked_lm_weights"] = np.array([[1, 1, 0, 0]] * 5, np.float32)
+    ours = tfrecords.serialize_examples(arrays).numpy()
+    parsed = tf.io.parse_example(ours, ORIGINAL_SPEC)
+    for name, values in arrays.items():
+        np.testing.assert_array_equal(parsed[name].numpy(), values)
+    example = tf.train.Example.FromString(ours[0])
+    assert sorted(example.features.feature) == sorted(ORIGINAL_SPEC)
+    assert example.features.feature["masked_lm_weights"].WhichOneof("kind") == "float_list"
+    assert example.features.feature["input_ids"].WhichOneof("kind") == "int64_list"
+
+
+def test_eval_reads_original_records_in_order_as_int32(tmp_path):
+    records = _records(10)
+    a = _write(tmp_path / "a.tfrecord", records[:6])
+    b = _write(tmp_path / "b.tfrecord", records[6:])
+    ds = pipelines.pretraining_dataset(f"{a},{b}", 3, SEQ, PRED, is_training=False)
+    batches = list(ds)
+    assert len(batches) == 3  # 10 records, drop_remainder
+    x, y = batches[0]
+    assert x["input_word_ids"].dtype == tf.int32 and y["masked_lm_weights"].dtype == tf.float32
+    got = np.concatenate([x["input_word_ids"].numpy() for x, _ in batches])
+    np.testing.assert_array_equal(got, [f["input_ids"] for f, _ in records[:9]])
+    labels = np.concatenate([y["next_sentence_labels"].numpy() for _, y in batches])
+    assert labels.shape == (9, 1) and labels[:, 0].tolist() == [i % 2 for i in range(9)]
+
+
+def test_training_shards_files_per_input_pipeline_and_repeats(tmp_path):
+    files = [_write(tmp_path / f"{i}.tfrecord", _records(4, seed=i)) for i in range(4)]
+    seen = []
+    for pipeline in range(2):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline, num_replicas_in_sync=2)
+        ds = pipelines.pretraining_dataset(files, 2, SEQ, PRED, is_training=True, input_context=context, seed=7)
+        ids = {tuple(x["input_word_ids"].numpy()[0]) for x, _ in ds.take(20)}  # repeats: 20 > 8 records
+        seen.append(ids)
+    assert seen[0] and seen[1] and not seen[0] & seen[1]  # disjoint halves of the files
+    with pytest.raises(ValueError, match="4 input file"):
+        pipelines.pretraining_dataset(files, 2, SEQ, PRED, True, tf.distribute.InputContext(8, 0, 8))
+
+
+def test_a_length_mismatch_names_the_file_and_both_lengths(tmp_path):
+    path = _write(tmp_path / "short.tfrecord", _records(4, seq=12))
+    ds = pipelines.pretraining_dataset(path, 2, SEQ, PRED, is_training=False)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"short.tfrecord.*input_ids of length \[12 12\].*max_seq_length=16"):
+        next(iter(ds))
+
+
+def _parsed(records):
+    return {
+        name: tf.constant([f[name] for f, _ in records], tf.float32 if name == "masked_lm_weights" else tf.int32)
+        for name in ORIGINAL_SPEC
+        if name != "masked_lm_weights"
+    } | {"masked_lm_weights": tf.constant([[1.0, 1.0, 0.0, 0.0]] * len(records))}
+
+
+def test_dynamic_masking_keeps_tokens_and_follows_the_rules():
+    records = _records(200, seed=3)
+    features = _parsed(records)
+    original = pipelines.unmask(features).numpy()
+    config = pipelines.DynamicMasking(CLS, SEP, MASK, vocab_size=40, masked_lm_prob=0.15)
+    first = pipelines.remask(features, config)
+    second = pipelines.remask(features, config)
+    assert not np.array_equal(first["masked_lm_positions"], second["masked_lm_positions"])  # fresh
+    np.testing.assert_array_equal(pipelines.unmask(first).numpy(), original)
+    lengths = features["input_mask"].numpy().sum(1)
+    n = first["masked_lm_weights"].numpy().sum(1)
+    expected = np.minimum(PRED, np.maximum(1, [round(l * 0.15) for l in lengths]))
+    np.testing.assert_array_equal(n, expected)
+    pos = first["masked_lm_positions"].numpy()
+    for r in range(200):
+        k = int(n[r])
+        assert (np.diff(pos[r, :k]) > 0).all() and original[r, pos[r, :k]].tolist() == first["masked_lm_ids"].numpy()[r, :k].tolist()
+        assert not set(original[r, pos[r, :k]].tolist()) & {CLS, SEP}
+    seeded = [pipelines.remask(features, config, seed=5)["masked_lm_positions"].numpy() for _ in range(2)]
+    np.testing.assert_array_equal(*seeded)
+
+
+def test_dynamic_whole_word_masking_keeps_words_together():
+    # Words [10 ##31 ##32] and [11]..: with "##" ids 31, 32, a word is all in or all out.
+    ids = [CLS, 10, 31, 32, 11, 12, SEP, 13, 14, 15, 16, 17, SEP, 0, 0, 0]
+    n = 100
+    features = {
+        "input_ids": tf.constant([ids] * n, tf.int32),
+        "input_mask": tf.constant([[1] * 13 + [0] * 3] * n, tf.int32),
+        "masked_lm_positions": tf.zeros([n, PRED], tf.int32),
+        "masked_lm_ids": tf.zeros([n, PRED], tf.int32),
+        "masked_lm_weights": tf.zeros([n, PRED]),
+    }
+    config = pipelines.DynamicMasking(CLS, SEP, MASK, 40, masked_lm_prob=0.3, continuation_ids=(31, 32))
+    out = pipelines.remask(features, config, seed=1)
+    for r in range(n):
+        k = int(out["masked_lm_weights"][r].numpy().sum())
+        pos = set(out["masked_lm_positions"][r, :k].numpy().tolist())
+        assert k <= 4 and len({1, 2, 3} & pos) in (0, 3)  # round(13 * 0.3) = 4

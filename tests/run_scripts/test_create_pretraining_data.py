@@ -1,0 +1,175 @@
+import os
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data import pipelines
+from bert_tf.data import pretraining_data as pd
+from bert_tf.tokenization import FullTokenizer
+from tests.run_scripts.conftest import run_script
+from tests.tiny import write_vocab
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data")
+CORPUS, VOCAB = os.path.join(DATA, "corpus.txt"), os.path.join(DATA, "vocab.txt")
+
+
+def _read_all(paths, seq=128, pred=20):
+    ds = pipelines.pretraining_dataset(",".join(paths), 1, seq, pred, is_training=False)
+    return [(x, y) for x, y in ds.unbatch().as_numpy_iterator()]
+
+
+def _contains(stream, part):
+    return f" {' '.join(map(str, part))} " in stream
+
+
+@pytest.mark.slow
+def test_original_command_line_writes_valid_original_records(tmp_path):
+    outs = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
+    result = run_script(
+        "create_pretraining_data.py",
+        f"--input_file={CORPUS}",
+        f"--output_file={','.join(outs)}",
+        f"--vocab_file={VOCAB}",
+        "--do_lower_case=True",
+        "--max_seq_length=64",
+        "--max_predictions_per_seq=10",
+        "--masked_lm_prob=0.15",
+        "--random_seed=12345",
+        "--dupe_factor=3",
+        "--short_seq_prob=0.1",
+        "--noprogress",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = re.search(r"Instances: (\d+) .* masked tokens: (\d+)", result.stderr)
+    assert summary and "Documents: 30" in result.stderr and "Wrote 2 file(s)" in result.stderr
+    records = _read_all(outs, 64, 10)
+    assert len(records) == int(summary.group(1)) > 150
+    assert sum(int(y["masked_lm_weights"].sum()) for _, y in records) == int(summary.group(2))
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temporary left over
+
+    # Every segment, unmasked, is a contiguous run of a document's word pieces (tokenized here
+    # with the Python FullTokenizer, independently of the in-graph tokenizer the script uses).
+    tokenizer = FullTokenizer(VOCAB)
+    streams, current = [], []
+    with open(CORPUS, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                current += tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))
+            elif current:
+                streams.append(f" {' '.join(map(str, current))} ")
+                current = []
+    streams.append(f" {' '.join(map(str, current))} ")
+    cls, sep, mask = (tokenizer.vocab[t] for t in ("[CLS]", "[SEP]", "[MASK]"))
+    random_next = 0
+    for x, y in records:
+        n = int(x["input_mask"].sum())
+        ids = x["input_word_ids"][:n].copy()
+        k = int(y["masked_lm_weights"].sum())
+        positions = x["masked_lm_positions"][:k]
+        ids[positions] = y["masked_lm_ids"][:k]  # unmask
+        seps = np.nonzero(ids == sep)[0].tolist()
+        assert ids[0] == cls and len(seps) == 2 and seps[1] == n - 1 and cls not in ids[1:]
+        a, b = ids[1 : seps[0]], ids[seps[0] + 1 : n - 1]
+        assert len(a) and len(b) and n <= 64
+        assert x["input_type_ids"][:n].tolist() == [0] * (seps[0] + 1) + [1] * (n - seps[0] - 1)
+        assert not x["input_type_ids"][n:].any() and not x["input_word_ids"][n:].any()
+        assert k == min(10, max(1, round(n * 0.15))) and not set(positions.tolist()) & {0, seps[0], n - 1}
+        assert any(_contains(s, a) for s in streams) and any(_contains(s, b) for s in streams)
+        if y["next_sentence_labels"][0] == 0:  # actual next: A then B, same document
+            assert any(_contains(s, a) and _contains(s, b) and s.index(" ".join(map(str, a))) < s.index(" ".join(map(str, b))) for s in streams)
+        random_next += int(y["next_sentence_labels"][0])
+    assert 0 < random_next < len(records)
+
+
+def _config(**kw):
+    return pd.PretrainingDataConfig(vocab_file=VOCAB, dupe_factor=2, max_seq_length=64, max_predictions_per_seq=10, **kw)
+
+
+def test_interrupted_run_resumes_with_identical_output(tmp_path):
+    config, shard = _config(), 3000  # about 4 shards
+    full = [str(tmp_path / "full" / "x.tfrecord")]
+    pd.create_pretraining_data(config, [CORPUS], full, shard_bytes=shard)
+
+    outs = [str(tmp_path / "run" / "x.tfrecord")]
+
+    def stop(stats):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pd.create_pretraining_data(config, [CORPUS], outs, shard_bytes=shard, on_shard_done=stop)
+    assert not os.path.exists(outs[0])  # nothing that looks finished
+    stats, resumed = pd.create_pretraining_data(config, [CORPUS], outs, shard_bytes=shard)
+    assert resumed >= 1 and stats.documents == 30
+    with open(full[0], "rb") as a, open(outs[0], "rb") as b:
+        assert a.read() == b.read()
+    assert os.listdir(tmp_path / "run") == ["x.tfrecord"]  # work folder removed
+
+
+@pytest.mark.slow
+def test_two_workers_write_the_same_files_as_one(tmp_path):
+    config = _config(do_whole_word_mask=True)
+    one, two = [str(tmp_path / "1" / "x.tfrecord")], [str(tmp_path / "2" / "x.tfrecord")]
+    pd.create_pretraining_data(config, [CORPUS], one, num_workers=1, shard_bytes=3000)
+    pd.create_pretraining_data(config, [CORPUS], two, num_workers=2, shard_bytes=3000)
+    with open(one[0], "rb") as a, open(two[0], "rb") as b:
+        assert a.read() == b.read()
+
+
+def test_shards_end_at_document_boundaries(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("a b\nc d\n\ne f\n \u3000\ng h\n\n\ni j\n", encoding="utf-8")
+    shards = pd.plan_shards([str(path)], 3)
+    data = path.read_bytes()
+    assert shards[0].start == 0 and shards[-1].end == len(data)
+    for left, right in zip(shards, shards[1:], strict=False):
+        assert left.end == right.start
+        assert data[: left.end].endswith((b"\n\n", "\u3000\n".encode()))  # after a blank line
+    texts = [pd.read_shard_lines(s)[0] for s in shards]
+    assert [line for t in texts for line in t] == [l.strip() for l in data.decode().split("\n")[:-1]]
+
+
+@pytest.mark.slow
+def test_bad_input_is_reported(tmp_path):
+    corpus = tmp_path / "odd.txt"
+    long_line = " ".join(["harbour"] * 80)
+    corpus.write_bytes(
+        b"The town woke \xff\xfe slowly.\nBoats left.\n\nOne sentence only.\n\n" + long_line.encode() + b"\nGulls.\n"
+    )
+    result = run_script(
+        "create_pretraining_data.py",
+        f"--input_file={corpus}",
+        f"--output_file={tmp_path / 'o.tfrecord'}",
+        f"--vocab_file={VOCAB}",
+        "--max_seq_length=64",
+        "--max_predictions_per_seq=5",
+        "--noprogress",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "--max_predictions_per_seq=5 is below max_seq_length * masked_lm_prob = 10" in result.stderr
+    assert "Replaced 2 invalid UTF-8 byte(s)" in result.stderr
+    assert "1 line(s) have more than 61 word pieces" in result.stderr
+    assert "Documents: 3 (1 of one sentence)" in result.stderr
+
+    missing = run_script(
+        "create_pretraining_data.py",
+        f"--input_file={tmp_path}/nothing*.txt,{corpus}",
+        f"--output_file={tmp_path / 'm.tfrecord'}",
+        f"--vocab_file={VOCAB}",
+    )
+    assert missing.returncode != 0 and "nothing*.txt' matches no file" in missing.stderr
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n   \n")
+    result = run_script(
+        "create_pretraining_data.py", f"--input_file={empty}", f"--output_file={tmp_path / 'e.tfrecord'}", f"--vocab_file={VOCAB}"
+    )
+    assert result.returncode != 0 and "has no documents" in result.stderr
+    assert not (tmp_path / "e.tfrecord").exists()
+
+    no_mask = write_vocab(tmp_path / "v.txt", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the"])
+    result = run_script(
+        "create_pretraining_data.py", f"--input_file={corpus}", f"--output_file={tmp_path / 'v.tfrecord'}", f"--vocab_file={no_mask}"
+    )
+    assert result.returncode != 0 and re.search(r"v.txt' lacks \[MASK\]", result.stderr)
