@@ -122,7 +122,7 @@ def test_dynamic_masking_keeps_tokens_and_follows_the_rules():
     np.testing.assert_array_equal(pipelines.unmask(first).numpy(), original)
     lengths = features["input_mask"].numpy().sum(1)
     n = first["masked_lm_weights"].numpy().sum(1)
-    expected = np.minimum(PRED, np.maximum(1, [round(l * 0.15) for l in lengths]))
+    expected = np.minimum(PRED, np.maximum(1, [round(length * 0.15) for length in lengths]))
     np.testing.assert_array_equal(n, expected)
     pos = first["masked_lm_positions"].numpy()
     for r in range(200):

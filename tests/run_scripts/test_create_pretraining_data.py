@@ -3,7 +3,6 @@ import re
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from bert_tf.data import pipelines
 from bert_tf.data import pretraining_data as pd
@@ -127,7 +126,7 @@ def test_shards_end_at_document_boundaries(tmp_path):
         assert left.end == right.start
         assert data[: left.end].endswith((b"\n\n", "\u3000\n".encode()))  # after a blank line
     texts = [pd.read_shard_lines(s)[0] for s in shards]
-    assert [line for t in texts for line in t] == [l.strip() for l in data.decode().split("\n")[:-1]]
+    assert [line for t in texts for line in t] == [line.strip() for line in data.decode().split("\n")[:-1]]
 
 
 @pytest.mark.slow
