@@ -383,8 +383,10 @@ def _assemble(parts, output_file):
         except OSError:
             shutil.copyfile(parts[0], temporary)
     else:
+        # Round robin over at most 16 open parts with small read buffers: memory stays flat however
+        # many shards there are.
         records = tf.data.Dataset.from_tensor_slices(parts).interleave(
-            tf.data.TFRecordDataset, cycle_length=min(len(parts), 64), block_length=1
+            lambda path: tf.data.TFRecordDataset(path, buffer_size=1 << 16), cycle_length=min(len(parts), 16), block_length=1
         )
         with tf.io.TFRecordWriter(temporary) as writer:
             for batch in records.batch(1024).as_numpy_iterator():
@@ -480,7 +482,13 @@ def create_pretraining_data(config, files, output_files, num_workers=1, shard_by
         with contextlib.suppress(OSError):
             shutil.rmtree(workdir)
         raise ValueError(f"the input has no documents with any tokens: {', '.join(files)}")
-    for k, output_file in enumerate(output_files):
-        _assemble([_part_path(workdir, s.index, k) for s in shards], output_file)
+    # One thread per output file: reading and writing records is TensorFlow work (no GIL).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, num_workers)) as pool:
+        jobs = [
+            pool.submit(_assemble, [_part_path(workdir, s.index, k) for s in shards], output_file)
+            for k, output_file in enumerate(output_files)
+        ]
+        for job in jobs:
+            job.result()
     shutil.rmtree(workdir)
     return total, resumed
