@@ -165,7 +165,9 @@ class ShardProcessor:
             raise ValueError(f"vocab file {vocab_file!r} lacks {', '.join(missing)}")
         return vocab
 
-    def __init__(self, config: PretrainingDataConfig):
+    def __init__(self, config: PretrainingDataConfig, compiled=True):
+        """`compiled`: run tokenization and serialisation as traced graphs (faster per MB, ~1 s to
+        trace); eager is quicker overall for a few MB of input."""
         from bert_tf.preprocessing import BertTokenizer  # TensorFlow Text, only where needed
 
         config.validate()
@@ -185,9 +187,12 @@ class ShardProcessor:
             is_continuation=is_continuation,
         )
         tokenizer = BertTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
-        self._tokenize = tf.function(
-            tokenizer.call, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
-        )
+        self._tokenize, self._serialize = tokenizer.call, tfrecords.serialize_examples.python_function
+        if compiled:
+            self._tokenize = tf.function(
+                tokenizer.call, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+            )
+            self._serialize = tfrecords.serialize_examples
 
     def documents(self, lines, stats):
         """Lines -> documents (lists of int32 id arrays), as the original's reader."""
@@ -221,18 +226,12 @@ class ShardProcessor:
         """Documents -> dict of the TFRecord features' arrays, shuffled, masked."""
         c = self.config
         rng = random.Random(seed)
-        made = instances_lib.create_instances(
-            documents, c.max_seq_length, c.short_seq_prob, c.dupe_factor, rng, self.masking.cls_id, self.masking.sep_id
+        made = instances_lib.create_instances(documents, c.max_seq_length, c.short_seq_prob, c.dupe_factor, rng)
+        n = len(made)
+        input_ids, segment_ids, lengths, labels = instances_lib.pack_instances(
+            made, c.max_seq_length, self.masking.cls_id, self.masking.sep_id
         )
-        n, S = len(made), c.max_seq_length
-        lengths = np.fromiter((len(ids) for ids, _, _ in made), np.int64, n)
-        num_a = np.fromiter((a for _, a, _ in made), np.int64, n)
-        labels = np.fromiter((r for _, _, r in made), np.int64, n)[:, None]
-        columns = np.arange(S)[None, :]
-        real = columns < lengths[:, None]
-        input_ids = np.zeros((n, S), np.int32)
-        input_ids[real] = np.concatenate([ids for ids, _, _ in made]) if n else []
-        segment_ids = (real & (columns >= num_a[:, None] + 2)).astype(np.int32)
+        real = np.arange(c.max_seq_length)[None, :] < lengths[:, None]
         masked, positions, label_ids, weights = instances_lib.mask_instances(
             input_ids, lengths, self.masking, np.random.default_rng(seed)
         )
@@ -266,7 +265,7 @@ class ShardProcessor:
         try:
             for i in range(0, stats.instances, _SERIALIZE_BATCH):
                 batch = {name: values[i : i + _SERIALIZE_BATCH] for name, values in features.items()}
-                for j, record in enumerate(tfrecords.serialize_examples(batch).numpy()):
+                for j, record in enumerate(self._serialize(batch).numpy()):
                     writers[(i + j) % num_outputs].write(record)  # round robin, as the original
         finally:
             for writer in writers:
@@ -334,10 +333,10 @@ def _single_threaded_tensorflow():
         pass
 
 
-def _worker_main(config, shards, counter, num_outputs, workdir, results):
+def _worker_main(config, compiled, shards, counter, num_outputs, workdir, results):
     _single_threaded_tensorflow()
     try:
-        processor = ShardProcessor(config)
+        processor = ShardProcessor(config, compiled)
         for stats in processor.process_all(_claimer(shards, counter), num_outputs, workdir, prefetch=False):
             results.put(("done", dataclasses.asdict(stats)))
     except BaseException:  # report, so the main process can stop with the cause
@@ -395,15 +394,24 @@ def _assemble(parts, output_file):
     os.replace(temporary, output_file)
 
 
+# Below this much input, tracing the graphs costs more than it saves.
+_COMPILE_ABOVE_BYTES = 16 << 20
+# A worker process spends ~4 s importing TensorFlow before it helps: one per this much input.
+_BYTES_PER_EXTRA_WORKER = 8 << 20
+
+
 def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_shard_done):
+    size = sum(s.end - s.start for s in shards)
+    compiled = size >= _COMPILE_ABOVE_BYTES
+    extra_workers = max(0, min(num_workers - 1, len(shards) - 1, size // _BYTES_PER_EXTRA_WORKER))
     context = multiprocessing.get_context("spawn")  # TensorFlow does not survive fork
     counter = context.Value("q", 0)
     results = context.Queue()
     workers = [
         context.Process(
-            target=_worker_main, args=(config, shards, counter, num_outputs, workdir, results), daemon=True
+            target=_worker_main, args=(config, compiled, shards, counter, num_outputs, workdir, results), daemon=True
         )
-        for _ in range(min(num_workers, len(shards)) - 1)
+        for _ in range(extra_workers)
     ]
     for worker in workers:
         worker.start()
@@ -436,7 +444,7 @@ def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_sha
                 running -= 1
 
     try:
-        processor = ShardProcessor(config)
+        processor = ShardProcessor(config, compiled)
         claim = _claimer(shards, counter)
         for stats in processor.process_all(claim, num_outputs, workdir, prefetch=not workers):
             report(stats)

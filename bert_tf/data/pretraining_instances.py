@@ -42,11 +42,33 @@ def truncate_seq_pair(len_a, len_b, max_num_tokens, rng):
     return a0, a1, b0, b1
 
 
-def create_instances_from_document(all_documents, document_index, max_seq_length, short_seq_prob, rng, cls_id, sep_id):
+def _join(sentences):
+    return sentences[0] if len(sentences) == 1 else np.concatenate(sentences)
+
+
+def pack_instances(instances, max_seq_length, cls_id, sep_id):
+    """Lays instances out as zero-padded `[n, max_seq_length]` int32 ids and segment ids
+    ([CLS] A [SEP] -> 0, B [SEP] -> 1), plus lengths `[n]` and next-sentence labels `[n, 1]`."""
+    n = len(instances)
+    len_a = np.fromiter((len(a) for a, _, _ in instances), np.int64, n)
+    len_b = np.fromiter((len(b) for _, b, _ in instances), np.int64, n)
+    labels = np.fromiter((r for _, _, r in instances), np.int64, n)[:, None]
+    lengths = len_a + len_b + 3
+    columns = np.arange(max_seq_length)[None, :]
+    real = columns < lengths[:, None]
+    cls, sep = np.array([cls_id], np.int32), np.array([sep_id], np.int32)
+    ids = np.zeros((n, max_seq_length), np.int32)
+    if n:
+        ids[real] = np.concatenate([p for a, b, _ in instances for p in (cls, a, sep, b, sep)])
+    segment_ids = (real & (columns >= len_a[:, None] + 2)).astype(np.int32)
+    return ids, segment_ids, lengths, labels
+
+
+def create_instances_from_document(all_documents, document_index, max_seq_length, short_seq_prob, rng):
     """The original `create_instances_from_document`, without the masking.
 
-    Returns a list of `(input_ids, num_a_tokens, is_random_next)`: input_ids is
-    [CLS] A [SEP] B [SEP] as an int32 array, num_a_tokens the length of A.
+    Returns a list of `(tokens_a, tokens_b, is_random_next)`, the instance being
+    [CLS] A [SEP] B [SEP] (`pack_instances` lays them out).
     """
     document = all_documents[document_index]
     max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
@@ -67,7 +89,7 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
             a_end = 1
             if len(current_chunk) >= 2:
                 a_end = rng.randint(1, len(current_chunk) - 1)
-            tokens_a = np.concatenate(current_chunk[:a_end])
+            tokens_a = _join(current_chunk[:a_end])
 
             if len(current_chunk) == 1 or rng.random() < 0.5:
                 is_random_next = True
@@ -85,25 +107,22 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
                     length += len(random_document[j])
                     if length >= target_b_length:
                         break
-                tokens_b = np.concatenate(pieces)
+                tokens_b = _join(pieces)
                 # The chunk's sentences after A were not used: put them back.
                 i -= len(current_chunk) - a_end
             else:
                 is_random_next = False
-                tokens_b = np.concatenate(current_chunk[a_end:])
+                tokens_b = _join(current_chunk[a_end:])
 
             a0, a1, b0, b1 = truncate_seq_pair(len(tokens_a), len(tokens_b), max_num_tokens, rng)
             assert a1 > a0 and b1 > b0
-            ids = np.concatenate(
-                [[cls_id], tokens_a[a0:a1], [sep_id], tokens_b[b0:b1], [sep_id]]
-            ).astype(np.int32)
-            instances.append((ids, int(a1 - a0), is_random_next))
+            instances.append((tokens_a[a0:a1], tokens_b[b0:b1], is_random_next))
             current_chunk, current_length = [], 0
         i += 1
     return instances
 
 
-def create_instances(documents, max_seq_length, short_seq_prob, dupe_factor, rng, cls_id, sep_id):
+def create_instances(documents, max_seq_length, short_seq_prob, dupe_factor, rng):
     """The original `create_training_instances` after tokenization: shuffle the documents, make
     `dupe_factor` passes over them, shuffle the instances. Empty documents are dropped first."""
     documents = [d for d in documents if d]
@@ -112,9 +131,7 @@ def create_instances(documents, max_seq_length, short_seq_prob, dupe_factor, rng
     for _ in range(dupe_factor):
         for document_index in range(len(documents)):
             instances.extend(
-                create_instances_from_document(
-                    documents, document_index, max_seq_length, short_seq_prob, rng, cls_id, sep_id
-                )
+                create_instances_from_document(documents, document_index, max_seq_length, short_seq_prob, rng)
             )
     rng.shuffle(instances)
     return instances

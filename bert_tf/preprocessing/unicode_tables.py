@@ -6,6 +6,10 @@ rules. Pure numpy; built once per process (about a second) and baked into graphs
 """
 
 import functools
+import hashlib
+import os
+import sys
+import tempfile
 import unicodedata
 
 import numpy as np
@@ -43,9 +47,51 @@ def _assigned():
     return [cp for cp in range(NUM_CODE_POINTS) if unicodedata.category(chr(cp)) not in ("Cn", "Co", "Cs")]
 
 
+def _cache_path():
+    """Where the tables of this Python (its Unicode database) and these rules are cached."""
+    sources = b"".join(
+        open(path, "rb").read() for path in (tokenization.__file__, __file__)  # noqa: SIM115
+    )
+    key = hashlib.sha256(
+        sys.version.encode() + unicodedata.unidata_version.encode() + sources
+    ).hexdigest()[:16]
+    root = os.environ.get("BERT_TF_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "bert_tf")
+    return os.path.join(root, f"unicode_tables-{key}.npz")
+
+
+def _cached(name, build):
+    """Loads table `name` from the on-disk cache, or builds it (~0.2 s each) and stores it.
+
+    The cache is an optimisation only: any failure to read or write it just builds the table.
+    """
+    path = _cache_path()
+    try:
+        with np.load(path) as saved:
+            if name in saved:
+                return saved[name]
+            stored = dict(saved)
+    except (OSError, ValueError, KeyError):
+        stored = {}
+    value = build()
+    stored[name] = value
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".npz")
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **stored)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return value
+
+
 @functools.lru_cache(maxsize=None)
 def flags():
     """uint8 `[0x110000]`: the bit flags above for every code point."""
+    return _cached("flags", _build_flags)
+
+
+def _build_flags():
     out = np.zeros(NUM_CODE_POINTS, np.uint8)
     for lo, hi in tokenization._CJK_RANGES:
         out[lo : hi + 1] |= CJK  # unassigned code points in the ranges count too
@@ -72,6 +118,10 @@ def flags():
 @functools.lru_cache(maxsize=None)
 def combining_classes():
     """uint8 `[0x110000]`: canonical combining class (NFD orders marks by it)."""
+    return _cached("combining_classes", _build_combining_classes)
+
+
+def _build_combining_classes():
     out = np.zeros(NUM_CODE_POINTS, np.uint8)
     for cp in _assigned():
         out[cp] = unicodedata.combining(chr(cp))
@@ -89,6 +139,22 @@ def lower_nfd_map(strip_marks):
 
     Σ maps to σ here; the final-sigma context is applied in graph. Separators stay themselves.
     """
+    names = ("lengths", "starts", "values", "single")
+    tag = "stripped" if strip_marks else "nfd"
+    built = {}
+
+    def part(name):
+        def build():
+            if not built:
+                built.update(zip(names, _build_lower_nfd_map(strip_marks), strict=True))
+            return built[name]
+
+        return _cached(f"{tag}_{name}", build)
+
+    return tuple(part(name) for name in names)
+
+
+def _build_lower_nfd_map(strip_marks):
     f = flags()
     lengths = np.ones(NUM_CODE_POINTS, np.int32)
     starts = np.full(NUM_CODE_POINTS, -1, np.int32)

@@ -46,10 +46,10 @@ def test_actual_next_sentence():
     # target = 12 - 3 = 9 (no short sequence); the chunk fills at S2 (3 + 2 + 4 = 9); A = first
     # 2 sentences (randint(1, 2) -> 2); random() = 0.7 >= 0.5: B is the rest of the chunk.
     rng = ScriptedRandom(random=[0.5, 0.7], randint=[((1, 2), 2)])
-    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng, CLS, SEP)
+    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng)
     assert rng.done() and len(out) == 1
-    ids, num_a, random_next = out[0]
-    assert ids.tolist() == tokens(CLS, S0, S1, SEP, S2, SEP) and num_a == 5 and not random_next
+    a, b, random_next = out[0]
+    assert (a.tolist(), b.tolist(), random_next) == (tokens(S0, S1), tokens(S2), False)
 
 
 def test_random_next_sentence_puts_unused_sentences_back():
@@ -62,11 +62,11 @@ def test_random_next_sentence_puts_unused_sentences_back():
             ((1, 1), 1),  # after S1, S2 were put back: chunk [S1, S2] at the end, A = S1
         ],
     )
-    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng, CLS, SEP)
+    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng)
     assert rng.done()
-    assert [(ids.tolist(), a, r) for ids, a, r in out] == [
-        (tokens(CLS, S0, SEP, T0, T1, SEP), 3, True),
-        (tokens(CLS, S1, SEP, S2, SEP), 2, False),  # random() = 0.9: actual next
+    assert [(a.tolist(), b.tolist(), r) for a, b, r in out] == [
+        (tokens(S0), tokens(T0, T1), True),
+        (tokens(S1), tokens(S2), False),  # random() = 0.9: actual next
     ]
 
 
@@ -84,11 +84,11 @@ def test_short_target_and_single_sentence_chunk_always_takes_a_random_b():
             ((0, 2), 2),  # from S2 (4 >= 2 - 1)
         ],
     )
-    out = pi.create_instances_from_document(DOCS, 1, 12, 0.1, rng, CLS, SEP)
+    out = pi.create_instances_from_document(DOCS, 1, 12, 0.1, rng)
     assert rng.done()
-    assert [(ids.tolist(), a, r) for ids, a, r in out] == [
-        (tokens(CLS, T0, SEP, S1, SEP), 5, True),
-        (tokens(CLS, T1, SEP, S2, SEP), 1, True),
+    assert [(a.tolist(), b.tolist(), r) for a, b, r in out] == [
+        (tokens(T0), tokens(S1), True),
+        (tokens(T1), tokens(S2), True),
     ]
 
 
@@ -96,8 +96,18 @@ def test_random_document_is_retried_up_to_ten_times():
     # A one-document corpus: ten draws of the same document, then B comes from it anyway;
     # 5 + 5 > 9 is truncated once: a tie, so B loses its last piece (random() = 0.9: back).
     rng = ScriptedRandom(random=[0.5, 0.9], randint=[((0, 0), 0)] * 10 + [((0, 0), 0)])
-    out = pi.create_instances_from_document([[T0]], 0, 12, 0.1, rng, CLS, SEP)
-    assert rng.done() and out[0][0].tolist() == tokens(CLS, T0, SEP, T0[:4], SEP)
+    out = pi.create_instances_from_document([[T0]], 0, 12, 0.1, rng)
+    assert rng.done() and (out[0][0].tolist(), out[0][1].tolist()) == (tokens(T0), tokens(T0[:4]))
+
+
+def test_pack_instances_lays_out_cls_a_sep_b_sep():
+    ids, segments, lengths, labels = pi.pack_instances([(S0, T1, True), (S1, S2, False)], 12, CLS, SEP)
+    assert ids.tolist() == [
+        tokens(CLS, S0, SEP, T1, SEP, [0] * 5),
+        tokens(CLS, S1, SEP, S2, SEP, [0] * 3),
+    ]
+    assert segments.tolist() == [[0] * 5 + [1] * 2 + [0] * 5, [0] * 4 + [1] * 5 + [0] * 3]
+    assert lengths.tolist() == [7, 9] and labels.tolist() == [[1], [0]]
 
 
 def test_truncation_removes_from_the_longer_front_or_back():

@@ -107,12 +107,37 @@ def test_interrupted_run_resumes_with_identical_output(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_workers_write_the_same_files_as_one(tmp_path):
+def test_two_workers_write_the_same_files_as_one(tmp_path, monkeypatch):
     config = _config(do_whole_word_mask=True)
     one, two = [str(tmp_path / "1" / "x.tfrecord")], [str(tmp_path / "2" / "x.tfrecord")]
     pd.create_pretraining_data(config, [CORPUS], one, num_workers=1, shard_bytes=3000)
+    # The corpus is small: lower the per-worker threshold so that a worker process really runs.
+    monkeypatch.setattr(pd, "_BYTES_PER_EXTRA_WORKER", 1)
     pd.create_pretraining_data(config, [CORPUS], two, num_workers=2, shard_bytes=3000)
     with open(one[0], "rb") as a, open(two[0], "rb") as b:
+        assert a.read() == b.read()
+
+
+def test_worker_function_writes_the_same_parts(tmp_path):
+    """What a worker process runs, run here over every shard; the main run then only assembles."""
+    import multiprocessing
+    import queue
+
+    config, shard = _config(), 3000
+    one = [str(tmp_path / "1" / "x.tfrecord")]
+    pd.create_pretraining_data(config, [CORPUS], one, shard_bytes=shard)
+
+    outs = [str(tmp_path / "w" / "x.tfrecord")]
+    shards = pd.plan_shards([CORPUS], shard)
+    workdir = pd.work_dir(config, [CORPUS], outs, shard)
+    os.makedirs(workdir)
+    results = queue.Queue()
+    pd._worker_main(config, False, shards, multiprocessing.Value("q", 0), 1, workdir, results)
+    reports = [results.get_nowait() for _ in range(results.qsize())]
+    assert [kind for kind, _ in reports] == ["done"] * len(shards) + ["exit"]
+    _, resumed = pd.create_pretraining_data(config, [CORPUS], outs, shard_bytes=shard)
+    assert resumed == len(shards) > 1
+    with open(one[0], "rb") as a, open(outs[0], "rb") as b:
         assert a.read() == b.read()
 
 
