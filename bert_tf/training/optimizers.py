@@ -1,0 +1,187 @@
+"""The original release's optimizer (optimization.py) for Keras 3, and LAMB for large batches.
+
+Both run on every Keras backend (keras.ops only) and work with `model.fit`.
+"""
+
+import re
+
+import keras
+from keras import ops
+
+# The original never decays LayerNorm parameters or biases (matched on the variable's path).
+DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """The original schedule: `init_lr * step / num_warmup_steps` while step < num_warmup_steps,
+    else `init_lr * (1 - min(step, num_train_steps) / num_train_steps)` (linear decay to 0,
+    counted from step 0, as the original's polynomial_decay with power 1)."""
+
+    def __init__(self, init_lr, num_train_steps, num_warmup_steps):
+        if num_train_steps <= 0:
+            raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
+        if num_warmup_steps < 0:
+            raise ValueError(f"num_warmup_steps must be >= 0, got {num_warmup_steps}")
+        self.init_lr = init_lr
+        self.num_train_steps = num_train_steps
+        self.num_warmup_steps = num_warmup_steps
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        done = ops.minimum(step, float(self.num_train_steps)) / float(self.num_train_steps)
+        decayed = self.init_lr * (1.0 - done)
+        if not self.num_warmup_steps:
+            return decayed
+        warmup = self.init_lr * step / float(self.num_warmup_steps)
+        return ops.where(step < float(self.num_warmup_steps), warmup, decayed)
+
+    def get_config(self):
+        return {
+            "init_lr": self.init_lr,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+        }
+
+
+class _DecoupledDecay(keras.optimizers.Optimizer):
+    """Shared by both optimizers: first/second moments and the exclusion rule by variable path."""
+
+    def __init__(
+        self,
+        learning_rate,
+        weight_decay_rate,
+        beta_1,
+        beta_2,
+        epsilon,
+        exclude_from_weight_decay,
+        global_clipnorm,
+        name,
+        **kwargs,
+    ):
+        super().__init__(learning_rate=learning_rate, global_clipnorm=global_clipnorm, name=name, **kwargs)
+        self.weight_decay_rate = weight_decay_rate
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.exclude_from_weight_decay = list(exclude_from_weight_decay or [])
+        self._exclude = re.compile("|".join(map(re.escape, self.exclude_from_weight_decay))) if self.exclude_from_weight_decay else None
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._m, self._v = self.add_optimizer_variables(var_list, ["m", "v"])
+        # Decided here, on the Keras variables' paths: update_step may get backend variables.
+        self._decay_by_key = {self._var_key(v): self._decays_path(v.path) for v in var_list}
+
+    def _decays_path(self, path):
+        return bool(self.weight_decay_rate) and not (self._exclude and self._exclude.search(path))
+
+    def decays(self, variable):
+        """Whether weight decay applies to `variable` (its path names no excluded pattern)."""
+        path = getattr(variable, "path", None)
+        if path is not None:
+            return self._decays_path(path)
+        return self._decay_by_key[self._var_key(variable)]
+
+    def _moments(self, gradient, variable):
+        m = self._m[self._get_variable_index(variable)]
+        v = self._v[self._get_variable_index(variable)]
+        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        return m, v
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            weight_decay_rate=self.weight_decay_rate,
+            beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            epsilon=self.epsilon,
+            exclude_from_weight_decay=self.exclude_from_weight_decay,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class AdamWeightDecay(_DecoupledDecay):
+    """The original `AdamWeightDecayOptimizer`: Adam without bias correction, plus decoupled
+    weight decay added to the update,
+
+        m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+        w -= lr * (m / (sqrt(v) + eps) + weight_decay_rate * w)   [decay only where `decays`]
+
+    with gradients clipped to a global norm of 1.0 first, as the original's train op does.
+    """
+
+    def __init__(
+        self,
+        learning_rate=5e-5,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE,
+        global_clipnorm=1.0,
+        name="adam_weight_decay",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay, global_clipnorm, name, **kwargs
+        )
+
+    def update_step(self, gradient, variable, learning_rate):
+        gradient = ops.cast(gradient, variable.dtype)
+        m, v = self._moments(gradient, variable)
+        update = m / (ops.sqrt(v) + self.epsilon)
+        if self.decays(variable):
+            update = update + self.weight_decay_rate * variable
+        self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * update)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class LAMB(_DecoupledDecay):
+    """LAMB (You et al., 2019, Algorithm 2) for large-batch pre-training: bias-corrected Adam
+    update plus decoupled weight decay, scaled per variable by the trust ratio
+    ||w|| / ||update|| (1 where either norm is 0, and for variables excluded from decay)."""
+
+    def __init__(
+        self,
+        learning_rate=1e-3,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE,
+        global_clipnorm=1.0,
+        name="lamb",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay, global_clipnorm, name, **kwargs
+        )
+
+    def update_step(self, gradient, variable, learning_rate):
+        gradient = ops.cast(gradient, variable.dtype)
+        m, v = self._moments(gradient, variable)
+        t = ops.cast(self.iterations + 1, variable.dtype)
+        m_hat = m / (1.0 - ops.power(ops.cast(self.beta_1, variable.dtype), t))
+        v_hat = v / (1.0 - ops.power(ops.cast(self.beta_2, variable.dtype), t))
+        update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
+        ratio = 1.0
+        if self.decays(variable):
+            update = update + self.weight_decay_rate * variable
+            w_norm, u_norm = ops.norm(ops.reshape(variable, [-1])), ops.norm(ops.reshape(update, [-1]))
+            ratio = ops.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
+        self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * ratio * update)
+
+
+def create_optimizer(name, init_lr, num_train_steps, num_warmup_steps, weight_decay_rate=0.01):
+    """`adamw` (the original's) or `lamb`, on the original warmup + linear decay schedule."""
+    schedule = WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
+    if name == "adamw":
+        return AdamWeightDecay(learning_rate=schedule, weight_decay_rate=weight_decay_rate)
+    if name == "lamb":
+        return LAMB(learning_rate=schedule, weight_decay_rate=weight_decay_rate)
+    raise ValueError(f"unknown optimizer {name!r}; expected 'adamw' or 'lamb'")
