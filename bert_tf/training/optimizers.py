@@ -45,21 +45,29 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 class _DecoupledDecay(keras.optimizers.Optimizer):
-    """Shared by both optimizers: first/second moments and the exclusion rule by variable path."""
+    """Shared by both optimizers: arguments, first/second moments, the exclusion rule by path."""
+
+    default_learning_rate = 1e-3
+    default_name = "decoupled_decay"
 
     def __init__(
         self,
-        learning_rate,
-        weight_decay_rate,
-        beta_1,
-        beta_2,
-        epsilon,
-        exclude_from_weight_decay,
-        global_clipnorm,
-        name,
+        learning_rate=None,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE,
+        global_clipnorm=1.0,
+        name=None,
         **kwargs,
     ):
-        super().__init__(learning_rate=learning_rate, global_clipnorm=global_clipnorm, name=name, **kwargs)
+        super().__init__(
+            learning_rate=self.default_learning_rate if learning_rate is None else learning_rate,
+            global_clipnorm=global_clipnorm,
+            name=name or self.default_name,
+            **kwargs,
+        )
         self.weight_decay_rate = weight_decay_rate
         self.beta_1 = beta_1
         self.beta_2 = beta_2
@@ -115,21 +123,8 @@ class AdamWeightDecay(_DecoupledDecay):
     with gradients clipped to a global norm of 1.0 first, as the original's train op does.
     """
 
-    def __init__(
-        self,
-        learning_rate=5e-5,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE,
-        global_clipnorm=1.0,
-        name="adam_weight_decay",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate, weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay, global_clipnorm, name, **kwargs
-        )
+    default_learning_rate = 5e-5
+    default_name = "adam_weight_decay"
 
     def update_step(self, gradient, variable, learning_rate):
         gradient = ops.cast(gradient, variable.dtype)
@@ -146,21 +141,8 @@ class LAMB(_DecoupledDecay):
     update plus decoupled weight decay, scaled per variable by the trust ratio
     ||w|| / ||update|| (1 where either norm is 0, and for variables excluded from decay)."""
 
-    def __init__(
-        self,
-        learning_rate=1e-3,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE,
-        global_clipnorm=1.0,
-        name="lamb",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate, weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay, global_clipnorm, name, **kwargs
-        )
+    default_learning_rate = 1e-3
+    default_name = "lamb"
 
     def update_step(self, gradient, variable, learning_rate):
         gradient = ops.cast(gradient, variable.dtype)
