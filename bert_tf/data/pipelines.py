@@ -83,6 +83,7 @@ def pretraining_dataset(
     shuffle_buffer_size=1000,
     cycle_length=4,
     seed=None,
+    skip_batches=0,
 ):
     """Batches `(x, y)` for `BertPretrainer` from the original pre-training TFRecords.
 
@@ -93,6 +94,9 @@ def pretraining_dataset(
     records in order, once. Always `drop_remainder=True` (fixed shapes), int64 ids as int32. A
     record whose lengths disagree with seq_length / max_predictions_per_seq stops the pipeline
     with an error naming its file and both lengths.
+
+    With a `seed`, the training order is reproducible, and `skip_batches` (before parsing, so
+    cheaply) continues it where a run that consumed that many batches stopped.
     """
     if isinstance(file_patterns, str):
         files = expand_patterns(file_patterns)
@@ -119,6 +123,8 @@ def pretraining_dataset(
     else:
         ds = ds.flat_map(read)
     ds = ds.batch(batch_size, drop_remainder=True)
+    if skip_batches:
+        ds = ds.skip(skip_batches)
     ds = ds.map(lambda f, r: _parse(f, r, seq_length, max_predictions_per_seq), num_parallel_calls=tf.data.AUTOTUNE)
     if dynamic_masking is not None:
         ds = ds.map(lambda f: remask(f, dynamic_masking, seed=seed), num_parallel_calls=tf.data.AUTOTUNE)

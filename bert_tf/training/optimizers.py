@@ -159,11 +159,13 @@ class LAMB(_DecoupledDecay):
         self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * ratio * update)
 
 
-def create_optimizer(name, init_lr, num_train_steps, num_warmup_steps, weight_decay_rate=0.01):
-    """`adamw` (the original's) or `lamb`, on the original warmup + linear decay schedule."""
+def create_optimizer(name, init_lr, num_train_steps, num_warmup_steps, weight_decay_rate=0.01, global_clipnorm=1.0):
+    """`adamw` (the original's) or `lamb`, on the original warmup + linear decay schedule.
+
+    `global_clipnorm=None` leaves clipping to the caller (the distributed loop clips the summed
+    gradient once, instead of each replica's)."""
+    classes = {"adamw": AdamWeightDecay, "lamb": LAMB}
+    if name not in classes:
+        raise ValueError(f"unknown optimizer {name!r}; expected 'adamw' or 'lamb'")
     schedule = WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
-    if name == "adamw":
-        return AdamWeightDecay(learning_rate=schedule, weight_decay_rate=weight_decay_rate)
-    if name == "lamb":
-        return LAMB(learning_rate=schedule, weight_decay_rate=weight_decay_rate)
-    raise ValueError(f"unknown optimizer {name!r}; expected 'adamw' or 'lamb'")
+    return classes[name](learning_rate=schedule, weight_decay_rate=weight_decay_rate, global_clipnorm=global_clipnorm)

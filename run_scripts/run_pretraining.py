@@ -1,0 +1,183 @@
+"""Pre-train BERT on TFRecords from create_pretraining_data.py (the original's flags, and more).
+
+    python run_scripts/run_pretraining.py \
+      --input_file=out/train-*.tfrecord --output_dir=pretraining_output \
+      --do_train=True --do_eval=True --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --train_batch_size=32 \
+      --max_seq_length=128 --max_predictions_per_seq=20 --num_train_steps=20 \
+      --num_warmup_steps=10 --learning_rate=2e-5
+
+A command line written for the original runs unchanged. Started again with the same command,
+a run resumes from the latest checkpoint in --output_dir (same step, optimizer state, schedule
+and, with --random_seed, data position); a run whose num_train_steps is reached only evaluates.
+"""
+
+import os
+
+from absl import app, flags, logging
+
+from bert_tf.config import BertConfig
+from bert_tf.io_utils import expand_patterns
+from bert_tf.training import distribution
+from run_scripts import common_flags
+from run_scripts.common_flags import fail
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string(
+    "bert_config_file", None, "The config json file corresponding to the pre-trained BERT model."
+)
+flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
+flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained BERT model).")
+flags.DEFINE_integer("max_seq_length", 128, "The maximum total input sequence length after WordPiece tokenization.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_bool("do_train", False, "Whether to run training.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
+flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
+flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call.")
+flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+common_flags.define_tpu_flags()
+# New flags.
+flags.DEFINE_enum(
+    "distribution_strategy", None, distribution.STRATEGIES, "Default: tpu with --use_tpu, mirrored with >1 GPU, else one_device."
+)
+flags.DEFINE_integer("num_gpus", 0, "GPUs for the mirrored strategy (0: all visible, or the CPU devices).")
+flags.DEFINE_integer("num_cpu_devices", 0, "Split the host CPU into this many logical devices (to try distribution).")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw: the original's; lamb: for large batches.")
+flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"], "Compute dtype policy.")
+flags.DEFINE_bool("jit_compile", False, "Compile the forward/backward pass with XLA.")
+flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step (train_batch_size is the total).")
+flags.DEFINE_integer("steps_per_execution", None, "Steps per call (default 1; iterations_per_loop on TPU).")
+flags.DEFINE_integer("random_seed", 12345, "Seed of initialisation, dropout and data order (exact resume).")
+flags.DEFINE_string("eval_input_file", None, "Eval TF example files (default: --input_file, as the original).")
+flags.DEFINE_integer("keep_checkpoints", 5, "How many recent checkpoints to keep.")
+flags.DEFINE_bool("progress", True, "Show a progress bar with sequences/s.")
+
+for _name in ("input_file", "bert_config_file", "output_dir"):
+    flags.mark_flag_as_required(_name)
+
+
+def _check_records(files):
+    """The first record's lengths must match the flags (before any training)."""
+    import tensorflow as tf
+
+    record = next(iter(tf.data.TFRecordDataset(files[:1])), None)
+    if record is None:
+        fail(f"--input_file: {files[0]} has no records")
+    example = tf.train.Example.FromString(record.numpy()).features.feature
+    for name, flag in (("input_ids", "max_seq_length"), ("masked_lm_positions", "max_predictions_per_seq")):
+        if name not in example:
+            fail(f"--input_file: {files[0]} has no '{name}' feature: not pre-training data")
+        length = len(example[name].int64_list.value)
+        if length != FLAGS[flag].value:
+            fail(f"--input_file: {files[0]} has {name} of length {length}, but --{flag}={FLAGS[flag].value}")
+
+
+def main(argv):
+    del argv
+    if not FLAGS.do_train and not FLAGS.do_eval:
+        fail("At least one of `do_train` or `do_eval` must be True.")
+    if FLAGS.mixed_precision == "fp16":
+        fail("--mixed_precision=fp16 (loss scaling) is not supported by run_pretraining yet; use bf16 or none")
+    distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
+    try:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        train_files = expand_patterns(FLAGS.input_file)
+        eval_files = expand_patterns(FLAGS.eval_input_file, "eval_input_file") if FLAGS.eval_input_file else train_files
+    except (ValueError, FileNotFoundError) as e:
+        fail(str(e))
+    _check_records(train_files)
+    name = FLAGS.distribution_strategy or distribution.default_strategy_name(FLAGS.use_tpu, FLAGS.num_gpus)
+
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.training.pretraining import Pretraining, PretrainingSettings
+
+    tf.get_logger().setLevel("WARNING")  # tf.distribute logs every cross-device reduction
+
+    if FLAGS.mixed_precision == "bf16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        strategy = distribution.create_strategy(
+            name, FLAGS.num_gpus, FLAGS.num_cpu_devices, FLAGS.tpu_name or FLAGS.master, FLAGS.tpu_zone, FLAGS.gcp_project
+        )
+    except Exception as e:  # noqa: BLE001 - every way of not reaching a TPU/cluster ends here
+        fail(f"--distribution_strategy={name}: {e}")
+    steps_per_execution = FLAGS.steps_per_execution or (FLAGS.iterations_per_loop if name == "tpu" else 1)
+    settings = PretrainingSettings(
+        output_dir=FLAGS.output_dir,
+        train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.eval_batch_size,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        learning_rate=FLAGS.learning_rate,
+        num_train_steps=FLAGS.num_train_steps,
+        num_warmup_steps=FLAGS.num_warmup_steps,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        max_eval_steps=FLAGS.max_eval_steps,
+        optimizer=FLAGS.optimizer,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        steps_per_execution=steps_per_execution,
+        keep_checkpoints=FLAGS.keep_checkpoints,
+        jit_compile=FLAGS.jit_compile,
+        seed=FLAGS.random_seed,
+    )
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    logging.info("Strategy %s with %d replica(s)", name, strategy.num_replicas_in_sync)
+    try:
+        run = Pretraining(config, settings, strategy)
+    except ValueError as e:
+        fail(str(e))
+
+    if FLAGS.do_train:
+        progress = None
+        if FLAGS.progress:
+            import tqdm
+
+            progress = tqdm.tqdm(total=FLAGS.num_train_steps, unit=" steps", dynamic_ncols=True)
+
+        def on_log(step, logs):
+            if progress is not None:
+                progress.n = step
+                progress.set_postfix(
+                    loss=f"{logs['loss']:.3f}",
+                    mlm_acc=f"{logs['masked_lm_accuracy']:.3f}",
+                    seq_per_s=f"{logs['sequences_per_second']:.0f}",
+                )
+            elif step % FLAGS.iterations_per_loop == 0:
+                logging.info("step %d: %s", step, {k: round(v, 4) for k, v in logs.items()})
+
+        try:
+            started, step = run.train(train_files, FLAGS.init_checkpoint, on_log=on_log)
+        except (ValueError, FileNotFoundError, FloatingPointError) as e:
+            fail(str(e))
+        finally:
+            if progress is not None:
+                progress.close()
+        logging.info("Training %s; now at step %d", started, step)
+    else:
+        logging.info("Evaluating: %s", run.restore(FLAGS.init_checkpoint))
+
+    if FLAGS.do_eval:
+        try:
+            results = run.evaluate(eval_files)
+        except ValueError as e:
+            fail(str(e))
+        logging.info("***** Eval results *****")
+        for key in sorted(results):
+            logging.info("  %s = %s", key, results[key])
+    logging.info("Checkpoints: %s", FLAGS.output_dir)
+    logging.info("TensorBoard: tensorboard --logdir=%s", FLAGS.output_dir)
+    if FLAGS.do_eval:
+        logging.info("Eval results: %s", os.path.join(FLAGS.output_dir, "eval_results.txt"))
+
+
+if __name__ == "__main__":
+    app.run(main)
