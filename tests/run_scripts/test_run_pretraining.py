@@ -1,0 +1,79 @@
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.run_scripts.conftest import REPO, run_script
+from tests.tiny import tiny_config
+from tests.training.test_pretraining import write_records
+
+pytestmark = pytest.mark.slow
+
+
+def _setup(tmp_path):
+    config = tiny_config()
+    config_file = tmp_path / "bert_config.json"
+    config_file.write_text(json.dumps(config.to_dict()))
+    data, _ = write_records(tmp_path / "train.tfrecord", 64, config.vocab_size)
+    return str(config_file), data
+
+
+def _flags(config_file, data, out, **overrides):
+    values = dict(
+        input_file=data, output_dir=out, bert_config_file=config_file, do_train=True, do_eval=True,
+        train_batch_size=8, eval_batch_size=8, max_seq_length=16, max_predictions_per_seq=4,
+        num_train_steps=400, num_warmup_steps=10, learning_rate=1e-3, save_checkpoints_steps=50,
+        max_eval_steps=4, steps_per_execution=1,
+    )
+    values.update(overrides)
+    return [f"--{k}={v}" for k, v in values.items()] + ["--noprogress"]
+
+
+def test_killed_run_resumes_with_the_same_command(tmp_path):
+    config_file, data = _setup(tmp_path)
+    out = tmp_path / "out"
+    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_pretraining.py"), *_flags(config_file, data, out)]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    deadline = time.time() + 240
+    while not (out / "ckpt-50.index").exists():
+        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        assert time.time() < deadline
+        time.sleep(0.05)
+    process.kill()  # SIGKILL, at whatever point it is
+    process.wait()
+    assert not (out / "eval_results.txt").exists()
+
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Training resumed from" in result.stderr and "ckpt-" in result.stderr
+    results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
+    assert results["global_step"] == "400"
+    assert set(results) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"}
+    assert os.path.isdir(out / "train") and os.listdir(out / "train")  # TensorBoard events
+
+    # num_train_steps already reached: the same command just evaluates again.
+    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert again.returncode == 0 and "now at step 400" in again.stderr
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"max_seq_length": 32}, "has input_ids of length 16, but --max_seq_length=32"),
+        ({"do_train": False, "do_eval": False}, "At least one of `do_train` or `do_eval` must be True"),
+        ({"mixed_precision": "fp16"}, "--mixed_precision=fp16 .* not supported"),
+        ({"train_batch_size": 10, "gradient_accumulation_steps": 4}, "train_batch_size 10 is not divisible"),
+        ({"input_file": "/nonexistent/*.tfrecord"}, "matches no file"),
+    ],
+)
+def test_bad_input_fails_before_training(tmp_path, overrides, message):
+    import re
+
+    config_file, data = _setup(tmp_path)
+    result = run_script("run_pretraining.py", *_flags(config_file, data, tmp_path / "o", **overrides))
+    assert result.returncode != 0 and re.search(message, result.stderr), result.stderr[-2000:]
+    assert not (tmp_path / "o" / "checkpoint").exists()

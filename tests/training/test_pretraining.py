@@ -1,0 +1,198 @@
+"""The pre-training loop: accumulation, resume, the original's eval, failure modes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data import tfrecords
+from bert_tf.training.pretraining import Pretraining, PretrainingSettings
+from tests import numpy_bert
+from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
+from tests.tiny import tiny_config
+
+SEQ, PRED = 16, 4
+CLS, SEP, MASK = 2, 3, 4
+NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def write_records(path, n, vocab_size, seed=0):
+    """n pre-training records with real padding and masking, in the original format."""
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((n, SEQ), np.int64)
+    mask, segments = np.zeros_like(ids), np.zeros_like(ids)
+    positions, labels = np.zeros((n, PRED), np.int64), np.zeros((n, PRED), np.int64)
+    weights = np.zeros((n, PRED), np.float32)
+    for i in range(n):
+        length = int(rng.integers(8, SEQ + 1))
+        split = int(rng.integers(3, length - 2))
+        row = rng.integers(5, vocab_size, length)
+        row[0], row[split], row[-1] = CLS, SEP, SEP
+        k = int(rng.integers(1, PRED + 1))
+        pos = np.sort(rng.choice([p for p in range(1, length - 1) if p != split], size=k, replace=False))
+        labels[i, :k], positions[i, :k], weights[i, :k] = row[pos], pos, 1.0
+        row[pos] = MASK
+        ids[i, :length], mask[i, :length], segments[i, split + 1 : length] = row, 1, 1
+    features = {
+        "input_ids": ids, "input_mask": mask, "segment_ids": segments, "masked_lm_positions": positions,
+        "masked_lm_ids": labels, "masked_lm_weights": weights,
+        "next_sentence_labels": rng.integers(0, 2, (n, 1)).astype(np.int64),
+    }
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in tfrecords.serialize_examples(features).numpy():
+            writer.write(record)
+    return str(path), features
+
+
+def settings(tmp_path, name, **kw):
+    values = dict(
+        output_dir=str(tmp_path / name), train_batch_size=8, eval_batch_size=8, max_seq_length=SEQ,
+        max_predictions_per_seq=PRED, learning_rate=1e-2, num_train_steps=6, num_warmup_steps=1,
+        save_checkpoints_steps=3, max_eval_steps=100, seed=7,
+    )
+    values.update(kw)
+    return PretrainingSettings(**values)
+
+
+def weights_of(run):
+    return [keras.ops.convert_to_numpy(v) for v in run.model.weights]
+
+
+def one_device():
+    return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+def test_gradient_accumulation_matches_one_larger_batch(tmp_path):
+    config = tiny_config(**NO_DROPOUT)
+    data, _ = write_records(tmp_path / "d.tfrecord", 64, config.vocab_size)
+    runs = []
+    for k in (1, 2, 4):
+        run = Pretraining(config, settings(tmp_path, f"k{k}", gradient_accumulation_steps=k, num_train_steps=3), one_device())
+        run.train(data)
+        runs.append(weights_of(run))
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other, strict=True):
+            np.testing.assert_allclose(a, b, atol=2e-6)
+    assert any(not np.allclose(a, b) for a, b in zip(runs[0], weights_of(Pretraining(config, settings(tmp_path, "init"), one_device())), strict=True))
+
+
+def test_restart_resumes_at_the_saved_step_with_the_same_result(tmp_path):
+    config = tiny_config(**NO_DROPOUT)
+    data, _ = write_records(tmp_path / "d.tfrecord", 40, config.vocab_size)
+    straight = Pretraining(config, settings(tmp_path, "straight"), one_device())
+    straight.train(data)
+
+    class Killed(Exception):
+        pass
+
+    def kill_at_4(step, logs):
+        if step == 4:  # after ckpt-3 was written, before anything of step 4 is saved
+            raise Killed
+
+    first = Pretraining(config, settings(tmp_path, "resumed", steps_per_execution=1), one_device())
+    with pytest.raises(Killed):
+        first.train(data, on_log=kill_at_4)
+    again = Pretraining(config, settings(tmp_path, "resumed"), one_device())  # the same command
+    started, step = again.train(data)
+    assert started.startswith("resumed from") and "ckpt-3" in started and step == 6
+    for a, b in zip(weights_of(straight), weights_of(again), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    assert int(again.optimizer.iterations) == 6
+    assert sorted(f for f in os.listdir(tmp_path / "resumed") if f.endswith(".index")) == ["ckpt-3.index", "ckpt-6.index"]
+    # Reached num_train_steps: starting again only restores.
+    done = Pretraining(config, settings(tmp_path, "resumed"), one_device())
+    assert done.train(data)[1] == 6
+
+
+def test_eval_from_an_original_checkpoint_matches_numpy(tmp_path):
+    config = tiny_config()
+    weights = random_weights(original_shapes(config), seed=11)
+    ckpt = write_tf1_checkpoint(tmp_path / "orig" / "bert_model.ckpt", weights)
+    data, f = write_records(tmp_path / "eval.tfrecord", 20, config.vocab_size, seed=3)
+    run = Pretraining(config, settings(tmp_path, "eval", eval_batch_size=4), one_device())
+    assert run.restore(ckpt).startswith("initialised from")
+    results = run.evaluate(data)
+
+    layers, pooled = numpy_bert.bert(weights, config, f["input_ids"], f["input_mask"], f["segment_ids"])
+    mlm, nsp = numpy_bert.pretraining_heads(weights, layers[-1], pooled, f["masked_lm_positions"])
+    log_probs = mlm - mlm.max(-1, keepdims=True)
+    log_probs = log_probs - np.log(np.exp(log_probs).sum(-1, keepdims=True))
+    xent = -np.take_along_axis(log_probs, f["masked_lm_ids"][..., None], -1)[..., 0]
+    w = f["masked_lm_weights"]
+    nsp_lp = nsp - np.log(np.exp(nsp).sum(-1, keepdims=True))
+    nsp_labels = f["next_sentence_labels"][:, 0]
+    expected = {
+        "masked_lm_loss": (w * xent).sum() / w.sum(),
+        "masked_lm_accuracy": (w * (mlm.argmax(-1) == f["masked_lm_ids"])).sum() / w.sum(),
+        "next_sentence_loss": -nsp_lp[np.arange(20), nsp_labels].mean(),
+        "next_sentence_accuracy": (nsp.argmax(-1) == nsp_labels).mean(),
+    }
+    for key, value in expected.items():
+        assert results[key] == pytest.approx(value, abs=1e-5), key
+    assert results["global_step"] == 0
+    lines = (tmp_path / "eval" / "eval_results.txt").read_text().splitlines()
+    assert sorted(line.split(" = ")[0] for line in lines) == sorted([*expected, "loss", "global_step"])
+    assert "global_step = 0" in lines
+
+
+def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+    config = tiny_config(**NO_DROPOUT)
+    data, _ = write_records(tmp_path / "d.tfrecord", 40, config.vocab_size)
+    run = Pretraining(config, settings(tmp_path, "nan", learning_rate=1e9, num_train_steps=30, save_checkpoints_steps=1), one_device())
+    with pytest.raises(FloatingPointError, match=r"loss became nan at step \d+; .*last good checkpoint is .*ckpt-\d+"):
+        run.train(data)
+
+
+def test_bad_settings_fail_before_training(tmp_path):
+    config = tiny_config()
+    with pytest.raises(ValueError, match="train_batch_size 10 is not divisible by 1 replica\\(s\\) x 4"):
+        Pretraining(config, settings(tmp_path, "x", train_batch_size=10, gradient_accumulation_steps=4), one_device())
+    with pytest.raises(ValueError, match="max_seq_length 64 exceeds max_position_embeddings 24"):
+        Pretraining(config, settings(tmp_path, "y", max_seq_length=64), one_device())
+
+
+_MIRRORED = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from bert_tf.training.distribution import split_cpu
+split_cpu(2)
+import tensorflow as tf
+from tests.tiny import tiny_config
+from tests.training.test_pretraining import NO_DROPOUT, settings, weights_of
+from bert_tf.training.pretraining import Pretraining
+import pathlib
+tmp = pathlib.Path(sys.argv[1])
+config = tiny_config(**NO_DROPOUT)
+out = {}
+for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
+                       ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
+    run = Pretraining(config, settings(tmp, name, num_train_steps=5, save_checkpoints_steps=5), strategy)
+    losses = []
+    run.train(str(tmp / "d.tfrecord"), on_log=lambda step, logs: losses.append(logs["loss"]))
+    out[name] = {"losses": losses, "replicas": strategy.num_replicas_in_sync,
+                 "weights": [float(abs(w).sum()) for w in weights_of(run)]}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_mirrored_over_two_cpu_devices_follows_the_one_device_trajectory(tmp_path):
+    write_records(tmp_path / "d.tfrecord", 64, tiny_config().vocab_size)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run(
+        [sys.executable, "-c", _MIRRORED, str(tmp_path), repo],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["one"]["replicas"] == 1 and out["mirrored"]["replicas"] == 2
+    assert len(out["one"]["losses"]) == 5
+    # Same global batches, globally normalised losses, clipping after the sum: equal up to float
+    # summation order (stated tolerance 1e-5 relative).
+    np.testing.assert_allclose(out["mirrored"]["losses"], out["one"]["losses"], rtol=1e-5)
+    np.testing.assert_allclose(out["mirrored"]["weights"], out["one"]["weights"], rtol=1e-5, atol=1e-6)
