@@ -86,14 +86,13 @@ def main(argv):
     if FLAGS.mixed_precision == "fp16":
         fail("--mixed_precision=fp16 (loss scaling) is not supported by run_pretraining yet; use bf16 or none")
     distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
+    name = FLAGS.distribution_strategy or distribution.default_strategy_name(FLAGS.use_tpu, FLAGS.num_gpus)
     try:
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
         train_files = expand_patterns(FLAGS.input_file)
         eval_files = expand_patterns(FLAGS.eval_input_file, "eval_input_file") if FLAGS.eval_input_file else train_files
     except (ValueError, FileNotFoundError) as e:
         fail(str(e))
-    _check_records(train_files)
-    name = FLAGS.distribution_strategy or distribution.default_strategy_name(FLAGS.use_tpu, FLAGS.num_gpus)
 
     import keras
     import tensorflow as tf
@@ -101,15 +100,16 @@ def main(argv):
     from bert_tf.training.pretraining import Pretraining, PretrainingSettings
 
     tf.get_logger().setLevel("WARNING")  # tf.distribute logs every cross-device reduction
-
     if FLAGS.mixed_precision == "bf16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    # Strategies (collective ops in particular) must exist before TensorFlow runs any op.
     try:
         strategy = distribution.create_strategy(
             name, FLAGS.num_gpus, FLAGS.num_cpu_devices, FLAGS.tpu_name or FLAGS.master, FLAGS.tpu_zone, FLAGS.gcp_project
         )
     except Exception as e:  # noqa: BLE001 - every way of not reaching a TPU/cluster ends here
         fail(f"--distribution_strategy={name}: {e}")
+    _check_records(train_files)
     steps_per_execution = FLAGS.steps_per_execution or (FLAGS.iterations_per_loop if name == "tpu" else 1)
     settings = PretrainingSettings(
         output_dir=FLAGS.output_dir,

@@ -31,6 +31,13 @@ def create_strategy(name, num_gpus=0, num_cpu_devices=0, tpu_address=None, tpu_z
     """
     if name not in STRATEGIES:
         raise ValueError(f"unknown distribution strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    if name == "multi_worker_mirrored":  # first: collective ops need a runtime not yet started
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address, zone=tpu_zone, project=gcp_project)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
     gpus = tf.config.list_logical_devices("GPU")
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
@@ -42,9 +49,3 @@ def create_strategy(name, num_gpus=0, num_cpu_devices=0, tpu_address=None, tpu_z
         cpus = tf.config.list_logical_devices("CPU")
         devices = [d.name for d in (gpus or cpus[: max(1, num_cpu_devices or 1)])]
         return tf.distribute.MirroredStrategy(devices)
-    if name == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address, zone=tpu_zone, project=gcp_project)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    return tf.distribute.TPUStrategy(resolver)

@@ -77,3 +77,38 @@ def test_bad_input_fails_before_training(tmp_path, overrides, message):
     result = run_script("run_pretraining.py", *_flags(config_file, data, tmp_path / "o", **overrides))
     assert result.returncode != 0 and re.search(message, result.stderr), result.stderr[-2000:]
     assert not (tmp_path / "o" / "checkpoint").exists()
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
+    config = tiny_config()
+    config_file = tmp_path / "bert_config.json"
+    config_file.write_text(json.dumps(config.to_dict()))
+    files = [write_records(tmp_path / f"part-{i}.tfrecord", 32, config.vocab_size, seed=i)[0] for i in range(2)]
+    out = tmp_path / "out"
+    cluster = {"worker": [f"localhost:{_free_port()}", f"localhost:{_free_port()}"]}
+    flags = _flags(
+        str(config_file), ",".join(files), out, num_train_steps=6, save_checkpoints_steps=3, distribution_strategy="multi_worker_mirrored"
+    )
+    processes = []
+    for index in range(2):
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, os.path.join(REPO, "run_scripts", "run_pretraining.py"), *flags],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO,
+            )
+        )
+    errors = [p.communicate(timeout=300)[1].decode() for p in processes]
+    assert all(p.returncode == 0 for p in processes), "\n---\n".join(e[-2000:] for e in errors)
+    assert "Strategy multi_worker_mirrored with 2 replica(s)" in errors[0]
+    assert sorted(f for f in os.listdir(out) if f.endswith(".index")) == ["ckpt-3.index", "ckpt-6.index"]
+    assert "global_step = 6" in (out / "eval_results.txt").read_text()
+    assert not [f for f in os.listdir(out) if f.startswith(".worker")]  # worker 1's private saves are gone
