@@ -41,9 +41,9 @@ flags.DEFINE_list("xla", ["false", "true"], "")
 
 
 def train_flops_per_sequence():
-    L, H, I, S, P, V = (FLAGS.num_layers, FLAGS.hidden_size, FLAGS.intermediate_size, FLAGS.seq_length,
+    L, H, inner, S, P, V = (FLAGS.num_layers, FLAGS.hidden_size, FLAGS.intermediate_size, FLAGS.seq_length,
                         FLAGS.predictions, FLAGS.vocab_size)
-    forward = L * (2 * S * (4 * H * H + 2 * H * I) + 4 * S * S * H)  # projections, FFN, attention
+    forward = L * (2 * S * (4 * H * H + 2 * H * inner) + 4 * S * S * H)  # projections, FFN, attention
     forward += 2 * P * (H * H + H * V)  # masked-LM transform and tied output projection
     return 3 * forward  # forward + backward (2x)
 
