@@ -1,7 +1,8 @@
-"""Restoring BERT weights from either format a user may hold.
+"""Restoring BERT weights from any format a user may hold.
 
 - Google's original layout: a TF checkpoint prefix such as `.../bert_model.ckpt`.
-- Ours: a `.keras` file holding a BertEncoder or BertPretrainer.
+- Ours: run_pretraining's checkpoints (`.../ckpt-N`), or a `.keras` file holding a BertEncoder or
+  BertPretrainer.
 """
 
 import contextlib
@@ -43,13 +44,41 @@ def _encoder_of(model):
     return model.encoder if isinstance(model, BertPretrainer) else model
 
 
+def is_training_checkpoint(path):
+    """Whether `path` is an object-based checkpoint (run_pretraining's `ckpt-N`), not the
+    original's name-based layout."""
+    import tensorflow as tf
+
+    try:
+        names = tf.train.list_variables(path)
+    except (tf.errors.NotFoundError, ValueError):
+        return False
+    return any(name == "_CHECKPOINTABLE_OBJECT_GRAPH" for name, _ in names)
+
+
+def _restore_training_checkpoint(model, path):
+    import tensorflow as tf
+
+    # run_pretraining checkpoints a BertPretrainer as "model"; an encoder is restored through
+    # one built around it (the heads' values are then simply not used).
+    target = model if isinstance(model, BertPretrainer) else BertPretrainer(model)
+    status = tf.train.Checkpoint(model=target).restore(path)
+    try:
+        status.expect_partial().assert_existing_objects_matched()
+    except AssertionError as e:
+        raise ValueError(f"checkpoint {path!r} does not hold this model: {e}") from None
+
+
 def restore(model, path):
-    """Loads weights into a BertEncoder/BertPretrainer from an original checkpoint or `.keras`.
+    """Loads weights into a BertEncoder/BertPretrainer from Google's original layout, a
+    run_pretraining checkpoint (`.../ckpt-N`) or a `.keras` file.
 
     From a `.keras` file, an encoder can take the encoder part of a saved pretrainer. The
     hyper-parameters must agree; a mismatch is an error naming both configs.
     """
     if not str(path).endswith(".keras"):
+        if is_training_checkpoint(path):
+            return _restore_training_checkpoint(model, path)
         return load_original_checkpoint(model, path)
     saved = load_keras_model(path)
     if isinstance(model, BertPretrainer) and not isinstance(saved, BertPretrainer):

@@ -196,3 +196,28 @@ def test_mirrored_over_two_cpu_devices_follows_the_one_device_trajectory(tmp_pat
     # summation order (stated tolerance 1e-5 relative).
     np.testing.assert_allclose(out["mirrored"]["losses"], out["one"]["losses"], rtol=1e-5)
     np.testing.assert_allclose(out["mirrored"]["weights"], out["one"]["weights"], rtol=1e-5, atol=1e-6)
+
+
+def test_init_checkpoint_accepts_our_training_checkpoints(tmp_path):
+    from bert_tf import BertEncoder
+    from bert_tf.checkpoints import restore
+
+    config = tiny_config(**NO_DROPOUT)
+    data, _ = write_records(tmp_path / "d.tfrecord", 40, config.vocab_size)
+    run = Pretraining(config, settings(tmp_path, "first", num_train_steps=3), one_device())
+    run.train(data)
+    ckpt = str(tmp_path / "first" / "ckpt-3")
+
+    encoder = BertEncoder.from_bert_config(config)  # e.g. extract_features --init_checkpoint=ckpt-3
+    restore(encoder, ckpt)
+    for a, b in zip(encoder.weights, run.model.encoder.weights, strict=True):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b))
+
+    fresh = Pretraining(config, settings(tmp_path, "second"), one_device())  # a new run from it
+    assert fresh.restore(ckpt).startswith("initialised from")
+    for a, b in zip(weights_of(fresh), weights_of(run), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert fresh.global_step == 0  # weights only: a new run starts its own schedule
+
+    with pytest.raises(ValueError, match="does not hold this model"):
+        restore(BertEncoder.from_bert_config(tiny_config(num_hidden_layers=3)), ckpt)
