@@ -83,8 +83,6 @@ def main(argv):
     del argv
     if not FLAGS.do_train and not FLAGS.do_eval:
         fail("At least one of `do_train` or `do_eval` must be True.")
-    if FLAGS.mixed_precision == "fp16":
-        fail("--mixed_precision=fp16 (loss scaling) is not supported by run_pretraining yet; use bf16 or none")
     distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
     name = FLAGS.distribution_strategy or distribution.default_strategy_name(FLAGS.use_tpu, FLAGS.num_gpus)
     try:
@@ -100,8 +98,9 @@ def main(argv):
     from bert_tf.training.pretraining import Pretraining, PretrainingSettings
 
     tf.get_logger().setLevel("WARNING")  # tf.distribute logs every cross-device reduction
-    if FLAGS.mixed_precision == "bf16":
-        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    policies = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+    if FLAGS.mixed_precision in policies:
+        keras.mixed_precision.set_global_policy(policies[FLAGS.mixed_precision])
     # Strategies (collective ops in particular) must exist before TensorFlow runs any op.
     try:
         strategy = distribution.create_strategy(

@@ -110,7 +110,14 @@ class Pretraining:
             self.optimizer = create_optimizer(
                 settings.optimizer, settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps, global_clipnorm=None
             )
+            # float16 needs dynamic loss scaling (skips non-finite steps, adapts the scale).
+            self.loss_scaling = keras.mixed_precision.global_policy().name == "mixed_float16"
+            if self.loss_scaling:
+                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
             self.optimizer.build(self.model.trainable_variables)
+            # Batches read so far (a loss-scale skip reads data without advancing the step):
+            # where a resumed run continues the data.
+            self.consumed_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="consumed_batches")
         self._train_fn = None
 
     @property
@@ -121,7 +128,7 @@ class Pretraining:
     # Checkpoints
 
     def _checkpoint(self):
-        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, consumed_batches=self.consumed_batches)
 
     @property
     def is_chief(self):
@@ -192,6 +199,8 @@ class Pretraining:
             with tf.GradientTape() as tape:
                 sums = pretraining_sums(y, self.model(x, training=True))
                 loss = sums["mlm_loss_sum"] / (total_weight + 1e-5) + sums["nsp_loss_sum"] / examples
+                if self.loss_scaling:
+                    loss = self.optimizer.scale_loss(loss)
             return [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)], sums
 
         grads, sums = None, None
@@ -200,7 +209,12 @@ class Pretraining:
             grads = g if grads is None else [a + b for a, b in zip(grads, g, strict=True)]
             sums = s if sums is None else {k: sums[k] + s[k] for k in _SUMS}
         grads = ctx.all_reduce("sum", grads)
-        grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
+        if self.loss_scaling:  # clip the true gradient; the loss-scale optimizer unscales again
+            scale = tf.cast(self.optimizer.dynamic_scale, tf.float32)
+            grads, _ = tf.clip_by_global_norm([g / scale for g in grads], CLIP_NORM)
+            grads = [g * scale for g in grads]
+        else:
+            grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
         # Keras sums the replicas' gradients again inside apply(): hand it equal shares of the
         # clipped global gradient (one more all-reduce, of identical values, is the price).
         replicas = float(ctx.num_replicas_in_sync)
@@ -216,6 +230,7 @@ class Pretraining:
             for _ in tf.range(steps):
                 batches = [next(iterator) for _ in range(k)]
                 per_replica = self.strategy.run(self._replica_step, args=(batches,))
+                self.consumed_batches.assign_add(k)
                 totals = {n: totals[n] + self.strategy.reduce("sum", per_replica[n], axis=None) for n in _SUMS}
             return totals
 
@@ -232,7 +247,7 @@ class Pretraining:
         manager = self.manager()
         started = self.restore(init_checkpoint)
         # With a seed the data order is reproducible: a resumed run continues it exactly.
-        consumed = self.global_step * s.gradient_accumulation_steps if s.seed is not None else 0
+        consumed = int(self.consumed_batches.numpy()) if s.seed is not None else 0
         iterator = iter(self._dataset(train_files, is_training=True, skip_batches=consumed))
         train_fn = self._train_fn = self._train_fn or self._make_train_fn()
         writer = tf.summary.create_file_writer(

@@ -221,3 +221,22 @@ def test_init_checkpoint_accepts_our_training_checkpoints(tmp_path):
 
     with pytest.raises(ValueError, match="does not hold this model"):
         restore(BertEncoder.from_bert_config(tiny_config(num_hidden_layers=3)), ckpt)
+
+
+def test_float16_uses_dynamic_loss_scaling_and_skips_overflowing_steps(tmp_path):
+    config = tiny_config(**NO_DROPOUT)
+    data, _ = write_records(tmp_path / "d.tfrecord", 64, config.vocab_size)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        run = Pretraining(config, settings(tmp_path, "fp16", num_train_steps=4, steps_per_execution=1), one_device())
+        assert run.loss_scaling
+        run.optimizer.dynamic_scale.assign(2.0**40)  # float16 gradients overflow at first
+        losses = []
+        run.train(data, on_log=lambda step, logs: losses.append(logs["loss"]))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    scale = float(tf.convert_to_tensor(run.optimizer.dynamic_scale.value))
+    assert run.global_step == 4 and scale < 2.0**40  # halved on each skipped step
+    consumed = int(run.consumed_batches.numpy())
+    assert consumed > 4  # skipped steps read data too; a resumed run continues from here
+    assert all(np.isfinite(losses))
