@@ -63,8 +63,8 @@ for _name in ("input_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
 
-def _check_records(files):
-    """The first record's lengths must match the flags (before any training)."""
+def _check_records(files, vocab_size):
+    """The first record's lengths must match the flags and its ids the config (before training)."""
     import tensorflow as tf
 
     record = next(iter(tf.data.TFRecordDataset(files[:1])), None)
@@ -77,6 +77,12 @@ def _check_records(files):
         length = len(example[name].int64_list.value)
         if length != FLAGS[flag].value:
             fail(f"--input_file: {files[0]} has {name} of length {length}, but --{flag}={FLAGS[flag].value}")
+    largest = max(max(example[n].int64_list.value, default=0) for n in ("input_ids", "masked_lm_ids"))
+    if largest >= vocab_size:
+        fail(
+            f"--input_file: {files[0]} has token id {largest}, but --bert_config_file={FLAGS.bert_config_file} "
+            f"has vocab_size={vocab_size}: the data was made with another vocab"
+        )
 
 
 def main(argv):
@@ -108,7 +114,7 @@ def main(argv):
         )
     except Exception as e:  # noqa: BLE001 - every way of not reaching a TPU/cluster ends here
         fail(f"--distribution_strategy={name}: {e}")
-    _check_records(train_files)
+    _check_records(train_files, config.vocab_size)
     steps_per_execution = FLAGS.steps_per_execution or (FLAGS.iterations_per_loop if name == "tpu" else 1)
     settings = PretrainingSettings(
         output_dir=FLAGS.output_dir,

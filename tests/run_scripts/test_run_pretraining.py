@@ -67,12 +67,17 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
         ({"do_train": False, "do_eval": False}, "At least one of `do_train` or `do_eval` must be True"),
         ({"train_batch_size": 10, "gradient_accumulation_steps": 4}, "train_batch_size 10 is not divisible"),
         ({"input_file": "/nonexistent/*.tfrecord"}, "matches no file"),
+        ({"bert_config_file": "SMALL_VOCAB"}, r"has token id \d+, but --bert_config_file=.* has vocab_size=6"),
     ],
 )
 def test_bad_input_fails_before_training(tmp_path, overrides, message):
     import re
 
     config_file, data = _setup(tmp_path)
+    if overrides.get("bert_config_file") == "SMALL_VOCAB":
+        small = tmp_path / "small.json"
+        small.write_text(json.dumps(tiny_config(vocab_size=6).to_dict()))
+        overrides = {"bert_config_file": small}
     result = run_script("run_pretraining.py", *_flags(config_file, data, tmp_path / "o", **overrides))
     assert result.returncode != 0 and re.search(message, result.stderr), result.stderr[-2000:]
     assert not (tmp_path / "o" / "checkpoint").exists()
