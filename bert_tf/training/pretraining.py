@@ -155,8 +155,10 @@ class Pretraining:
         )
 
     def restore(self, init_checkpoint=None):
-        """Resumes from the output folder's latest checkpoint, else loads `init_checkpoint`
-        (Google's original layout or a .keras file). Returns a line saying which."""
+        """Resumes from the output folder's latest checkpoint (which wins, as in the original),
+        else loads `init_checkpoint`: Google's original layout, another run's `ckpt-N` or a
+        `.keras` file (weights only: the new run starts its own step count and schedule).
+        Returns a line saying which."""
         latest = tf.train.latest_checkpoint(self.settings.output_dir)
         if latest:
             self._checkpoint().restore(latest).expect_partial()
