@@ -240,3 +240,23 @@ def test_float16_uses_dynamic_loss_scaling_and_skips_overflowing_steps(tmp_path)
     consumed = int(run.consumed_batches.numpy())
     assert consumed > 4  # skipped steps read data too; a resumed run continues from here
     assert all(np.isfinite(losses))
+
+
+@pytest.mark.parametrize(
+    "variant", [{"optimizer": "lamb"}, {"policy": "mixed_bfloat16"}, {"jit_compile": True}], ids=["lamb", "bf16", "xla"]
+)
+def test_loop_variants_train(tmp_path, variant):
+    config = tiny_config(**NO_DROPOUT)
+    data, _ = write_records(tmp_path / "d.tfrecord", 48, config.vocab_size)
+    variant = dict(variant)
+    keras.mixed_precision.set_global_policy(variant.pop("policy", "float32"))
+    try:
+        run = Pretraining(config, settings(tmp_path, "v", num_train_steps=4, steps_per_execution=1, **variant), one_device())
+        before = weights_of(run)
+        losses = []
+        run.train(data, on_log=lambda step, logs: losses.append(logs["loss"]))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert run.global_step == 4 and len(losses) == 4 and all(np.isfinite(losses))
+    changed = [not np.array_equal(a, b) for a, b in zip(before, weights_of(run), strict=True)]
+    assert sum(changed) == len(changed)  # every variable was updated
