@@ -113,7 +113,13 @@ def main(argv):
             name, FLAGS.num_gpus, FLAGS.num_cpu_devices, FLAGS.tpu_name or FLAGS.master, FLAGS.tpu_zone, FLAGS.gcp_project
         )
     except Exception as e:  # noqa: BLE001 - every way of not reaching a TPU/cluster ends here
-        fail(f"--distribution_strategy={name}: {e}")
+        where = ""
+        if name == "tpu":
+            where = (
+                f" (no TPU reachable at tpu_name={FLAGS.tpu_name!r}, master={FLAGS.master!r}, "
+                f"tpu_zone={FLAGS.tpu_zone!r}, gcp_project={FLAGS.gcp_project!r})"
+            )
+        fail(f"--distribution_strategy={name}{where}: {e}")
     _check_records(train_files, config.vocab_size)
     steps_per_execution = FLAGS.steps_per_execution or (FLAGS.iterations_per_loop if name == "tpu" else 1)
     settings = PretrainingSettings(
