@@ -11,6 +11,16 @@ def fail(message):
     raise SystemExit(f"{os.path.basename(sys.argv[0])}: error: {message}")
 
 
+def load_bert_config(path, flag="bert_config_file"):
+    """The BertConfig at `path`, or a one-line error naming the flag."""
+    from bert_tf.config import BertConfig
+
+    try:
+        return BertConfig.from_json_file(path)
+    except (ValueError, FileNotFoundError) as e:
+        fail(f"--{flag}: {e}")
+
+
 def define_tpu_flags():
     flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
     flags.DEFINE_string(

@@ -15,9 +15,8 @@ Keras -> original (readable by the original release's code; bert_config.json wri
 from absl import app, flags, logging
 
 from bert_tf import checkpoints
-from bert_tf.config import BertConfig
 from bert_tf.models import BertEncoder, BertPretrainer
-from run_scripts.common_flags import fail
+from run_scripts.common_flags import fail, load_bert_config
 
 FLAGS = flags.FLAGS
 
@@ -56,10 +55,7 @@ def to_keras():
         fail(
             f"--converted_checkpoint_path={FLAGS.converted_checkpoint_path} must end in .keras"
         )
-    try:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--bert_config_file: {e}")
+    config = load_bert_config(FLAGS.bert_config_file)
     try:
         names = checkpoints.list_original_variables(FLAGS.checkpoint_to_convert)
     except FileNotFoundError as e:
@@ -97,10 +93,7 @@ def to_original():
     encoder = model.encoder if isinstance(model, BertPretrainer) else model
     config = None
     if FLAGS.bert_config_file:
-        try:
-            config = BertConfig.from_json_file(FLAGS.bert_config_file)
-        except (ValueError, FileNotFoundError) as e:
-            fail(f"--bert_config_file: {e}")
+        config = load_bert_config(FLAGS.bert_config_file)
         if config.encoder_kwargs() != encoder.bert_config().encoder_kwargs():
             fail(
                 f"--bert_config_file={FLAGS.bert_config_file} does not match the model: "

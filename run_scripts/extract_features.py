@@ -18,11 +18,10 @@ import time
 from absl import app, flags, logging
 
 from bert_tf import checkpoints, feature_extraction, tokenization
-from bert_tf.config import BertConfig
 from bert_tf.io_utils import atomic_write
 from bert_tf.models import BertEncoder
 from run_scripts import common_flags
-from run_scripts.common_flags import fail
+from run_scripts.common_flags import fail, load_bert_config
 
 FLAGS = flags.FLAGS
 
@@ -96,10 +95,7 @@ def main(argv):
         tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     except ValueError as e:
         fail(str(e))
-    try:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--bert_config_file: {e}")
+    config = load_bert_config(FLAGS.bert_config_file)
     try:
         tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     except (ValueError, FileNotFoundError) as e:

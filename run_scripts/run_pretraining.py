@@ -16,7 +16,6 @@ import os
 
 from absl import app, flags, logging
 
-from bert_tf.config import BertConfig
 from bert_tf.io_utils import expand_patterns
 from bert_tf.training import distribution
 from run_scripts import common_flags
@@ -91,8 +90,8 @@ def main(argv):
         fail("At least one of `do_train` or `do_eval` must be True.")
     distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
     name = FLAGS.distribution_strategy or distribution.default_strategy_name(FLAGS.use_tpu, FLAGS.num_gpus)
+    config = common_flags.load_bert_config(FLAGS.bert_config_file)
     try:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
         train_files = expand_patterns(FLAGS.input_file)
         eval_files = expand_patterns(FLAGS.eval_input_file, "eval_input_file") if FLAGS.eval_input_file else train_files
     except (ValueError, FileNotFoundError) as e:

@@ -43,15 +43,13 @@ def _check_lengths(features, filename, seq_length, max_predictions_per_seq):
 
 
 def _parse(filename, records, seq_length, max_predictions_per_seq):
-    spec = {
-        name: tf.io.RaggedFeature(feature.dtype)
-        for name, feature in tfrecords.pretraining_feature_spec(seq_length, max_predictions_per_seq).items()
-    }
-    parsed = tf.io.parse_example(records, spec)
+    fixed = tfrecords.pretraining_feature_spec(seq_length, max_predictions_per_seq)
+    # Ragged first, so that a wrong length is reported with its file instead of a parse error.
+    parsed = tf.io.parse_example(records, {name: tf.io.RaggedFeature(f.dtype) for name, f in fixed.items()})
     with tf.control_dependencies([_check_lengths(parsed, filename[0], seq_length, max_predictions_per_seq)]):
-        sizes = {name: f.shape[0] for name, f in tfrecords.pretraining_feature_spec(seq_length, max_predictions_per_seq).items()}
         dense = {
-            name: tf.identity(tf.reshape(values.to_tensor(), [-1, sizes[name]])) for name, values in parsed.items()
+            name: tf.identity(tf.reshape(values.to_tensor(), [-1, fixed[name].shape[0]]))
+            for name, values in parsed.items()
         }
     return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for name, t in dense.items()}
 

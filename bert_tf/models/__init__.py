@@ -1,13 +1,23 @@
 """BERT models: the encoder (backbone) and models that put heads on it."""
 
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs
-from bert_tf.models.bert_pretrainer import BertPretrainer, masked_lm_loss, next_sentence_loss
+from bert_tf.models.bert_pretrainer import (
+    MASKED_LM_DENOMINATOR_EPSILON,
+    BertPretrainer,
+    masked_lm_loss,
+    masked_lm_xent,
+    next_sentence_loss,
+    next_sentence_xent,
+)
 
 __all__ = [
     "INPUT_NAMES",
+    "MASKED_LM_DENOMINATOR_EPSILON",
     "BertEncoder",
     "BertPretrainer",
     "encoder_inputs",
     "masked_lm_loss",
+    "masked_lm_xent",
     "next_sentence_loss",
+    "next_sentence_xent",
 ]

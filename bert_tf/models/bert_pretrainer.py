@@ -8,31 +8,42 @@ from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs
 
 # The original adds this to the weight sum so that a batch with no masked token gives 0, not NaN.
-_MASKED_LM_DENOMINATOR_EPSILON = 1e-5
+MASKED_LM_DENOMINATOR_EPSILON = 1e-5
 
 
-def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
-    """The original's masked-LM loss: weighted mean of the per-position cross-entropy.
+def masked_lm_xent(logits, masked_lm_ids):
+    """Per-prediction cross-entropy, float32 `[batch, predictions]`.
 
-    logits: float `[batch, predictions, vocab]`; masked_lm_ids: int `[batch, predictions]`;
-    masked_lm_weights: float `[batch, predictions]`, 1 for a real prediction, 0 for padding.
-    Returns a float32 scalar: sum(weights * xent) / (sum(weights) + 1e-5).
+    logits: float `[batch, predictions, vocab]`; masked_lm_ids: int `[batch, predictions]`.
     """
     log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
     ids = ops.cast(masked_lm_ids, "int32")[:, :, None]
-    per_position = -ops.take_along_axis(log_probs, ids, axis=-1)[:, :, 0]  # [B, P]
-    weights = ops.cast(masked_lm_weights, "float32")
-    return ops.sum(weights * per_position) / (ops.sum(weights) + _MASKED_LM_DENOMINATOR_EPSILON)
+    return -ops.take_along_axis(log_probs, ids, axis=-1)[:, :, 0]
 
 
-def next_sentence_loss(logits, next_sentence_labels):
-    """The original's next-sentence loss: mean 2-way cross-entropy (label 1 = random B).
+def next_sentence_xent(logits, next_sentence_labels):
+    """Per-example 2-way cross-entropy, float32 `[batch]` (label 1 = random B).
 
     logits: float `[batch, 2]`; next_sentence_labels: int `[batch]` or `[batch, 1]`.
     """
     log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
     labels = ops.reshape(ops.cast(next_sentence_labels, "int32"), (-1, 1))
-    return ops.mean(-ops.take_along_axis(log_probs, labels, axis=-1))
+    return -ops.take_along_axis(log_probs, labels, axis=-1)[:, 0]
+
+
+def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
+    """The original's masked-LM loss: sum(weights * xent) / (sum(weights) + 1e-5), float32.
+
+    masked_lm_weights: float `[batch, predictions]`, 1 for a real prediction, 0 for padding.
+    """
+    weights = ops.cast(masked_lm_weights, "float32")
+    xent = masked_lm_xent(logits, masked_lm_ids)
+    return ops.sum(weights * xent) / (ops.sum(weights) + MASKED_LM_DENOMINATOR_EPSILON)
+
+
+def next_sentence_loss(logits, next_sentence_labels):
+    """The original's next-sentence loss: the mean 2-way cross-entropy."""
+    return ops.mean(next_sentence_xent(logits, next_sentence_labels))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

@@ -47,16 +47,19 @@ def _assigned():
     return [cp for cp in range(NUM_CODE_POINTS) if unicodedata.category(chr(cp)) not in ("Cn", "Co", "Cs")]
 
 
-def _cache_path():
-    """Where the tables of this Python (its Unicode database) and these rules are cached."""
+@functools.lru_cache(maxsize=None)
+def _cache_key():
+    """Python version, Unicode version and the rules' sources: what the tables depend on."""
     sources = b"".join(
         open(path, "rb").read() for path in (tokenization.__file__, __file__)  # noqa: SIM115
     )
-    key = hashlib.sha256(
-        sys.version.encode() + unicodedata.unidata_version.encode() + sources
-    ).hexdigest()[:16]
+    return hashlib.sha256(sys.version.encode() + unicodedata.unidata_version.encode() + sources).hexdigest()[:16]
+
+
+def _cache_path():
+    """Where the tables of this Python (its Unicode database) and these rules are cached."""
     root = os.environ.get("BERT_TF_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "bert_tf")
-    return os.path.join(root, f"unicode_tables-{key}.npz")
+    return os.path.join(root, f"unicode_tables-{_cache_key()}.npz")
 
 
 def _cached(name, build):

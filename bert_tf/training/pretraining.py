@@ -22,7 +22,13 @@ import tensorflow as tf
 from bert_tf import checkpoints
 from bert_tf.data.pipelines import pretraining_dataset
 from bert_tf.io_utils import atomic_write
-from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.models import (
+    MASKED_LM_DENOMINATOR_EPSILON,
+    BertEncoder,
+    BertPretrainer,
+    masked_lm_xent,
+    next_sentence_xent,
+)
 from bert_tf.training.optimizers import create_optimizer
 
 CLIP_NORM = 1.0
@@ -56,17 +62,15 @@ def pretraining_sums(labels, outputs):
     logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
     ids = tf.cast(labels["masked_lm_ids"], tf.int32)
     weights = tf.cast(labels["masked_lm_weights"], tf.float32)
-    xent = -tf.gather(tf.nn.log_softmax(logits), ids, batch_dims=2)  # [B, P]
     correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), ids), tf.float32)
     nsp_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
     nsp_labels = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
-    nsp_xent = -tf.gather(tf.nn.log_softmax(nsp_logits), nsp_labels, batch_dims=1)
     nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), nsp_labels), tf.float32)
     return {
-        "mlm_loss_sum": tf.reduce_sum(weights * xent),
+        "mlm_loss_sum": tf.reduce_sum(weights * masked_lm_xent(logits, ids)),
         "mlm_weight": tf.reduce_sum(weights),
         "mlm_correct": tf.reduce_sum(weights * correct),
-        "nsp_loss_sum": tf.reduce_sum(nsp_xent),
+        "nsp_loss_sum": tf.reduce_sum(next_sentence_xent(nsp_logits, nsp_labels)),
         "nsp_correct": tf.reduce_sum(nsp_correct),
         "examples": tf.cast(tf.shape(nsp_labels)[0], tf.float32),
     }
@@ -200,7 +204,7 @@ class Pretraining:
         def gradients(x, y):
             with tf.GradientTape() as tape:
                 sums = pretraining_sums(y, self.model(x, training=True))
-                loss = sums["mlm_loss_sum"] / (total_weight + 1e-5) + sums["nsp_loss_sum"] / examples
+                loss = sums["mlm_loss_sum"] / (total_weight + MASKED_LM_DENOMINATOR_EPSILON) + sums["nsp_loss_sum"] / examples
                 if self.loss_scaling:
                     loss = self.optimizer.scale_loss(loss)
             return [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)], sums
@@ -304,7 +308,7 @@ class Pretraining:
             sums = {k: float(self.strategy.reduce("sum", per_replica[k], axis=None)) for k in _SUMS}
             totals = {k: totals[k] + sums[k] for k in _SUMS}
             # The original's `loss` is the mean over batches of each batch's total loss.
-            batch_losses.append(sums["mlm_loss_sum"] / (sums["mlm_weight"] + 1e-5) + sums["nsp_loss_sum"] / sums["examples"])
+            batch_losses.append(sums["mlm_loss_sum"] / (sums["mlm_weight"] + MASKED_LM_DENOMINATOR_EPSILON) + sums["nsp_loss_sum"] / sums["examples"])
             steps += 1
         if not steps:
             raise ValueError(f"no full eval batch of {s.eval_batch_size} in {eval_files}")
