@@ -1,6 +1,7 @@
 """Small pieces every BERT layer shares: the original's initializer and LayerNorm."""
 
 import keras
+from keras import ops
 
 # tf.contrib.layers.layer_norm, which the original release uses, hard-codes this epsilon.
 LAYER_NORM_EPSILON = 1e-12
@@ -22,11 +23,17 @@ def layer_norm(name):
     )
 
 
-def self_attention_output_spec(inputs, num_heads, dtype, return_probs):
-    """Symbolic outputs of a self-attention layer/block: `[B, S, hidden]`, and with
-    `return_probs` the float32 probabilities `[B, N, S, S]`."""
-    output = keras.KerasTensor(inputs.shape, dtype=dtype)
+def gather_rows(x, positions):
+    """`x[b, positions[b, i], :]`: `[B, S, D]`, int `[B, F]` -> `[B, F, D]`."""
+    return ops.take_along_axis(x, ops.cast(positions, "int32")[:, :, None], axis=1)
+
+
+def self_attention_output_spec(inputs, num_heads, dtype, return_probs, query_positions=None):
+    """Symbolic outputs of a self-attention layer/block: `[B, F, hidden]` (F = S, or the number
+    of `query_positions`), and with `return_probs` the float32 probabilities `[B, N, F, S]`."""
+    batch, seq = inputs.shape[0], inputs.shape[1]
+    queries = seq if query_positions is None else query_positions.shape[1]
+    output = keras.KerasTensor((batch, queries) + tuple(inputs.shape[2:]), dtype=dtype)
     if not return_probs:
         return output
-    batch, seq = inputs.shape[0], inputs.shape[1]
-    return output, keras.KerasTensor((batch, num_heads, seq, seq), dtype="float32")
+    return output, keras.KerasTensor((batch, num_heads, queries, seq), dtype="float32")

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
-from bert_tf.layers.common import layer_norm, truncated_normal
+from bert_tf.layers.common import gather_rows, layer_norm, truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -19,7 +19,8 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments:
         sequence_output: float tensor `[batch, seq, hidden_size]`.
-        masked_lm_positions: int tensor `[batch, num_predictions]`, indices into `seq`.
+        masked_lm_positions: int tensor `[batch, num_predictions]`, indices into `seq`; None when
+            `sequence_output` holds just the rows to predict (`[batch, num_predictions, hidden]`).
 
     Returns float32 logits of shape `[batch, num_predictions, vocab_size]`.
     """
@@ -69,20 +70,23 @@ class MaskedLMHead(keras.layers.Layer):
             return self.embedding_layer.embedding_table
         return self.output_embeddings
 
-    def call(self, sequence_output, masked_lm_positions):
-        positions = ops.cast(masked_lm_positions, "int32")[:, :, None]  # [B, P, 1]
-        x = ops.take_along_axis(sequence_output, positions, axis=1)  # [B, P, hidden]
+    def call(self, sequence_output, masked_lm_positions=None):
+        x = sequence_output  # [B, P, hidden]
+        if masked_lm_positions is not None:
+            x = gather_rows(sequence_output, masked_lm_positions)
         x = self.transform_dense(x)
         x = self.transform_layer_norm(x)
         table = ops.cast(self.embedding_table, self.compute_dtype)  # [V, hidden]
         logits = ops.matmul(ops.cast(x, self.compute_dtype), ops.transpose(table))  # [B, P, V]
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
-        return (masked_lm_positions_shape[0], masked_lm_positions_shape[1], self.vocab_size)
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape=None):
+        rows = sequence_output_shape if masked_lm_positions_shape is None else masked_lm_positions_shape
+        return (rows[0], rows[1], self.vocab_size)
 
-    def compute_output_spec(self, sequence_output, masked_lm_positions):
-        shape = self.compute_output_shape(sequence_output.shape, masked_lm_positions.shape)
+    def compute_output_spec(self, sequence_output, masked_lm_positions=None):
+        positions_shape = None if masked_lm_positions is None else masked_lm_positions.shape
+        shape = self.compute_output_shape(sequence_output.shape, positions_shape)
         return keras.KerasTensor(shape, dtype="float32")
 
     def get_config(self):

@@ -10,7 +10,7 @@ import math
 import keras
 from keras import ops
 
-from bert_tf.layers.common import self_attention_output_spec, truncated_normal
+from bert_tf.layers.common import gather_rows, self_attention_output_spec, truncated_normal
 
 # The original adds this to the scores of masked positions instead of -inf (modeling.py),
 # which keeps a fully masked row finite.
@@ -41,6 +41,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         attention_mask: optional int/float tensor `[B, T]` or `[B, F, T]`, 1 = attend, 0 = masked.
         training: whether dropout on the attention probabilities is active.
         return_probs: also return the attention probabilities `[B, N, F, T]`.
+        query_positions: optional int tensor `[B, F]`: only these rows of `inputs` attend (to all
+            of `inputs`); the output then has F rows, equal to those rows of the full output.
 
     Scores and softmax run in float32 whatever the compute dtype.
     """
@@ -91,8 +93,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, inputs, attention_mask=None, training=None, return_probs=False):
-        q = self._split_heads(self.query(inputs))  # [B, N, F, H]
+    def call(self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None):
+        queries = inputs
+        if query_positions is not None:
+            queries = gather_rows(inputs, query_positions)
+            if attention_mask is not None and len(attention_mask.shape) == 3:
+                attention_mask = gather_rows(attention_mask, query_positions)
+        q = self._split_heads(self.query(queries))  # [B, N, F, H]
         k = self._split_heads(self.key(inputs))  # [B, N, T, H]
         v = self._split_heads(self.value(inputs))  # [B, N, T, H]
 
@@ -112,9 +119,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             return output, probs
         return output
 
-    def compute_output_spec(self, inputs, attention_mask=None, training=None, return_probs=False):
+    def compute_output_spec(
+        self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None
+    ):
         return self_attention_output_spec(
-            inputs, self.num_attention_heads, self.compute_dtype, return_probs
+            inputs, self.num_attention_heads, self.compute_dtype, return_probs, query_positions
         )
 
     def get_config(self):

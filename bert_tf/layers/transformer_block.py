@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
-from bert_tf.layers.common import layer_norm, self_attention_output_spec, truncated_normal
+from bert_tf.layers.common import gather_rows, layer_norm, self_attention_output_spec, truncated_normal
 from bert_tf.layers.multi_head_attention import MultiHeadSelfAttention
 
 
@@ -17,8 +17,11 @@ class TransformerBlock(keras.layers.Layer):
         attention_mask: optional `[batch, seq]` or `[batch, seq, seq]`, 1 = attend, 0 = masked.
         training: whether dropout is active.
         return_probs: also return the attention probabilities `[batch, heads, seq, seq]`.
+        query_positions: optional int tensor `[batch, F]`: compute only these rows of the output
+            (keys and values still come from every position). Exactly those rows of the full
+            output, for less work where only some rows are needed (the pre-training heads).
 
-    Returns `[batch, seq, hidden_size]` (float32: the residual stream leaves a LayerNorm).
+    Returns `[batch, seq, hidden_size]` (`[batch, F, hidden_size]` with query_positions) (float32: the residual stream leaves a LayerNorm).
     """
 
     def __init__(
@@ -78,13 +81,18 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, attention_mask=None, training=None, return_probs=False):
+    def call(self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None):
         attention_output, probs = self.attention(
-            inputs, attention_mask=attention_mask, training=training, return_probs=True
+            inputs,
+            attention_mask=attention_mask,
+            training=training,
+            return_probs=True,
+            query_positions=query_positions,
         )
+        residual = inputs if query_positions is None else gather_rows(inputs, query_positions)
         attention_output = self.attention_dropout(attention_output, training=training)
         # ops.add promotes a half-precision sum to float32 before the float32 LayerNorm.
-        attention_output = self.attention_layer_norm(ops.add(attention_output, inputs))
+        attention_output = self.attention_layer_norm(ops.add(attention_output, residual))
 
         intermediate = self.intermediate_dense(attention_output)  # [B, S, intermediate_size]
         layer_output = self.output_dense(intermediate)
@@ -94,9 +102,13 @@ class TransformerBlock(keras.layers.Layer):
             return layer_output, probs
         return layer_output
 
-    def compute_output_spec(self, inputs, attention_mask=None, training=None, return_probs=False):
+    def compute_output_spec(
+        self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None
+    ):
         # The output leaves the float32 LayerNorm.
-        return self_attention_output_spec(inputs, self.num_attention_heads, "float32", return_probs)
+        return self_attention_output_spec(
+            inputs, self.num_attention_heads, "float32", return_probs, query_positions
+        )
 
     def get_config(self):
         config = super().get_config()

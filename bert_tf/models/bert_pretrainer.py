@@ -87,11 +87,20 @@ class BertPretrainer(keras.Model):
             shape=(None,), dtype="int32", name="masked_lm_positions"
         )
         encoder_outputs = encoder({k: inputs[k] for k in encoder.input})
+        # The heads read only the first token and the masked positions of the last layer, so
+        # that layer runs for those rows alone (its keys and values still span the sequence):
+        # the same logits for about (1 - (1 + P) / seq) less of its work. The encoder's own last
+        # layer is then unused, and graph compilation (tf.function, XLA, jax.jit) drops it.
+        below_last = [encoder_outputs["embedding_output"], *encoder_outputs["encoder_outputs"]][-2]
+        rows = ops.concatenate(
+            [ops.zeros_like(inputs["masked_lm_positions"][:, :1]), inputs["masked_lm_positions"]], axis=1
+        )
+        last = encoder.transformer_layers[-1](
+            below_last, attention_mask=inputs["input_mask"], query_positions=rows
+        )  # [batch, 1 + predictions, hidden]
         outputs = {
-            "masked_lm_logits": self.masked_lm(
-                encoder_outputs["sequence_output"], inputs["masked_lm_positions"]
-            ),
-            "next_sentence_logits": self.next_sentence(encoder_outputs["pooled_output"]),
+            "masked_lm_logits": self.masked_lm(last[:, 1:, :]),
+            "next_sentence_logits": self.next_sentence(encoder.pooler_dense(last[:, 0, :])),
         }
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = dtype if dtype is not None else encoder.dtype_policy

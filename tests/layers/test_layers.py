@@ -71,6 +71,29 @@ def test_transformer_block(tmp_path):
     assert not np.allclose(a, b)
 
 
+@pytest.mark.parametrize("mask_rank", [2, 3])
+def test_transformer_block_query_positions_give_those_rows_of_the_full_output(mask_rank):
+    layer = TransformerBlock(HID, 4, 32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    rng = np.random.default_rng(1)
+    if mask_rank == 2:
+        mask = np.ones((B, S), np.int32)
+        mask[1, 4:] = 0
+    else:
+        mask = (rng.random((B, S, S)) < 0.7).astype(np.int32)
+    rows = np.array([[0, 3, 3, 5], [0, 1, 2, 0]], np.int32)  # repeats allowed
+    full, full_probs = layer(_x(), attention_mask=mask, return_probs=True)
+    some, some_probs = layer(_x(), attention_mask=mask, return_probs=True, query_positions=rows)
+    expected = np.take_along_axis(np.asarray(full), rows[:, :, None], axis=1)
+    np.testing.assert_allclose(np.asarray(some), expected, atol=1e-5)
+    expected_probs = np.take_along_axis(np.asarray(full_probs), rows[:, None, :, None], axis=2)
+    np.testing.assert_allclose(np.asarray(some_probs), expected_probs, atol=1e-6)
+    # Symbolically: [B, F, hidden] and probabilities [B, N, F, S].
+    spec = layer.compute_output_spec(
+        keras.KerasTensor((None, S, HID)), return_probs=True, query_positions=keras.KerasTensor((None, 4), "int32")
+    )
+    assert spec[0].shape == (None, 4, HID) and spec[1].shape == (None, 4, 4, S)
+
+
 def test_masked_lm_head_untied(tmp_path):
     layer = MaskedLMHead(vocab_size=30, hidden_size=HID, name="mlm")
     assert_config_round_trip(layer)
