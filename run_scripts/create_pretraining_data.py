@@ -19,7 +19,7 @@ import time
 
 from absl import app, flags, logging
 
-from bert_tf.data import pretraining_data
+from bert_tf.data.worker_pool import WorkerPool
 from bert_tf.io_utils import expand_patterns
 from run_scripts.common_flags import fail
 
@@ -58,7 +58,7 @@ for _name in ("input_file", "output_file", "vocab_file"):
     flags.mark_flag_as_required(_name)
 
 
-def _config():
+def _config(pretraining_data):
     return pretraining_data.PretrainingDataConfig(
         vocab_file=FLAGS.vocab_file,
         do_lower_case=FLAGS.do_lower_case,
@@ -74,8 +74,19 @@ def _config():
 
 def main(argv):
     del argv
+    # Worker processes first: they import TensorFlow while this process does the same below.
+    workers = WorkerPool(max(0, FLAGS.num_workers - 1))
+    try:
+        _run(workers)
+    finally:
+        workers.close(terminate=True)  # only stops what is still running after an error
+
+
+def _run(workers):
+    from bert_tf.data import pretraining_data  # TensorFlow: after the workers have started
+
     start = time.time()
-    config = _config()
+    config = _config(pretraining_data)
     try:
         config.validate()
         files = expand_patterns(FLAGS.input_file)
@@ -113,6 +124,7 @@ def main(argv):
             num_workers=FLAGS.num_workers,
             shard_bytes=max(1, int(FLAGS.shard_size_mb * (1 << 20))),
             on_shard_done=on_shard_done,
+            workers=workers,
         )
     except ValueError as e:
         fail(str(e))

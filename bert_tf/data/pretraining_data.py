@@ -2,10 +2,12 @@
 
 The corpus (one sentence per line, blank lines between documents) is cut into shards of about
 `shard_bytes` that end at document boundaries. Each shard is read, tokenized in graph
-(`BertTokenizer`, exactly FullTokenizer's ids), turned into instances with the original rules
-(`pretraining_instances`), masked, serialised and written as one part file per output file,
-under a temporary name, renamed when complete, with a marker holding its statistics. Once every
-shard is done, each output file is assembled by interleaving its parts record by record, written
+(`BertTokenizer`, exactly FullTokenizer's ids) into one flat id array, turned into instances
+with the original rules (`pretraining_instances`: segments are ranges of that array, so the
+per-instance Python work is a few integer decisions), masked, serialised (`tfrecords`, in graph)
+and written as one part file per output file, under a temporary name, renamed when complete,
+with a marker holding its statistics. Two shards are in work at once per process (threads) and
+`num_workers` processes share the shards. Once every shard is done, each output file is assembled by interleaving its parts record by record, written
 under a temporary name and renamed. Every shard has its own seed (from `random_seed` and its
 index), so the result does not depend on the number of workers, and a run started again after an
 interruption skips the finished shards and produces the same files.
@@ -14,12 +16,12 @@ Differences from the original, all forced by bounded memory: next-sentence B and
 instance shuffle draw from the shard, not the whole corpus; a document never spans two files.
 """
 
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
 import json
-import multiprocessing
 import os
 import queue
 import random
@@ -32,6 +34,7 @@ from bert_tf import tokenization
 from bert_tf.data import pretraining_instances as instances_lib
 from bert_tf.data import tfrecords
 from bert_tf.data.shards import Shard, plan_shards, read_shard_lines  # noqa: F401 (re-exported)
+from bert_tf.data.worker_pool import WorkerPool
 from bert_tf.io_utils import atomic_write
 
 _SERIALIZE_BATCH = 4096
@@ -129,47 +132,53 @@ class ShardProcessor:
             self._serialize = tfrecords.serialize_examples
 
     def documents(self, lines, stats):
-        """Lines -> documents (lists of int32 id arrays), as the original's reader."""
+        """Lines -> (flat int32 ids, documents as sentence boundaries in them), as the
+        original's reader: blank lines end documents, lines that tokenize to nothing are dropped."""
         texts = [line for line in lines if line]
-        pieces = []
+        chunks, ends, offset = [], [], 0
         for i in range(0, len(texts), _TOKENIZE_BATCH):
             ids = self._tokenize(tf.constant(texts[i : i + _TOKENIZE_BATCH]))
             values, splits = ids.flat_values.numpy(), ids.row_splits.numpy()
-            stats.unknown_tokens += int(np.sum(values == self.unk_id))
-            pieces.extend(np.split(values, splits[1:-1]) if len(splits) > 1 else [])
-        documents, current, it = [], [], iter(pieces)
+            chunks.append(values)
+            ends.extend((splits[1:] + offset).tolist())
+            offset += len(values)
+        tokens = np.concatenate(chunks).astype(np.int32) if chunks else np.zeros(0, np.int32)
+        documents, current, previous, it = [], [0], 0, iter(ends)
         for line in lines:
-            if not line:  # blank lines separate documents
-                documents.append(current)
-                current = []
+            if not line:
+                if len(current) > 1:
+                    documents.append(current)
+                current = [previous]
                 continue
-            sentence = next(it)
-            if len(sentence):  # lines that tokenize to nothing are dropped, as the original
-                current.append(sentence)
-        documents.append(current)
-        documents = [d for d in documents if d]
-        lengths = np.array([len(s) for d in documents for s in d], dtype=np.int64)
+            end = next(it)
+            if end > previous:
+                current.append(end)
+            previous = end
+        if len(current) > 1:
+            documents.append(current)
+        lengths = np.diff(np.asarray(ends, np.int64), prepend=0)
+        lengths = lengths[lengths > 0]
+        stats.unknown_tokens += int(np.sum(tokens == self.unk_id))
         stats.documents += len(documents)
-        stats.one_sentence_documents += sum(1 for d in documents if len(d) == 1)
+        stats.one_sentence_documents += sum(1 for d in documents if len(d) == 2)
         stats.sentences += len(lengths)
-        stats.corpus_tokens += int(lengths.sum())
+        stats.corpus_tokens += len(tokens)
         stats.long_lines += int(np.sum(lengths > self.config.max_seq_length - 3))
-        return documents
+        return tokens, documents
 
-    def instances(self, documents, seed, stats):
+    def instances(self, tokens, documents, seed, stats):
         """Documents -> dict of the TFRecord features' arrays, shuffled, masked."""
         c = self.config
-        rng = random.Random(seed)
-        made = instances_lib.create_instances(documents, c.max_seq_length, c.short_seq_prob, c.dupe_factor, rng)
-        n = len(made)
-        input_ids, segment_ids, lengths, labels = instances_lib.pack_instances(
-            made, c.max_seq_length, self.masking.cls_id, self.masking.sep_id
+        spans = instances_lib.create_instances(documents, c.max_seq_length, c.short_seq_prob, c.dupe_factor, random.Random(seed))
+        rng = np.random.default_rng(seed)
+        ranges = instances_lib.truncate_pairs(spans, c.max_seq_length - 3, rng)
+        input_ids, segment_ids, lengths = instances_lib.pack_instances(
+            tokens, ranges, c.max_seq_length, self.masking.cls_id, self.masking.sep_id
         )
+        labels = spans[:, 4:5]
         real = np.arange(c.max_seq_length)[None, :] < lengths[:, None]
-        masked, positions, label_ids, weights = instances_lib.mask_instances(
-            input_ids, lengths, self.masking, np.random.default_rng(seed)
-        )
-        stats.instances += n
+        masked, positions, label_ids, weights = instances_lib.mask_instances(input_ids, lengths, self.masking, rng)
+        stats.instances += len(spans)
         stats.instance_tokens += int(lengths.sum())
         stats.masked_tokens += int(weights.sum())
         stats.random_next += int(labels.sum())
@@ -187,13 +196,13 @@ class ShardProcessor:
         """Read and tokenize (mostly TensorFlow work, which releases the GIL)."""
         stats = Stats()
         lines, stats.invalid_utf8_bytes = read_shard_lines(shard)
-        return shard, self.documents(lines, stats), stats
+        return shard, *self.documents(lines, stats), stats
 
     def finish(self, prepared, num_outputs, workdir):
         """Instances, masking, serialisation; writes the part files and the marker."""
-        shard, documents, stats = prepared
+        shard, tokens, documents, stats = prepared
         seed = int(np.random.SeedSequence([self.config.random_seed, shard.index]).generate_state(1)[0])
-        features = self.instances(documents, seed, stats) if documents else None
+        features = self.instances(tokens, documents, seed, stats) if documents else None
         temporary = [os.path.join(workdir, f".part-{shard.index:06d}-{k:04d}.tmp") for k in range(num_outputs)]
         writers = [tf.io.TFRecordWriter(path) for path in temporary]
         try:
@@ -214,25 +223,23 @@ class ShardProcessor:
         """Writes the shard's part files (one per output) and its marker; returns its Stats."""
         return self.finish(self.prepare(shard), num_outputs, workdir)
 
-    def process_all(self, next_shard, num_outputs, workdir, prefetch=True):
+    def process_all(self, next_shard, num_outputs, workdir, threads=1):
         """Processes shards from `next_shard()` (None when there are no more), yielding each
-        one's Stats; with `prefetch`, the next shard is read and tokenized in a thread meanwhile
-        (worth it when this is the only process: TensorFlow work releases the GIL)."""
-        if not prefetch:
+        one's Stats in the order they were claimed. With `threads` > 1, that many shards are in
+        work at once, one per thread: tokenization and serialisation are TensorFlow ops that
+        release the GIL, so one process keeps two cores busy."""
+        if threads <= 1:
             while (shard := next_shard()) is not None:
                 yield self.process(shard, num_outputs, workdir)
             return
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as reader:
-
-            def ahead():
-                shard = next_shard()
-                return reader.submit(self.prepare, shard) if shard is not None else None
-
-            pending = ahead()
-            while pending is not None:
-                prepared = pending.result()
-                pending = ahead()
-                yield self.finish(prepared, num_outputs, workdir)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
+            pending = collections.deque()
+            while True:
+                while len(pending) < threads and (shard := next_shard()) is not None:
+                    pending.append(pool.submit(self.process, shard, num_outputs, workdir))
+                if not pending:
+                    return
+                yield pending.popleft().result()
 
 
 def _part_path(workdir, shard_index, output_index):
@@ -267,11 +274,13 @@ def _single_threaded_tensorflow():
         pass
 
 
-def _worker_main(config, compiled, shards, counter, num_outputs, workdir, results):
+def work_on_shards(counter, config, compiled, shards, num_outputs, workdir, results):
+    """A worker process's job: claim shards from `counter` until none are left, reporting each
+    one's Stats on `results` (see `worker_pool.WorkerPool`)."""
     _single_threaded_tensorflow()
     try:
         processor = ShardProcessor(config, compiled)
-        for stats in processor.process_all(_claimer(shards, counter), num_outputs, workdir, prefetch=False):
+        for stats in processor.process_all(_claimer(shards, counter), num_outputs, workdir):
             results.put(("done", dataclasses.asdict(stats)))
     except BaseException:  # report, so the main process can stop with the cause
         import traceback
@@ -328,30 +337,26 @@ def _assemble(parts, output_file):
     os.replace(temporary, output_file)
 
 
+# Shards in work at once in the main process, one per thread. Worker processes take one at a
+# time: with one process per core they have the cores to themselves.
+_THREADS = 2
 # Below this much input, tracing the graphs costs more than it saves.
 _COMPILE_ABOVE_BYTES = 16 << 20
-# A worker process spends ~4 s importing TensorFlow before it helps: one per this much input.
+# A worker process started here spends ~4 s importing TensorFlow before it helps: one per this
+# much input. (A WorkerPool started before the caller's own TensorFlow import has no such cost.)
 _BYTES_PER_EXTRA_WORKER = 8 << 20
 
 
-def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_shard_done):
+def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_shard_done, pool):
     size = sum(s.end - s.start for s in shards)
     compiled = size >= _COMPILE_ABOVE_BYTES
-    extra_workers = max(0, min(num_workers - 1, len(shards) - 1, size // _BYTES_PER_EXTRA_WORKER))
-    context = multiprocessing.get_context("spawn")  # TensorFlow does not survive fork
-    counter = context.Value("q", 0)
-    results = context.Queue()
-    workers = [
-        context.Process(
-            target=_worker_main, args=(config, compiled, shards, counter, num_outputs, workdir, results), daemon=True
-        )
-        for _ in range(extra_workers)
-    ]
-    for worker in workers:
-        worker.start()
-    if workers:
+    if pool is None:
+        extra_workers = max(0, min(num_workers - 1, len(shards) - 1, size // _BYTES_PER_EXTRA_WORKER))
+        pool = WorkerPool(extra_workers)
+    pool.submit(config, compiled, shards, num_outputs, workdir)
+    if len(pool):
         _single_threaded_tensorflow()
-    running, errors = len(workers), []
+    running, errors = len(pool), []
 
     def report(stats):
         total.add(stats)
@@ -362,9 +367,9 @@ def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_sha
         nonlocal running
         while running:
             try:
-                kind, payload = results.get(block=block, timeout=1.0 if block else None)
+                kind, payload = pool.results.get(block=block, timeout=1.0 if block else None)
             except queue.Empty:
-                if block and not any(w.is_alive() for w in workers):
+                if block and not any(p.is_alive() for p in pool.processes):
                     errors.append("a worker process died without a report")
                     running = 0
                 if not block:
@@ -379,26 +384,27 @@ def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_sha
 
     try:
         processor = ShardProcessor(config, compiled)
-        claim = _claimer(shards, counter)
-        for stats in processor.process_all(claim, num_outputs, workdir, prefetch=not workers):
+        claim = _claimer(shards, pool.counter)
+        for stats in processor.process_all(claim, num_outputs, workdir, threads=_THREADS):
             report(stats)
             drain(block=False)
             if errors:
                 break
         drain(block=True)
     finally:
-        for worker in workers:
-            if errors:
-                worker.terminate()
-            worker.join()
+        pool.close(terminate=bool(errors))
     if errors:
         raise RuntimeError("create_pretraining_data worker failed:\n" + errors[0])
 
 
-def create_pretraining_data(config, files, output_files, num_workers=1, shard_bytes=1 << 20, on_shard_done=None):
+def create_pretraining_data(
+    config, files, output_files, num_workers=1, shard_bytes=1 << 20, on_shard_done=None, workers=None
+):
     """Runs the whole job; returns (Stats, resumed_shard_count).
 
     `on_shard_done(stats_of_that_shard)` is called as shards finish (for progress reporting).
+    `workers`: a `WorkerPool` started earlier (it is used, then closed) instead of the
+    `num_workers - 1` processes this would start, when the input is big enough to repay them.
     """
     config.validate()
     shards = plan_shards(files, shard_bytes)
@@ -418,14 +424,16 @@ def create_pretraining_data(config, files, output_files, num_workers=1, shard_by
     resumed = len(shards) - len(pending)
 
     if pending:
-        _run_shards(config, pending, len(output_files), workdir, num_workers, total, on_shard_done)
+        _run_shards(config, pending, len(output_files), workdir, num_workers, total, on_shard_done, workers)
+    elif workers is not None:
+        workers.close()
 
     if total.documents == 0:
         with contextlib.suppress(OSError):
             shutil.rmtree(workdir)
         raise ValueError(f"the input has no documents with any tokens: {', '.join(files)}")
     # One thread per output file: reading and writing records is TensorFlow work (no GIL).
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, num_workers)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(_THREADS, num_workers)) as pool:
         jobs = [
             pool.submit(_assemble, [_part_path(workdir, s.index, k) for s in shards], output_file)
             for k, output_file in enumerate(output_files)

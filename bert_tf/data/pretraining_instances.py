@@ -1,10 +1,13 @@
 """Masked-LM / next-sentence training instances from documents, with the rules of the original
 `create_pretraining_data.py` (pure Python + numpy; no TensorFlow).
 
-Documents are lists of sentences; sentences are int arrays of WordPiece ids. The structural
-decisions (document order, target lengths, the A/B split, random next sentences, truncation)
-follow the original step by step with a `random.Random`; masking is vectorised with a numpy
-Generator and draws from the same distributions as the original's per-token loop.
+A shard's WordPiece ids are one flat int array; a document is the list of its sentence
+boundaries in it (`[s0, s1, ..., sn]`: sentence j is `tokens[s_j:s_j+1]`). Segments A and B are
+runs of consecutive sentences, so each is a range `[start, end)` of the flat array and an
+instance is four integers and a label. The structural decisions (document order, target
+lengths, the A/B split, random next sentences) follow the original step by step with a
+`random.Random`; truncation, layout and masking are vectorised with a numpy Generator and draw
+from the same distributions as the original's per-token loops.
 """
 
 import dataclasses
@@ -26,51 +29,32 @@ class MaskingConfig:
     is_continuation: np.ndarray | None = None
 
 
-def truncate_seq_pair(len_a, len_b, max_num_tokens, rng):
-    """The original's pre-training truncation: while too long, remove one token from the longer
-    segment (B on ties), from its front or its back with equal probability.
+def flatten_documents(documents):
+    """Documents as lists of int id arrays (sentences) -> (flat int32 ids, sentence boundaries
+    per document). Empty sentences and documents are dropped, as the original's reader does."""
+    pieces, bounded, offset = [], [], 0
+    for document in documents:
+        bounds = [offset]
+        for sentence in document:
+            if len(sentence):
+                pieces.append(np.asarray(sentence, np.int32))
+                offset += len(sentence)
+                bounds.append(offset)
+        if len(bounds) > 1:
+            bounded.append(bounds)
+    tokens = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+    return tokens, bounded
 
-    Returns the kept ranges `(a_start, a_end, b_start, b_end)`.
+
+def create_instances_from_document(documents, document_index, max_seq_length, short_seq_prob, rng):
+    """The original `create_instances_from_document`, before truncation and masking.
+
+    documents: lists of sentence boundaries (see the module docstring). Returns a list of
+    `(a_start, a_end, b_start, b_end, is_random_next)`, ranges of the flat ids; the instance is
+    [CLS] A [SEP] B [SEP] once `truncate_pairs` has cut A + B to max_seq_length - 3.
     """
-    a0, a1, b0, b1 = 0, len_a, 0, len_b
-    while (a1 - a0) + (b1 - b0) > max_num_tokens:
-        front = rng.random() < 0.5
-        if a1 - a0 > b1 - b0:
-            a0, a1 = (a0 + 1, a1) if front else (a0, a1 - 1)
-        else:
-            b0, b1 = (b0 + 1, b1) if front else (b0, b1 - 1)
-    return a0, a1, b0, b1
-
-
-def _join(sentences):
-    return sentences[0] if len(sentences) == 1 else np.concatenate(sentences)
-
-
-def pack_instances(instances, max_seq_length, cls_id, sep_id):
-    """Lays instances out as zero-padded `[n, max_seq_length]` int32 ids and segment ids
-    ([CLS] A [SEP] -> 0, B [SEP] -> 1), plus lengths `[n]` and next-sentence labels `[n, 1]`."""
-    n = len(instances)
-    len_a = np.fromiter((len(a) for a, _, _ in instances), np.int64, n)
-    len_b = np.fromiter((len(b) for _, b, _ in instances), np.int64, n)
-    labels = np.fromiter((r for _, _, r in instances), np.int64, n)[:, None]
-    lengths = len_a + len_b + 3
-    columns = np.arange(max_seq_length)[None, :]
-    real = columns < lengths[:, None]
-    cls, sep = np.array([cls_id], np.int32), np.array([sep_id], np.int32)
-    ids = np.zeros((n, max_seq_length), np.int32)
-    if n:
-        ids[real] = np.concatenate([p for a, b, _ in instances for p in (cls, a, sep, b, sep)])
-    segment_ids = (real & (columns >= len_a[:, None] + 2)).astype(np.int32)
-    return ids, segment_ids, lengths, labels
-
-
-def create_instances_from_document(all_documents, document_index, max_seq_length, short_seq_prob, rng):
-    """The original `create_instances_from_document`, without the masking.
-
-    Returns a list of `(tokens_a, tokens_b, is_random_next)`, the instance being
-    [CLS] A [SEP] B [SEP] (`pack_instances` lays them out).
-    """
-    document = all_documents[document_index]
+    bounds = documents[document_index]
+    num_sentences = len(bounds) - 1
     max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
     # Usually fill the sequence; sometimes (short_seq_prob) aim shorter, to match fine-tuning.
     target_seq_length = max_num_tokens
@@ -78,54 +62,48 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
         target_seq_length = rng.randint(2, max_num_tokens)
 
     instances = []
-    current_chunk, current_length = [], 0
+    chunk_start = 0  # the current chunk is sentences chunk_start..i
     i = 0
-    while i < len(document):
-        segment = document[i]
-        current_chunk.append(segment)
-        current_length += len(segment)
-        if i == len(document) - 1 or current_length >= target_seq_length:
-            # A takes the first a_end sentences of the chunk, at a random sentence boundary.
+    while i < num_sentences:
+        if i == num_sentences - 1 or bounds[i + 1] - bounds[chunk_start] >= target_seq_length:
+            chunk_size = i + 1 - chunk_start
+            # A takes the chunk's first a_end sentences, at a random sentence boundary.
             a_end = 1
-            if len(current_chunk) >= 2:
-                a_end = rng.randint(1, len(current_chunk) - 1)
-            tokens_a = _join(current_chunk[:a_end])
+            if chunk_size >= 2:
+                a_end = rng.randint(1, chunk_size - 1)
+            a_start, a_stop = bounds[chunk_start], bounds[chunk_start + a_end]
 
-            if len(current_chunk) == 1 or rng.random() < 0.5:
+            if chunk_size == 1 or rng.random() < 0.5:
                 is_random_next = True
-                target_b_length = target_seq_length - len(tokens_a)
+                target_b_length = target_seq_length - (a_stop - a_start)
                 # Another document (10 tries, as the original; a one-document corpus keeps it).
                 for _ in range(10):
-                    random_document_index = rng.randint(0, len(all_documents) - 1)
+                    random_document_index = rng.randint(0, len(documents) - 1)
                     if random_document_index != document_index:
                         break
-                random_document = all_documents[random_document_index]
-                random_start = rng.randint(0, len(random_document) - 1)
-                pieces, length = [], 0
-                for j in range(random_start, len(random_document)):
-                    pieces.append(random_document[j])
-                    length += len(random_document[j])
-                    if length >= target_b_length:
-                        break
-                tokens_b = _join(pieces)
+                other = documents[random_document_index]
+                random_start = rng.randint(0, len(other) - 2)
+                # Sentences from random_start until B reaches its target or the document ends.
+                j = random_start + 1
+                while j < len(other) - 1 and other[j] - other[random_start] < target_b_length:
+                    j += 1
+                b_start, b_stop = other[random_start], other[j]
                 # The chunk's sentences after A were not used: put them back.
-                i -= len(current_chunk) - a_end
+                i -= chunk_size - a_end
             else:
                 is_random_next = False
-                tokens_b = _join(current_chunk[a_end:])
-
-            a0, a1, b0, b1 = truncate_seq_pair(len(tokens_a), len(tokens_b), max_num_tokens, rng)
-            assert a1 > a0 and b1 > b0
-            instances.append((tokens_a[a0:a1], tokens_b[b0:b1], is_random_next))
-            current_chunk, current_length = [], 0
+                b_start, b_stop = a_stop, bounds[i + 1]
+            instances.append((a_start, a_stop, b_start, b_stop, is_random_next))
+            chunk_start = i + 1
         i += 1
     return instances
 
 
 def create_instances(documents, max_seq_length, short_seq_prob, dupe_factor, rng):
     """The original `create_training_instances` after tokenization: shuffle the documents, make
-    `dupe_factor` passes over them, shuffle the instances. Empty documents are dropped first."""
-    documents = [d for d in documents if d]
+    `dupe_factor` passes over them, shuffle the instances. Returns int64 `[n, 5]` rows of
+    `create_instances_from_document` (untruncated)."""
+    documents = list(documents)
     rng.shuffle(documents)
     instances = []
     for _ in range(dupe_factor):
@@ -134,7 +112,53 @@ def create_instances(documents, max_seq_length, short_seq_prob, dupe_factor, rng
                 create_instances_from_document(documents, document_index, max_seq_length, short_seq_prob, rng)
             )
     rng.shuffle(instances)
-    return instances
+    return np.array(instances, np.int64).reshape(-1, 5)
+
+
+def truncated_lengths(len_a, len_b, max_num_tokens):
+    """Lengths after the original's truncation loop (remove one token from the longer segment,
+    from B on ties, until the pair fits): a short segment keeps everything; two long ones end
+    at ceil and floor of half the budget, A taking the odd token."""
+    new_a = np.minimum(len_a, np.maximum(max_num_tokens - len_b, (max_num_tokens + 1) // 2))
+    return new_a, np.minimum(len_b, max_num_tokens - new_a)
+
+
+def truncate_pairs(spans, max_num_tokens, rng):
+    """Truncates `create_instances` rows as the original's `truncate_seq_pair`: which segment
+    loses each token depends only on the lengths; each removal is from the front or the back
+    with probability 1/2, so a segment's front removals are Binomial(removed, 1/2).
+
+    spans: int `[n, 5]`; rng: a numpy Generator. Returns int64 `[n, 4]` ranges
+    (a_start, a_end, b_start, b_end).
+    """
+    a0, a1, b0, b1 = (spans[:, k] for k in range(4))
+    new_a, new_b = truncated_lengths(a1 - a0, b1 - b0, max_num_tokens)
+    cut_a, cut_b = (a1 - a0) - new_a, (b1 - b0) - new_b
+    front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
+    return np.stack([a0 + front_a, a0 + front_a + new_a, b0 + front_b, b0 + front_b + new_b], axis=1)
+
+
+def pack_instances(tokens, ranges, max_seq_length, cls_id, sep_id):
+    """Lays instances out as zero-padded `[n, max_seq_length]` int32 ids and segment ids
+    ([CLS] A [SEP] -> 0, B [SEP] -> 1), plus lengths `[n]`.
+
+    tokens: the flat ids; ranges: int `[n, 4]` (a_start, a_end, b_start, b_end), already fitting
+    in max_seq_length - 3.
+    """
+    a0, a1, b0, b1 = (ranges[:, k, None] for k in range(4))
+    len_a, len_b = a1 - a0, b1 - b0
+    column = np.arange(max_seq_length)[None, :]
+    in_a = (column >= 1) & (column <= len_a)
+    in_b = (column >= len_a + 2) & (column < len_a + len_b + 2)
+    source = np.where(in_a, a0 + column - 1, np.where(in_b, b0 + column - len_a - 2, 0))
+    ids = np.where(in_a | in_b, tokens[source] if len(tokens) else 0, 0).astype(np.int32)
+    ids[:, 0] = cls_id
+    rows = np.arange(len(ranges))
+    ids[rows, (len_a + 1)[:, 0]] = sep_id
+    ids[rows, (len_a + len_b + 2)[:, 0]] = sep_id
+    lengths = (len_a + len_b + 3)[:, 0]
+    segment_ids = ((column >= len_a + 2) & (column < lengths[:, None])).astype(np.int32)
+    return ids, segment_ids, lengths
 
 
 def num_to_predict(lengths, masked_lm_prob, max_predictions_per_seq):

@@ -6,6 +6,7 @@ str.strip(), as the original reader decides. Shards never split a document.
 
 import codecs
 import dataclasses
+import threading
 
 import tensorflow as tf
 
@@ -46,12 +47,14 @@ def plan_shards(files, shard_bytes):
     return shards
 
 
+_invalid = threading.local()  # bytes replaced by the calling thread's current read_shard_lines
+
+
 def _count_invalid(error):
-    _count_invalid.bytes += error.end - error.start
+    _invalid.bytes += error.end - error.start
     return "\ufffd", error.end
 
 
-_count_invalid.bytes = 0
 codecs.register_error("bert_tf_count", _count_invalid)
 
 
@@ -61,7 +64,7 @@ def read_shard_lines(shard):
     with tf.io.gfile.GFile(shard.path, "rb") as f:
         f.seek(shard.start)
         data = f.read(shard.end - shard.start)
-    lines, before = [], _count_invalid.bytes
+    lines, _invalid.bytes = [], 0
     for raw in data.split(b"\n"):
         try:
             lines.append(raw.decode("utf-8").strip())
@@ -69,4 +72,4 @@ def read_shard_lines(shard):
             lines.append(raw.decode("utf-8", "bert_tf_count").strip())
     if data.endswith(b"\n"):
         lines.pop()  # the split's empty tail is not a line
-    return lines, _count_invalid.bytes - before
+    return lines, _invalid.bytes

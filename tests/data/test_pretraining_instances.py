@@ -35,11 +35,22 @@ def sentence(start, length):
 # Document 0: sentences of 3, 2 and 4 pieces; document 1: 5 and 1 pieces.
 S0, S1, S2 = sentence(100, 3), sentence(200, 2), sentence(300, 4)
 T0, T1 = sentence(400, 5), sentence(500, 1)
-DOCS = [[S0, S1, S2], [T0, T1]]
+TOKENS, DOCS = pi.flatten_documents([[S0, S1, S2], [T0, T1]])
 
 
 def tokens(*parts):
     return np.concatenate([np.atleast_1d(np.asarray(p, np.int32)) for p in parts]).tolist()
+
+
+def segments(instances, flat=TOKENS):
+    """(A ids, B ids, is_random_next) of create_instances_from_document's ranges."""
+    return [(flat[a0:a1].tolist(), flat[b0:b1].tolist(), bool(r)) for a0, a1, b0, b1, r in instances]
+
+
+def test_flatten_documents_drops_empty_sentences_and_documents():
+    flat, docs = pi.flatten_documents([[S0, sentence(0, 0), S1], [], [sentence(0, 0)], [T1]])
+    assert flat.tolist() == tokens(S0, S1, T1) and docs == [[0, 3, 5], [5, 6]]
+    assert DOCS == [[0, 3, 5, 9], [9, 14, 15]]
 
 
 def test_actual_next_sentence():
@@ -47,9 +58,8 @@ def test_actual_next_sentence():
     # 2 sentences (randint(1, 2) -> 2); random() = 0.7 >= 0.5: B is the rest of the chunk.
     rng = ScriptedRandom(random=[0.5, 0.7], randint=[((1, 2), 2)])
     out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng)
-    assert rng.done() and len(out) == 1
-    a, b, random_next = out[0]
-    assert (a.tolist(), b.tolist(), random_next) == (tokens(S0, S1), tokens(S2), False)
+    assert rng.done()
+    assert segments(out) == [(tokens(S0, S1), tokens(S2), False)]
 
 
 def test_random_next_sentence_puts_unused_sentences_back():
@@ -64,7 +74,7 @@ def test_random_next_sentence_puts_unused_sentences_back():
     )
     out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng)
     assert rng.done()
-    assert [(a.tolist(), b.tolist(), r) for a, b, r in out] == [
+    assert segments(out) == [
         (tokens(S0), tokens(T0, T1), True),
         (tokens(S1), tokens(S2), False),  # random() = 0.9: actual next
     ]
@@ -86,39 +96,86 @@ def test_short_target_and_single_sentence_chunk_always_takes_a_random_b():
     )
     out = pi.create_instances_from_document(DOCS, 1, 12, 0.1, rng)
     assert rng.done()
-    assert [(a.tolist(), b.tolist(), r) for a, b, r in out] == [
-        (tokens(T0), tokens(S1), True),
-        (tokens(T1), tokens(S2), True),
-    ]
+    assert segments(out) == [(tokens(T0), tokens(S1), True), (tokens(T1), tokens(S2), True)]
+
+
+def test_random_b_runs_to_the_end_of_its_document_when_short():
+    # A = S0 (3); target_b = 9 - 3 = 6; document 1 from T1 (1 piece): its end comes first.
+    rng = ScriptedRandom(random=[0.5, 0.2, 0.9], randint=[((1, 2), 1), ((0, 1), 1), ((0, 1), 1), ((1, 1), 1)])
+    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng)
+    assert segments(out)[0] == (tokens(S0), tokens(T1), True)
 
 
 def test_random_document_is_retried_up_to_ten_times():
-    # A one-document corpus: ten draws of the same document, then B comes from it anyway;
-    # 5 + 5 > 9 is truncated once: a tie, so B loses its last piece (random() = 0.9: back).
-    rng = ScriptedRandom(random=[0.5, 0.9], randint=[((0, 0), 0)] * 10 + [((0, 0), 0)])
-    out = pi.create_instances_from_document([[T0]], 0, 12, 0.1, rng)
-    assert rng.done() and (out[0][0].tolist(), out[0][1].tolist()) == (tokens(T0), tokens(T0[:4]))
+    # A one-document corpus: ten draws of the same document, then B comes from it anyway.
+    flat, docs = pi.flatten_documents([[T0]])
+    rng = ScriptedRandom(random=[0.5], randint=[((0, 0), 0)] * 10 + [((0, 0), 0)])
+    out = pi.create_instances_from_document(docs, 0, 12, 0.1, rng)
+    assert rng.done() and segments(out, flat) == [(tokens(T0), tokens(T0), True)]
+
+
+def _original_truncation(len_a, len_b, max_num_tokens, coin):
+    """The original truncate_seq_pair on lists, `coin()` < 0.5 meaning the front."""
+    a, b = list(range(len_a)), list(range(len_b))
+    while len(a) + len(b) > max_num_tokens:
+        trunc = a if len(a) > len(b) else b
+        if coin() < 0.5:
+            del trunc[0]
+        else:
+            trunc.pop()
+    return a, b
+
+
+def test_truncated_lengths_match_the_original_loop():
+    for m in (2, 3, 9, 10, 125):
+        for la in range(1, 40):
+            for lb in range(1, 40):
+                a, b = _original_truncation(la, lb, m, lambda: 0.9)
+                assert pi.truncated_lengths(np.array([la]), np.array([lb]), m) == (len(a), len(b)), (la, lb, m)
+
+
+def test_truncation_removes_front_or_back_at_random():
+    # A = 30, B = 4, max 20: A loses 14, B nothing; front removals of A ~ Binomial(14, 1/2), as
+    # the original's loop (simulated here with random coins) gives.
+    n = 20000
+    spans = np.tile(np.array([[100, 130, 500, 504, 1]]), (n, 1))
+    ranges = pi.truncate_pairs(spans, 20, np.random.default_rng(0))
+    assert (ranges[:, 1] - ranges[:, 0] == 16).all() and (ranges[:, 2:] == [500, 504]).all()
+    fronts = ranges[:, 0] - 100
+    rng = np.random.default_rng(1)
+    reference = [_original_truncation(30, 4, 20, rng.random)[0][0] for _ in range(n)]
+    ours, theirs = np.bincount(fronts, minlength=15) / n, np.bincount(reference, minlength=15) / n
+    assert np.abs(ours - theirs).max() < 0.015
+    # Two long segments, 11 and 9 with max 6: both lose tokens (A 8, B 6) and each keeps a
+    # contiguous run of its own tokens.
+    ranges = pi.truncate_pairs(np.array([[0, 11, 50, 59, 0]] * 100), 6, np.random.default_rng(2))
+    assert ((ranges[:, 1] - ranges[:, 0]) == 3).all() and ((ranges[:, 3] - ranges[:, 2]) == 3).all()
+    assert (ranges[:, 0] >= 0).all() and (ranges[:, 1] <= 11).all() and (ranges[:, 2] >= 50).all()
+    assert len(set(ranges[:, 0].tolist())) > 3
 
 
 def test_pack_instances_lays_out_cls_a_sep_b_sep():
-    ids, segments, lengths, labels = pi.pack_instances([(S0, T1, True), (S1, S2, False)], 12, CLS, SEP)
+    a = DOCS[0]
+    ranges = np.array([[a[0], a[1], 14, 15], [a[1], a[2], a[2], a[3]]])  # (S0, T1), (S1, S2)
+    ids, segments_, lengths = pi.pack_instances(TOKENS, ranges, 12, CLS, SEP)
     assert ids.tolist() == [
         tokens(CLS, S0, SEP, T1, SEP, [0] * 5),
         tokens(CLS, S1, SEP, S2, SEP, [0] * 3),
     ]
-    assert segments.tolist() == [[0] * 5 + [1] * 2 + [0] * 5, [0] * 4 + [1] * 5 + [0] * 3]
-    assert lengths.tolist() == [7, 9] and labels.tolist() == [[1], [0]]
+    assert segments_.tolist() == [[0] * 5 + [1] * 2 + [0] * 5, [0] * 4 + [1] * 5 + [0] * 3]
+    assert lengths.tolist() == [7, 9]
 
 
-def test_truncation_removes_from_the_longer_front_or_back():
-    # A = 6, B = 3, max 6: A longer -> 0.3 front; A 5 > 3 -> 0.8 back; A 4 > 3 -> 0.1 front
-    # (now A = 3, B = 3, total 6: stop).
-    rng = ScriptedRandom(random=[0.3, 0.8, 0.1])
-    assert pi.truncate_seq_pair(6, 3, 6, rng) == (2, 5, 0, 3)
-    assert rng.done()
-    # Ties take from B: A = 2, B = 2, max 3 -> B, back.
-    rng = ScriptedRandom(random=[0.9])
-    assert pi.truncate_seq_pair(2, 2, 3, rng) == (0, 2, 0, 1)
+def test_create_instances_covers_every_document_each_pass():
+    import random
+
+    flat, docs = pi.flatten_documents([[sentence(10 * d, 4)] * 3 for d in range(6)])
+    spans = pi.create_instances(docs, 12, 0.0, 3, random.Random(0))
+    assert spans.shape[1] == 5 and spans.dtype == np.int64
+    # Every instance's A is a run of sentences of one document.
+    owner = np.searchsorted([d[-1] for d in docs], spans[:, 0], side="right")
+    assert all(docs[o][0] <= a0 < a1 <= docs[o][-1] for o, (a0, a1) in zip(owner, spans[:, :2]))
+    assert set(owner.tolist()) == set(range(6))
 
 
 @pytest.mark.parametrize(

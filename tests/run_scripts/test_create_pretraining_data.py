@@ -118,6 +118,36 @@ def test_two_workers_write_the_same_files_as_one(tmp_path, monkeypatch):
         assert a.read() == b.read()
 
 
+@pytest.mark.slow
+def test_script_workers_started_before_tensorflow_write_the_same_files(tmp_path):
+    common = [f"--input_file={CORPUS}", f"--vocab_file={VOCAB}", "--dupe_factor=2", "--max_seq_length=64",
+              "--max_predictions_per_seq=10", "--shard_size_mb=0.003", "--noprogress"]
+    outs = {}
+    for workers in (1, 2):
+        out = [str(tmp_path / str(workers) / name) for name in ("a.tfrecord", "b.tfrecord")]
+        result = run_script("create_pretraining_data.py", *common, f"--output_file={','.join(out)}", f"--num_workers={workers}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        outs[workers] = [open(path, "rb").read() for path in out]
+    assert outs[1] == outs[2]
+    # A bad flag stops the run with the message, and the waiting worker processes with it.
+    result = run_script("create_pretraining_data.py", *common, "--input_file=/nonexistent/*.txt",
+                        f"--output_file={tmp_path / 'x.tfrecord'}", "--num_workers=3")
+    assert result.returncode != 0 and "matches no file" in result.stderr
+
+
+def test_worker_pool_without_a_job_ends_cleanly():
+    from bert_tf.data.worker_pool import WorkerPool
+
+    pool = WorkerPool(1)
+    pool.close()
+    pool.close()  # a second close is a no-op
+    assert not pool.processes[0].is_alive() and pool.processes[0].exitcode == 0
+    empty = WorkerPool(0)
+    empty.submit("job")
+    with pytest.raises(RuntimeError, match="one job"):
+        empty.submit("job")
+
+
 def test_worker_function_writes_the_same_parts(tmp_path):
     """What a worker process runs, run here over every shard; the main run then only assembles."""
     import multiprocessing
@@ -132,7 +162,7 @@ def test_worker_function_writes_the_same_parts(tmp_path):
     workdir = pd.work_dir(config, [CORPUS], outs, shard)
     os.makedirs(workdir)
     results = queue.Queue()
-    pd._worker_main(config, False, shards, multiprocessing.Value("q", 0), 1, workdir, results)
+    pd.work_on_shards(multiprocessing.Value("q", 0), config, False, shards, 1, workdir, results)
     reports = [results.get_nowait() for _ in range(results.qsize())]
     assert [kind for kind, _ in reports] == ["done"] * len(shards) + ["exit"]
     _, resumed = pd.create_pretraining_data(config, [CORPUS], outs, shard_bytes=shard)

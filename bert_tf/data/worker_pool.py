@@ -1,0 +1,70 @@
+"""Worker processes for `pretraining_data`, startable before TensorFlow is imported.
+
+A spawned worker spends seconds importing TensorFlow before it can help. Started first thing in
+a script, it does that while the script imports TensorFlow itself, on another core, and is ready
+when the script is. This module imports no TensorFlow; the workers import `pretraining_data`.
+"""
+
+import multiprocessing
+
+
+class WorkerPool:
+    """`num_workers` spawned processes that wait for one job (`submit`), then take shards from
+    the shared `counter` alongside the caller until none are left.
+
+    Each process reports on `results`: ("done", stats dict) per shard, ("error", traceback) if
+    it failed, and ("exit", None) last.
+    """
+
+    def __init__(self, num_workers):
+        context = multiprocessing.get_context("spawn")  # TensorFlow does not survive fork
+        self.counter = context.Value("q", 0)
+        self.results = context.Queue()
+        self._jobs = context.Queue()
+        self._submitted = self._closed = False
+        self.processes = [
+            context.Process(target=_serve, args=(self.counter, self._jobs, self.results), daemon=True)
+            for _ in range(num_workers)
+        ]
+        for process in self.processes:
+            process.start()
+
+    def __len__(self):
+        return len(self.processes)
+
+    def submit(self, *job):
+        """Hands every process `job`: the arguments of `pretraining_data.work_on_shards` after
+        the counter. Claims start from shard 0."""
+        if self._submitted:
+            raise RuntimeError("a WorkerPool runs one job")
+        self._submitted = True
+        with self.counter.get_lock():
+            self.counter.value = 0
+        for _ in self.processes:
+            self._jobs.put(job)
+
+    def close(self, terminate=False):
+        """Waits for the processes to end (stopping them first with `terminate`); idle ones are
+        told there is no job."""
+        if self._closed:
+            return
+        self._closed = True
+        if terminate:
+            for process in self.processes:
+                process.terminate()
+        elif not self._submitted:
+            self._submitted = True
+            for _ in self.processes:
+                self._jobs.put(None)
+        for process in self.processes:
+            process.join()
+
+
+def _serve(counter, jobs, results):
+    # The slow part, done while the parent imports TensorFlow too.
+    from bert_tf import preprocessing  # noqa: F401 (TensorFlow Text, for the tokenizer)
+    from bert_tf.data import pretraining_data
+
+    job = jobs.get()
+    if job is not None:
+        pretraining_data.work_on_shards(counter, *job, results=results)
