@@ -2,7 +2,7 @@
 `create_pretraining_data.py` (pure Python + numpy; no TensorFlow).
 
 A shard's WordPiece ids are one flat int array; a document is the list of its sentence
-boundaries in it (`[s0, s1, ..., sn]`: sentence j is `tokens[s_j:s_j+1]`). Segments A and B are
+boundaries in it (`[s_0, s_1, ..., s_n]`: sentence j is `tokens[s_j : s_(j+1)]`). Segments A and B are
 runs of consecutive sentences, so each is a range `[start, end)` of the flat array and an
 instance is four integers and a label. The structural decisions (document order, target
 lengths, the A/B split, random next sentences) follow the original step by step with a
@@ -118,7 +118,8 @@ def create_instances(documents, max_seq_length, short_seq_prob, dupe_factor, rng
 def truncated_lengths(len_a, len_b, max_num_tokens):
     """Lengths after the original's truncation loop (remove one token from the longer segment,
     from B on ties, until the pair fits): a short segment keeps everything; two long ones end
-    at ceil and floor of half the budget, A taking the odd token."""
+    at ceil and floor of half the budget, A taking the odd token. (The same rule as
+    `preprocessing.bert_pack_inputs.longest_first_lengths`, which works on tensors.)"""
     new_a = np.minimum(len_a, np.maximum(max_num_tokens - len_b, (max_num_tokens + 1) // 2))
     return new_a, np.minimum(len_b, max_num_tokens - new_a)
 
