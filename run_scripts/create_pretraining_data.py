@@ -56,6 +56,8 @@ flags.DEFINE_bool("progress", True, "Show a progress bar with instances/s.")
 
 for _name in ("input_file", "output_file", "vocab_file"):
     flags.mark_flag_as_required(_name)
+flags.register_validator("num_workers", lambda n: n >= 1, message="--num_workers must be at least 1")
+flags.register_validator("shard_size_mb", lambda mb: mb > 0, message="--shard_size_mb must be positive")
 
 
 def _config(pretraining_data):

@@ -214,6 +214,12 @@ def test_bad_input_is_reported(tmp_path):
     )
     assert missing.returncode != 0 and "nothing*.txt' matches no file" in missing.stderr
 
+    for flag, message in (("--num_workers=0", "--num_workers must be at least 1"), ("--shard_size_mb=0", "--shard_size_mb must be positive")):
+        bad = run_script("create_pretraining_data.py", f"--input_file={corpus}", f"--output_file={tmp_path / 'b.tfrecord'}",
+                         f"--vocab_file={VOCAB}", flag)
+        assert bad.returncode != 0 and message in bad.stderr
+        assert not (tmp_path / "b.tfrecord").exists()
+
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n   \n")
     result = run_script(
