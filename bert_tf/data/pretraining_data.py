@@ -192,15 +192,12 @@ class ShardProcessor:
             "next_sentence_labels": labels,
         }
 
-    def prepare(self, shard):
-        """Read and tokenize (mostly TensorFlow work, which releases the GIL)."""
+    def process(self, shard, num_outputs, workdir):
+        """Reads, tokenizes, makes and masks the shard's instances, writes its part files (one
+        per output, records round robin as the original) and its marker; returns its Stats."""
         stats = Stats()
         lines, stats.invalid_utf8_bytes = read_shard_lines(shard)
-        return shard, *self.documents(lines, stats), stats
-
-    def finish(self, prepared, num_outputs, workdir):
-        """Instances, masking, serialisation; writes the part files and the marker."""
-        shard, tokens, documents, stats = prepared
+        tokens, documents = self.documents(lines, stats)
         seed = int(np.random.SeedSequence([self.config.random_seed, shard.index]).generate_state(1)[0])
         features = self.instances(tokens, documents, seed, stats) if documents else None
         temporary = [os.path.join(workdir, f".part-{shard.index:06d}-{k:04d}.tmp") for k in range(num_outputs)]
@@ -209,7 +206,7 @@ class ShardProcessor:
             for i in range(0, stats.instances, _SERIALIZE_BATCH):
                 batch = {name: values[i : i + _SERIALIZE_BATCH] for name, values in features.items()}
                 for j, record in enumerate(self._serialize(batch).numpy()):
-                    writers[(i + j) % num_outputs].write(record)  # round robin, as the original
+                    writers[(i + j) % num_outputs].write(record)
         finally:
             for writer in writers:
                 writer.close()
@@ -218,10 +215,6 @@ class ShardProcessor:
         with atomic_write(_marker_path(workdir, shard.index)) as f:
             json.dump(dataclasses.asdict(stats), f)
         return stats
-
-    def process(self, shard, num_outputs, workdir):
-        """Writes the shard's part files (one per output) and its marker; returns its Stats."""
-        return self.finish(self.prepare(shard), num_outputs, workdir)
 
     def process_all(self, next_shard, num_outputs, workdir, threads=1):
         """Processes shards from `next_shard()` (None when there are no more), yielding each
