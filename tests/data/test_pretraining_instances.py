@@ -174,7 +174,7 @@ def test_create_instances_covers_every_document_each_pass():
     assert spans.shape[1] == 5 and spans.dtype == np.int64
     # Every instance's A is a run of sentences of one document.
     owner = np.searchsorted([d[-1] for d in docs], spans[:, 0], side="right")
-    assert all(docs[o][0] <= a0 < a1 <= docs[o][-1] for o, (a0, a1) in zip(owner, spans[:, :2]))
+    assert all(docs[o][0] <= a0 < a1 <= docs[o][-1] for o, (a0, a1) in zip(owner, spans[:, :2], strict=True))
     assert set(owner.tolist()) == set(range(6))
 
 

@@ -3,6 +3,7 @@ lists in tests/test_tokenization.py) on real prose and on random text from every
 the rules treat specially."""
 
 import os
+import random
 
 import numpy as np
 import pytest
@@ -42,6 +43,41 @@ def test_basic_tokenizer_layer_equals_basic_tokenizer(corpus_lines, do_lower_cas
     got = [[w.decode("utf-8") for w in row] for row in words]
     shown, count = _mismatches(expected, got, lines)
     assert count == 0, "\n".join(shown)
+
+
+def _ascii_lines(count, seed=0):
+    """Random lines over all 128 ASCII code points (controls, \\t\\n\\r\\v\\f, punctuation), with
+    enough letters and spaces to make words."""
+    rng = random.Random(seed)
+    pool = [chr(c) for c in range(128)] + list("abcXYZ09 ") * 8
+    return ["".join(rng.choice(pool) for _ in range(rng.randint(0, 80))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False], ids=["uncased", "cased"])
+def test_ascii_lines_take_the_byte_road_with_the_same_words(monkeypatch, do_lower_case):
+    lines = _ascii_lines(3000) + ["", "   ", "\x00\x7f", "a\x0bb", "x\ry", "\x1cend", "Don't-stop,now!"]
+    expected = [BasicTokenizer(do_lower_case=do_lower_case).tokenize(line) for line in lines]
+    layer = BertBasicTokenizer(do_lower_case=do_lower_case)
+
+    def refuse(text):
+        raise AssertionError("an all-ASCII batch went down the code point road")
+
+    monkeypatch.setattr(layer, "_general", refuse)
+    tokens, lengths = layer.tokens_and_lengths(tf.constant(lines))
+    got = [[w.decode("ascii") for w in row] for row in tokens.to_list()]
+    shown, count = _mismatches(expected, got, lines)
+    assert count == 0, "\n".join(shown)
+    assert lengths.to_list() == [[len(w) for w in row] for row in expected]
+
+
+def test_mixed_batches_keep_line_order_in_eager_and_graph():
+    ascii_lines = _ascii_lines(40, seed=1)
+    lines = ascii_lines[:15] + ["Caf\u00e9 \u00c9T\u00c9, na\u00efve!", "\u4e2d\u6587 ok"] + ascii_lines[15:] + ["\u03a3\u039f\u03a3"]
+    expected = [BasicTokenizer().tokenize(line) for line in lines]
+    layer = BertBasicTokenizer()
+    graph = tf.function(layer.tokens_and_lengths, autograph=False)
+    for tokens, _ in (layer.tokens_and_lengths(tf.constant(lines)), graph(tf.constant(lines))):
+        assert [[w.decode("utf-8") for w in row] for row in tokens.to_list()] == expected
 
 
 def test_never_split_keeps_special_tokens_whole(tmp_path):
