@@ -139,6 +139,13 @@ def truncate_pairs(spans, max_num_tokens, rng):
     return np.stack([a0 + front_a, a0 + front_a + new_a, b0 + front_b, b0 + front_b + new_b], axis=1)
 
 
+def _runs(lengths):
+    """For runs of `lengths` elements laid end to end: each element's run and its offset in it."""
+    run = np.repeat(np.arange(len(lengths)), lengths)
+    offset = np.arange(len(run)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return run, offset
+
+
 def pack_instances(tokens, ranges, max_seq_length, cls_id, sep_id):
     """Lays instances out as zero-padded `[n, max_seq_length]` int32 ids and segment ids
     ([CLS] A [SEP] -> 0, B [SEP] -> 1), plus lengths `[n]`.
@@ -146,19 +153,23 @@ def pack_instances(tokens, ranges, max_seq_length, cls_id, sep_id):
     tokens: the flat ids; ranges: int `[n, 4]` (a_start, a_end, b_start, b_end), already fitting
     in max_seq_length - 3.
     """
-    a0, a1, b0, b1 = (ranges[:, k, None] for k in range(4))
+    a0, a1, b0, b1 = np.asarray(ranges, np.int64).T
     len_a, len_b = a1 - a0, b1 - b0
-    column = np.arange(max_seq_length)[None, :]
-    in_a = (column >= 1) & (column <= len_a)
-    in_b = (column >= len_a + 2) & (column < len_a + len_b + 2)
-    source = np.where(in_a, a0 + column - 1, np.where(in_b, b0 + column - len_a - 2, 0))
-    ids = np.where(in_a | in_b, tokens[source] if len(tokens) else 0, 0).astype(np.int32)
+    lengths = len_a + len_b + 3
+    n = len(lengths)
+    ids = np.zeros((n, max_seq_length), np.int32)
+    flat = ids.reshape(-1)
+    row_start = np.arange(n) * max_seq_length
+    # Copy each segment's tokens (only the real ones, not the padding) to its columns.
+    for source, first_column, length in ((a0, 1, len_a), (b0, len_a + 2, len_b)):
+        run, offset = _runs(length)
+        flat[(row_start + first_column)[run] + offset] = tokens[source[run] + offset]
+    rows = np.arange(n)
     ids[:, 0] = cls_id
-    rows = np.arange(len(ranges))
-    ids[rows, (len_a + 1)[:, 0]] = sep_id
-    ids[rows, (len_a + len_b + 2)[:, 0]] = sep_id
-    lengths = (len_a + len_b + 3)[:, 0]
-    segment_ids = ((column >= len_a + 2) & (column < lengths[:, None])).astype(np.int32)
+    ids[rows, len_a + 1] = sep_id
+    ids[rows, lengths - 1] = sep_id
+    column = np.arange(max_seq_length)
+    segment_ids = ((column >= (len_a + 2)[:, None]) & (column < lengths[:, None])).astype(np.int32)
     return ids, segment_ids, lengths
 
 
