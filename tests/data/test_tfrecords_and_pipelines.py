@@ -68,6 +68,49 @@ def test_our_serialisation_parses_with_the_original_spec():
     assert example.features.feature["input_ids"].WhichOneof("kind") == "int64_list"
 
 
+def _write_records(path, records):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record)
+    return str(path)
+
+
+def _read_records(path):
+    return [r.numpy() for r in tf.data.TFRecordDataset(str(path))]  # checks the CRCs too
+
+
+def test_interleave_files_round_robin_with_turns_passed_on(tmp_path):
+    files = {name: [f"{name}{i}".encode() * (1 + i) for i in range(n)] for name, n in (("a", 5), ("b", 2), ("c", 3), ("d", 0), ("e", 2))}
+    paths = [_write_records(tmp_path / f"{name}.tfrecord", records) for name, records in files.items()]
+    # The rule, restated: visit the open files in turn; one that runs out hands its turn to
+    # the next unopened file at once; a turn with no file left is dropped.
+    slots, waiting, expected = [list(files["a"]), list(files["b"])], [list(files[n]) for n in "cde"], []
+    while slots:
+        for k in range(len(slots)):
+            while slots[k] is not None and not slots[k]:
+                slots[k] = waiting.pop(0) if waiting else None
+            if slots[k]:
+                expected.append(slots[k].pop(0))
+        slots = [s for s in slots if s is not None and (s or waiting)]
+    assert expected[:6] == [b"a0", b"b0", b"a1a1", b"b1b1", b"a2a2a2", b"c0"]  # the rule means this
+    tfrecords.interleave_files(paths, str(tmp_path / "out.tfrecord"), cycle_length=2)
+    assert _read_records(tmp_path / "out.tfrecord") == expected
+
+
+def test_framed_records_across_chunk_boundaries_and_truncation(tmp_path):
+    records = [bytes(range(i % 256)) * (i % 7) for i in range(300)]
+    path = _write_records(tmp_path / "r.tfrecord", records)
+    for chunk_bytes in (5, 97, 1 << 20):
+        framed = [bytes(r) for chunk in tfrecords.framed_record_chunks(path, chunk_bytes) for r in chunk]
+        assert [f[12:-4] for f in framed] == records
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(tmp_path / "cut.tfrecord", "wb") as f:
+        f.write(data[:-3])
+    with pytest.raises(ValueError, match=r"cut.tfrecord ends in a truncated TFRecord"):
+        list(tfrecords.framed_record_chunks(str(tmp_path / "cut.tfrecord")))
+
+
 def test_eval_reads_original_records_in_order_as_int32(tmp_path):
     records = _records(10)
     a = _write(tmp_path / "a.tfrecord", records[:6])
