@@ -87,6 +87,7 @@ def main(argv):
 def _run(workers):
     from bert_tf.data import pretraining_data  # TensorFlow: after the workers have started
 
+    pretraining_data.freeze_imported_objects()
     start = time.time()
     config = _config(pretraining_data)
     try:

@@ -162,7 +162,7 @@ def test_worker_function_writes_the_same_parts(tmp_path):
     workdir = pd.work_dir(config, [CORPUS], outs, shard)
     os.makedirs(workdir)
     results = queue.Queue()
-    pd.work_on_shards(multiprocessing.Value("q", 0), config, False, shards, 1, workdir, results)
+    pd.work_on_shards(multiprocessing.Value("q", 0), config, shards, 1, workdir, results)
     reports = [results.get_nowait() for _ in range(results.qsize())]
     assert [kind for kind, _ in reports] == ["done"] * len(shards) + ["exit"]
     _, resumed = pd.create_pretraining_data(config, [CORPUS], outs, shard_bytes=shard)
