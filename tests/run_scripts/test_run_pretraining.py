@@ -39,7 +39,9 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
     deadline = time.time() + 240
-    while not (out / "ckpt-50.index").exists():
+    # The checkpoint state file is written (atomically) after ckpt-50's files: killed before it,
+    # the run has no checkpoint yet and rightly starts afresh, so wait for it to test resuming.
+    while not (out / "checkpoint").exists():
         assert process.poll() is None, process.stderr.read().decode()[-2000:]
         assert time.time() < deadline
         time.sleep(0.05)
