@@ -62,7 +62,6 @@ class WorkerPool:
 
 def _serve(counter, jobs, results):
     # The slow part, done while the parent imports TensorFlow too.
-    from bert_tf import preprocessing  # noqa: F401 (TensorFlow Text, for the tokenizer)
     from bert_tf.data import pretraining_data
 
     job = jobs.get()
