@@ -166,7 +166,7 @@ def _run(workers):
         stats.masked_tokens,
         stats.instances / elapsed,
     )
-    logging.info("Wrote %d file(s) in %.1f s:", len(output_files), elapsed)
+    logging.info("Wrote %d file(s) in %.2f s:", len(output_files), elapsed)
     for path in output_files:
         logging.info("  %s", path)
 
