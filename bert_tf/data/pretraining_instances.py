@@ -159,12 +159,11 @@ def pack_instances(tokens, ranges, max_seq_length, cls_id, sep_id):
     n = len(lengths)
     ids = np.zeros((n, max_seq_length), np.int32)
     flat = ids.reshape(-1)
-    row_start = np.arange(n) * max_seq_length
+    rows = np.arange(n)
     # Copy each segment's tokens (only the real ones, not the padding) to its columns.
     for source, first_column, length in ((a0, 1, len_a), (b0, len_a + 2, len_b)):
         run, offset = _runs(length)
-        flat[(row_start + first_column)[run] + offset] = tokens[source[run] + offset]
-    rows = np.arange(n)
+        flat[(rows * max_seq_length + first_column)[run] + offset] = tokens[source[run] + offset]
     ids[:, 0] = cls_id
     ids[rows, len_a + 1] = sep_id
     ids[rows, lengths - 1] = sep_id
