@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from bert_tf import BertEncoder, BertPretrainer
-from bert_tf.models import masked_lm_loss, next_sentence_loss
+from bert_tf.models import masked_lm_loss, masked_lm_xent, next_sentence_loss
 from tests import numpy_bert
 from tests.helpers import assert_config_round_trip, assert_keras_file_round_trip
 from tests.tiny import tiny_config, tiny_inputs
@@ -48,6 +48,34 @@ def test_losses_match_numpy_statement_of_original(config):
     assert abs(float(next_sentence_loss(nsp, y["next_sentence_labels"])) - ref_nsp) < 1e-5
     total = model.compute_loss(x, y, out)
     assert abs(float(total) - (ref_mlm + ref_nsp)) < 1e-5
+
+
+def _xent_and_gradient(logits, ids, weights):
+    import tensorflow as tf
+
+    logits = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        xent = masked_lm_xent(logits, ids)
+        total = tf.reduce_sum(weights * xent)
+    return xent.numpy(), tape.gradient(total, logits).numpy()
+
+
+@pytest.mark.parametrize("gap", [0.0, 200.0])
+def test_masked_lm_xent_and_its_gradient_match_numpy(gap):
+    """-log_softmax[id] and d/dlogits = weight * (softmax - one_hot), also for a batch where one
+    label's probability underflows float32 (gap: how far its logit sits below the row's max)."""
+    rng = np.random.default_rng(3)
+    logits = (rng.standard_normal((3, 4, 50)) * 4).astype(np.float32)
+    ids = rng.integers(0, 50, size=(3, 4)).astype(np.int32)
+    logits[1, 2, ids[1, 2]] = logits[1, 2].max() - gap
+    weights = rng.uniform(0.0, 2.0, size=(3, 4)).astype(np.float32)
+    xent, grad = _xent_and_gradient(logits, ids, weights)
+    log_probs = numpy_bert.log_softmax(logits.astype(np.float64))
+    one_hot = np.eye(50)[ids]
+    np.testing.assert_allclose(xent, -(log_probs * one_hot).sum(-1), rtol=1e-5, atol=1e-5)
+    assert gap == 0.0 or xent[1, 2] > gap - 1.0  # finite, about the gap: not inf, not clipped
+    np.testing.assert_allclose(grad, weights[..., None] * (np.exp(log_probs) - one_hot), atol=1e-6)
 
 
 def test_all_zero_weights_give_zero_not_nan():
