@@ -87,11 +87,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         )
         self.built = True
 
-    def _split_heads(self, x):
-        # [B, S, N*H] -> [B, N, S, H]
+    def _split_heads(self, x, keys=False):
+        # [B, S, N*H] -> [B, N, S, H], or [B, N, H, S] for the keys (one transpose, not two)
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         x = ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
-        return ops.transpose(x, (0, 2, 1, 3))
+        return ops.transpose(x, (0, 2, 3, 1) if keys else (0, 2, 1, 3))
 
     def call(self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None):
         queries = inputs
@@ -100,10 +100,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             if attention_mask is not None and len(attention_mask.shape) == 3:
                 attention_mask = gather_rows(attention_mask, query_positions)
         q = self._split_heads(self.query(queries))  # [B, N, F, H]
-        k = self._split_heads(self.key(inputs))  # [B, N, T, H]
+        k = self._split_heads(self.key(inputs), keys=True)  # [B, N, H, T]
         v = self._split_heads(self.value(inputs))  # [B, N, T, H]
 
-        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # [B, N, F, T]
+        scores = ops.matmul(q, k)  # [B, N, F, T]
         scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
         if attention_mask is not None:
             scores = scores + attention_adder(attention_mask)

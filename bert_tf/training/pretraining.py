@@ -223,8 +223,9 @@ class Pretraining:
             grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
         # Keras sums the replicas' gradients again inside apply(): hand it equal shares of the
         # clipped global gradient (one more all-reduce, of identical values, is the price).
-        replicas = float(ctx.num_replicas_in_sync)
-        self.optimizer.apply([g / replicas for g in grads], variables)
+        if ctx.num_replicas_in_sync > 1:
+            grads = [g / float(ctx.num_replicas_in_sync) for g in grads]
+        self.optimizer.apply(grads, variables)
         return sums
 
     def _make_train_fn(self):
