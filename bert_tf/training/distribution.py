@@ -1,6 +1,13 @@
 """tf.distribute strategies for the scripts (TensorFlow-specific)."""
 
+import socket
+import urllib.parse
+
 import tensorflow as tf
+
+# How long to wait for a TPU worker's gRPC port to accept a connection before giving up: past
+# this, connecting to the cluster would hang instead of failing.
+TPU_PROBE_TIMEOUT_S = 10.0
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -14,6 +21,25 @@ def split_cpu(num_devices):
             tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
         except RuntimeError as e:
             raise RuntimeError(f"cannot split the CPU into {num_devices} devices after TensorFlow started: {e}") from None
+
+
+def check_reachable(address, timeout=TPU_PROBE_TIMEOUT_S):
+    """Raises ConnectionError unless the `grpc://host:port` at `address` accepts a TCP connection
+    within `timeout` seconds (TensorFlow would wait for it indefinitely). Other addresses (a local
+    TPU, an empty master) are left to TensorFlow."""
+    parsed = urllib.parse.urlparse(address or "")
+    if parsed.scheme != "grpc":
+        return
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if not parsed.hostname or port is None:
+        raise ConnectionError(f"{address!r} is not a grpc://host:port address")
+    try:
+        socket.create_connection((parsed.hostname, port), timeout=timeout).close()
+    except OSError as e:
+        raise ConnectionError(f"nothing accepts connections at {address} ({e})") from None
 
 
 def default_strategy_name(use_tpu, num_gpus):
@@ -35,6 +61,7 @@ def create_strategy(name, num_gpus=0, num_cpu_devices=0, tpu_address=None, tpu_z
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address, zone=tpu_zone, project=gcp_project)
+        check_reachable(resolver.master())
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)

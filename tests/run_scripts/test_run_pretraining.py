@@ -93,6 +93,19 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def test_tpu_flags_without_a_reachable_tpu_fail_fast(tmp_path):
+    """A grpc:// TPU address where nothing listens: a clear error within seconds (connecting to
+    the cluster would otherwise wait forever), before any output is written."""
+    config_file, data = _setup(tmp_path)
+    address = f"grpc://127.0.0.1:{_free_port()}"
+    start = time.time()
+    result = run_script("run_pretraining.py", *_flags(config_file, data, tmp_path / "o", use_tpu=True, tpu_name=address))
+    assert result.returncode != 0
+    assert f"no TPU reachable at tpu_name='{address}'" in result.stderr and "nothing accepts connections" in result.stderr, result.stderr[-2000:]
+    assert time.time() - start < 60
+    assert not (tmp_path / "o" / "checkpoint").exists()
+
+
 def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
     config = tiny_config()
     config_file = tmp_path / "bert_config.json"
