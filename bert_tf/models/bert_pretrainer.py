@@ -26,21 +26,24 @@ def masked_lm_xent(logits, masked_lm_ids):
     logits: float `[batch, predictions, vocab]`; masked_lm_ids: int `[batch, predictions]`.
     """
     logits = ops.cast(logits, "float32")
-    ids = ops.cast(masked_lm_ids, "int32")[..., None]
+    ids = ops.cast(masked_lm_ids, "int32")
+
+    def at_ids(x):  # x[..., id] for each prediction
+        return ops.take_along_axis(x, ids[..., None], axis=-1)[..., 0]
 
     @ops.custom_gradient
     def xent(logits):
         probs = ops.softmax(logits, axis=-1)
-        picked = ops.take_along_axis(probs, ids, axis=-1)[..., 0]
-
-        def from_logits():
-            return ops.logsumexp(logits, axis=-1) - ops.take_along_axis(logits, ids, axis=-1)[..., 0]
-
-        loss = ops.cond(ops.all(picked >= _FLOAT32_TINY), lambda: -ops.log(picked), from_logits)
+        picked = at_ids(probs)
+        loss = ops.cond(
+            ops.all(picked >= _FLOAT32_TINY),
+            lambda: -ops.log(picked),
+            lambda: ops.logsumexp(logits, axis=-1) - at_ids(logits),
+        )
 
         def grad(*args, upstream=None):
             upstream = args[0] if upstream is None else upstream
-            one_hot = ops.one_hot(ids[..., 0], ops.shape(logits)[-1], dtype="float32")
+            one_hot = ops.one_hot(ids, ops.shape(logits)[-1], dtype="float32")
             return (probs - one_hot) * upstream[..., None]
 
         return loss, grad
