@@ -159,7 +159,7 @@ def main(argv):
                 progress.set_postfix(
                     loss=f"{logs['loss']:.3f}",
                     mlm_acc=f"{logs['masked_lm_accuracy']:.3f}",
-                    seq_per_s=f"{logs['sequences_per_second']:.0f}",
+                    seq_per_s=f"{logs['examples_per_second']:.0f}",
                 )
             elif step % FLAGS.iterations_per_loop == 0:
                 logging.info("step %d: %s", step, {k: round(v, 4) for k, v in logs.items()})

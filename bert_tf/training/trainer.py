@@ -1,0 +1,320 @@
+"""The one training loop: pre-training and every fine-tuning task (TensorFlow).
+
+Any tf.distribute strategy, gradient accumulation, the global-norm clip of the original,
+checkpoints that resume exactly, a NaN/Inf stop, TensorBoard scalars, evaluation and
+prediction. The task (`bert_tf.tasks.base.Task`) supplies the model, the data, the loss and
+the metrics.
+
+Losses are normalised over the global batch (every replica and micro-batch): the task divides
+its per-batch sums by `normalizers` summed over the whole batch before the step, as the
+original computes them on one device. Summed gradients are therefore the gradient of that
+global loss whatever the number of replicas or micro-batches; they are summed across replicas,
+clipped to global norm 1.0 (the whole batch's gradient, as on one device) and applied.
+"""
+
+import dataclasses
+import math
+import os
+import shutil
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import checkpoints
+from bert_tf.io_utils import atomic_write
+from bert_tf.training.optimizers import create_optimizer
+
+CLIP_NORM = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSettings:
+    """A run's hyper-parameters (the scripts' flags, original names)."""
+
+    output_dir: str
+    train_batch_size: int = 32  # global, as in the original
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_steps: int = 100000
+    num_warmup_steps: int = 10000
+    save_checkpoints_steps: int = 1000
+    max_eval_steps: int | None = None  # None: the whole eval set
+    optimizer: str = "adamw"
+    gradient_accumulation_steps: int = 1
+    steps_per_execution: int = 1
+    keep_checkpoints: int = 5
+    jit_compile: bool = False
+    seed: int | None = None
+
+
+def _add(a, b):
+    return {k: a[k] + b[k] for k in a}
+
+
+class Trainer:
+    """Builds `task`'s model, the optimizer and checkpoints under `strategy`."""
+
+    def __init__(self, task, settings: TrainingSettings, strategy):
+        self.task, self.settings, self.strategy = task, settings, strategy
+        replicas = strategy.num_replicas_in_sync
+        k = settings.gradient_accumulation_steps
+        if settings.train_batch_size % (replicas * k):
+            raise ValueError(
+                f"train_batch_size {settings.train_batch_size} is not divisible by "
+                f"{replicas} replica(s) x {k} accumulation step(s)"
+            )
+        for name in ("eval_batch_size", "predict_batch_size"):
+            if getattr(settings, name) % replicas:
+                raise ValueError(f"{name} {getattr(settings, name)} is not divisible by {replicas} replica(s)")
+        if settings.seed is not None:
+            keras.utils.set_random_seed(settings.seed)
+        with strategy.scope():
+            self.model = task.build_model()
+            # Clipping happens after the cross-replica sum, in the loop, not per replica.
+            self.optimizer = create_optimizer(
+                settings.optimizer, settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps, global_clipnorm=None
+            )
+            # float16 needs dynamic loss scaling (skips non-finite steps, adapts the scale).
+            self.loss_scaling = keras.mixed_precision.global_policy().name == "mixed_float16"
+            if self.loss_scaling:
+                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+            self.optimizer.build(self.model.trainable_variables)
+            # Batches read so far (a loss-scale skip reads data without advancing the step):
+            # where a resumed run continues the data.
+            self.consumed_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="consumed_batches")
+        self._train_fn = None
+
+    @property
+    def global_step(self):
+        return int(self.optimizer.iterations.numpy())
+
+    # -----------------------------------------------------------------------------------------
+    # Checkpoints
+
+    def _checkpoint(self):
+        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, consumed_batches=self.consumed_batches)
+
+    @property
+    def is_chief(self):
+        """Multi-worker: only the chief writes to output_dir (worker 0 when there is no chief)."""
+        resolver = getattr(self.strategy, "cluster_resolver", None)
+        if resolver is None or not resolver.task_type:
+            return True
+        has_chief = "chief" in resolver.cluster_spec().as_dict()
+        return resolver.task_type == "chief" or (not has_chief and resolver.task_type == "worker" and resolver.task_id == 0)
+
+    def _checkpoint_dir(self):
+        if self.is_chief:
+            return self.settings.output_dir
+        # Other workers must save too (the save is collective) but somewhere private.
+        resolver = self.strategy.cluster_resolver
+        return os.path.join(self.settings.output_dir, f".{resolver.task_type}_{resolver.task_id}")
+
+    def manager(self):
+        return tf.train.CheckpointManager(
+            self._checkpoint(),
+            directory=self._checkpoint_dir(),
+            max_to_keep=self.settings.keep_checkpoints,
+            checkpoint_name="ckpt",
+        )
+
+    def restore(self, init_checkpoint=None):
+        """Resumes from the output folder's latest checkpoint (which wins, as in the original),
+        else loads `init_checkpoint` through the task (weights only: the new run starts its own
+        step count and schedule). Returns a line saying which."""
+        latest = tf.train.latest_checkpoint(self.settings.output_dir)
+        if latest:
+            self._checkpoint().restore(latest).expect_partial()
+            return f"resumed from {latest} at global step {self.global_step}"
+        if init_checkpoint:
+            note = self.task.restore(self.model, init_checkpoint)
+            return f"initialised from {init_checkpoint}" + (f" ({note})" if note else "")
+        return "initialised at random"
+
+    # -----------------------------------------------------------------------------------------
+    # Training
+
+    def _distribute(self, data, mode, global_batch, skip_batches=0):
+        def make(context):
+            return self.task.dataset(
+                data,
+                mode,
+                context.get_per_replica_batch_size(global_batch),
+                input_context=context,
+                seed=self.settings.seed,
+                skip_batches=skip_batches,
+            )
+
+        return self.strategy.distribute_datasets_from_function(make)
+
+    def _replica_step(self, batches):
+        ctx = tf.distribute.get_replica_context()
+        variables = self.model.trainable_variables
+        normalizers = self.task.normalizers(batches[0][1])
+        for _, y in batches[1:]:
+            normalizers = _add(normalizers, self.task.normalizers(y))
+        normalizers = ctx.all_reduce("sum", normalizers) if normalizers else {}
+
+        @tf.function(jit_compile=self.settings.jit_compile)
+        def gradients(x, y):
+            with tf.GradientTape() as tape:
+                sums = self.task.sums(y, self.model(x, training=True))
+                loss = self.task.loss(sums, normalizers)
+                if self.loss_scaling:
+                    loss = self.optimizer.scale_loss(loss)
+            return [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)], sums
+
+        grads, sums = None, None
+        for x, y in batches:
+            g, s = gradients(x, y)
+            grads = g if grads is None else [a + b for a, b in zip(grads, g, strict=True)]
+            sums = s if sums is None else _add(sums, s)
+        grads = ctx.all_reduce("sum", grads)
+        if self.loss_scaling:  # clip the true gradient; the loss-scale optimizer unscales again
+            scale = tf.cast(self.optimizer.dynamic_scale, tf.float32)
+            grads, _ = tf.clip_by_global_norm([g / scale for g in grads], CLIP_NORM)
+            grads = [g * scale for g in grads]
+        else:
+            grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
+        # Keras sums the replicas' gradients again inside apply(): hand it equal shares of the
+        # clipped global gradient (one more all-reduce, of identical values, is the price).
+        if ctx.num_replicas_in_sync > 1:
+            grads = [g / float(ctx.num_replicas_in_sync) for g in grads]
+        self.optimizer.apply(grads, variables)
+        return sums
+
+    def _make_train_fn(self):
+        k = self.settings.gradient_accumulation_steps
+        names = self.task.sum_names
+
+        @tf.function
+        def train(iterator, steps):
+            totals = {name: tf.constant(0.0) for name in names}
+            for _ in tf.range(steps):
+                batches = [next(iterator) for _ in range(k)]
+                per_replica = self.strategy.run(self._replica_step, args=(batches,))
+                self.consumed_batches.assign_add(k)
+                totals = {n: totals[n] + self.strategy.reduce("sum", per_replica[n], axis=None) for n in names}
+            return totals
+
+        return train
+
+    def train(self, train_data, init_checkpoint=None, on_log=None, summary_dir=None):
+        """Trains to num_train_steps, saving every save_checkpoints_steps; returns (message of
+        how it started, final step). Started again on the same output_dir it resumes from the
+        latest checkpoint: same step, optimizer state and schedule, and (with a seed) the data
+        exactly where it was. `on_log(step, logs)` receives the task's metrics, the learning
+        rate and examples/s after each execution. A non-finite loss stops the run with an error
+        naming the step; the last checkpoint is the last good one."""
+        s = self.settings
+        manager = self.manager()
+        started = self.restore(init_checkpoint)
+        # With a seed the data order is reproducible: a resumed run continues it exactly.
+        consumed = int(self.consumed_batches.numpy()) if s.seed is not None else 0
+        batch = s.train_batch_size // s.gradient_accumulation_steps
+        iterator = iter(self._distribute(train_data, "train", batch, skip_batches=consumed))
+        train_fn = self._train_fn = self._train_fn or self._make_train_fn()
+        writer = tf.summary.create_file_writer(summary_dir or os.path.join(self._checkpoint_dir(), "train"))
+        while self.global_step < s.num_train_steps:
+            step = self.global_step
+            boundary = (step // s.save_checkpoints_steps + 1) * s.save_checkpoints_steps
+            steps = min(s.steps_per_execution, s.num_train_steps - step, boundary - step)
+            start = time.perf_counter()
+            sums = {k: float(v) for k, v in train_fn(iterator, tf.constant(steps)).items()}
+            elapsed = time.perf_counter() - start
+            step = self.global_step
+            logs = self.task.train_logs(sums)
+            if not all(math.isfinite(v) for v in logs.values()):
+                raise FloatingPointError(
+                    f"the loss became {logs['loss']} at step {step}; stopped without saving. "
+                    f"The last good checkpoint is {manager.latest_checkpoint}"
+                )
+            logs["learning_rate"] = float(self.optimizer.learning_rate)
+            logs["examples_per_second"] = steps * s.train_batch_size / max(elapsed, 1e-9)
+            with writer.as_default(step=step):
+                for name, value in logs.items():
+                    tf.summary.scalar(name, value)
+            if on_log:
+                on_log(step, logs)
+            if step % s.save_checkpoints_steps == 0 or step >= s.num_train_steps:
+                manager.save(checkpoint_number=step)
+        writer.flush()
+        if not self.is_chief:
+            shutil.rmtree(self._checkpoint_dir(), ignore_errors=True)
+        return started, self.global_step
+
+    # -----------------------------------------------------------------------------------------
+    # Evaluation and prediction
+
+    def _gather(self, per_replica):
+        return {k: self.strategy.gather(v, axis=0) for k, v in per_replica.items()}
+
+    def evaluate(self, eval_data, max_steps=None):
+        """The task's eval over `eval_data` (at most `max_steps` batches, default the settings'
+        max_eval_steps; None: all). Returns the results dict with `global_step`; writes nothing
+        (see `write_eval_results`)."""
+        s = self.settings
+        task = self.task
+        max_steps = s.max_eval_steps if max_steps is None else max_steps
+
+        @tf.function
+        def step(x, y):
+            def replica(x, y):
+                outputs = self.model(x, training=False)
+                return task.sums(y, outputs), task.normalizers(y), task.eval_outputs(y, outputs)
+
+            sums, normalizers, per_example = self.strategy.run(replica, args=(x, y))
+            reduce = lambda d: {k: self.strategy.reduce("sum", v, axis=None) for k, v in d.items()}  # noqa: E731
+            return reduce(sums), reduce(normalizers), self._gather(per_example)
+
+        totals, gathered, batch_losses, steps = None, [], [], 0
+        for x, y in self._distribute(eval_data, "eval", s.eval_batch_size):
+            if max_steps is not None and steps >= max_steps:
+                break
+            sums, normalizers, per_example = step(x, y)
+            sums = {k: float(v) for k, v in sums.items()}
+            totals = sums if totals is None else _add(totals, sums)
+            batch_losses.append(task.loss(sums, {k: float(v) for k, v in normalizers.items()}))
+            gathered.append({k: v.numpy() for k, v in per_example.items()})
+            steps += 1
+        if not steps:
+            raise ValueError(f"no full eval batch of {s.eval_batch_size} in {eval_data}")
+        gathered = {k: np.concatenate([g[k] for g in gathered]) for k in gathered[0]}
+        results = task.eval_results(totals, gathered, batch_losses)
+        results["global_step"] = self.global_step
+        return results
+
+    def predict(self, predict_data):
+        """The task's `predict_outputs` for every batch of `predict_data`, as numpy arrays in
+        input order (a task's padding rows included: the task knows how many are real)."""
+
+        @tf.function
+        def step(x):
+            per_replica = self.strategy.run(lambda x: self.task.predict_outputs(self.model(x, training=False)), args=(x,))
+            return self._gather(per_replica)
+
+        out = [{k: v.numpy() for k, v in step(x).items()} for x, _ in self._distribute(predict_data, "predict", self.settings.predict_batch_size)]
+        if not out:
+            raise ValueError(f"nothing to predict in {predict_data}")
+        return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
+
+    def write_eval_results(self, results, summary_dir=None):
+        """eval_results.txt (`key = value`, sorted, as the original) and TensorBoard scalars;
+        only the chief writes."""
+        if not self.is_chief:
+            return
+        s = self.settings
+        with atomic_write(os.path.join(s.output_dir, "eval_results.txt")) as f:
+            for key in sorted(results):
+                value = results[key]
+                f.write(f"{key} = {value if isinstance(value, int) else str(np.float32(value))}\n")
+        writer = tf.summary.create_file_writer(summary_dir or os.path.join(s.output_dir, "eval"))
+        with writer.as_default(step=self.global_step):
+            for name, value in results.items():
+                if name != "global_step":
+                    tf.summary.scalar(name, value)
+        writer.flush()
+
