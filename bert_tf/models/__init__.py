@@ -1,5 +1,6 @@
 """BERT models: the encoder (backbone) and models that put heads on it."""
 
+from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs
 from bert_tf.models.bert_pretrainer import (
     MASKED_LM_DENOMINATOR_EPSILON,
@@ -13,6 +14,7 @@ from bert_tf.models.bert_pretrainer import (
 __all__ = [
     "INPUT_NAMES",
     "MASKED_LM_DENOMINATOR_EPSILON",
+    "BertClassifier",
     "BertEncoder",
     "BertPretrainer",
     "encoder_inputs",

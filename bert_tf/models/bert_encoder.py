@@ -1,6 +1,7 @@
 """The BERT encoder (backbone, no task head) as a functional Keras model (paper §3)."""
 
 import keras
+from keras import ops
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.bert_embeddings import BertEmbeddings
@@ -13,6 +14,25 @@ INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 def encoder_inputs():
     """The encoder's input dict: int32 tensors of shape `[batch, seq]`, TF Hub BERT names."""
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+def last_layer_rows(encoder, inputs, rows):
+    """The encoder's last layer computed only for the positions `rows` (int `[batch, F]`):
+    `[batch, F, hidden_size]` (float32).
+
+    Heads that read a few rows (the masked positions, [CLS]) need no other row of the last
+    layer; its keys and values still span the sequence, so these rows are exactly the full
+    layer's, for about (1 - F / seq) less of its work. The encoder's own last layer is then
+    unused, and graph compilation (tf.function, XLA, jax.jit) drops it.
+    """
+    outputs = encoder({k: inputs[k] for k in encoder.input})
+    below_last = [outputs["embedding_output"], *outputs["encoder_outputs"]][-2]
+    return encoder.transformer_layers[-1](below_last, attention_mask=inputs["input_mask"], query_positions=rows)
+
+
+def first_row(inputs):
+    """Position 0 ([CLS]) of every example, as `rows` for `last_layer_rows`: int `[batch, 1]`."""
+    return ops.zeros_like(inputs["input_mask"][:, :1])
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

@@ -5,7 +5,7 @@ from keras import ops
 
 from bert_tf.layers.classification_head import ClassificationHead
 from bert_tf.layers.masked_lm_head import MaskedLMHead
-from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs
+from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs, first_row, last_layer_rows
 
 # The original adds this to the weight sum so that a batch with no masked token gives 0, not NaN.
 MASKED_LM_DENOMINATOR_EPSILON = 1e-5
@@ -115,18 +115,9 @@ class BertPretrainer(keras.Model):
         inputs["masked_lm_positions"] = keras.Input(
             shape=(None,), dtype="int32", name="masked_lm_positions"
         )
-        encoder_outputs = encoder({k: inputs[k] for k in encoder.input})
-        # The heads read only the first token and the masked positions of the last layer, so
-        # that layer runs for those rows alone (its keys and values still span the sequence):
-        # the same logits for about (1 - (1 + P) / seq) less of its work. The encoder's own last
-        # layer is then unused, and graph compilation (tf.function, XLA, jax.jit) drops it.
-        below_last = [encoder_outputs["embedding_output"], *encoder_outputs["encoder_outputs"]][-2]
-        rows = ops.concatenate(
-            [ops.zeros_like(inputs["masked_lm_positions"][:, :1]), inputs["masked_lm_positions"]], axis=1
-        )
-        last = encoder.transformer_layers[-1](
-            below_last, attention_mask=inputs["input_mask"], query_positions=rows
-        )  # [batch, 1 + predictions, hidden]
+        # The heads read only the first token and the masked positions of the last layer.
+        rows = ops.concatenate([first_row(inputs), inputs["masked_lm_positions"]], axis=1)
+        last = last_layer_rows(encoder, inputs, rows)  # [batch, 1 + predictions, hidden]
         outputs = {
             "masked_lm_logits": self.masked_lm(last[:, 1:, :]),
             "next_sentence_logits": self.next_sentence(encoder.pooler_dense(last[:, 0, :])),
