@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
@@ -27,15 +28,20 @@ _IGNORED_NAMES = ("global_step",)
 class _Entry:
     variable: object  # a keras.Variable
     transpose: bool = False  # the original stores the matrix transposed
+    # A task head: loaded when the checkpoint has it (a fine-tuned model), else left as
+    # initialised (fine-tuning from a pre-trained checkpoint).
+    optional: bool = False
 
 
 @dataclasses.dataclass
 class LoadReport:
-    """What `load_original_checkpoint` did: names it loaded, and names it left unused."""
+    """What `load_original_checkpoint` did: names it loaded, names it left unused, and the
+    model's optional (head) variables the checkpoint did not have."""
 
     loaded: list
     unused: list
     ignored: list
+    not_found: list = dataclasses.field(default_factory=list)
 
 
 def _is_ignored(name):
@@ -76,7 +82,8 @@ def _encoder_map(encoder: BertEncoder) -> dict:
 
 
 def original_variable_map(model) -> dict:
-    """Original variable name -> (Keras variable, transposed?) for a BertEncoder/BertPretrainer."""
+    """Original variable name -> (Keras variable, transposed?, optional?) for a BertEncoder,
+    BertPretrainer or BertClassifier."""
     if isinstance(model, BertPretrainer):
         out = _encoder_map(model.encoder)
         mlm, nsp = model.masked_lm, model.next_sentence
@@ -93,9 +100,16 @@ def original_variable_map(model) -> dict:
             }
         )
         return out
+    if isinstance(model, BertClassifier):
+        # run_classifier.create_model's top-level variables, [num_labels, hidden] and [num_labels].
+        head = model.classifier.dense
+        out = _encoder_map(model.encoder)
+        out["output_weights"] = _Entry(head.kernel, transpose=True, optional=True)
+        out["output_bias"] = _Entry(head.bias, optional=True)
+        return out
     if isinstance(model, BertEncoder):
         return _encoder_map(model)
-    raise TypeError(f"expected a BertEncoder or BertPretrainer, got {type(model).__name__}")
+    raise TypeError(f"expected a BertEncoder, BertPretrainer or BertClassifier, got {type(model).__name__}")
 
 
 def _open_reader(checkpoint_path):
@@ -119,10 +133,12 @@ def _model_shape(entry):
 
 
 def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
-    """Loads an original-layout checkpoint into a BertEncoder or BertPretrainer.
+    """Loads an original-layout checkpoint into a BertEncoder, BertPretrainer or BertClassifier.
 
     Every variable the model needs must be present with the original's shape; otherwise nothing
-    is assigned and a ValueError names each offending variable with both shapes. Optimizer slots
+    is assigned and a ValueError names each offending variable with both shapes. A task head
+    (the classifier's `output_weights`/`output_bias`) is loaded when present, with the same
+    shape check, and otherwise keeps its initialisation (`LoadReport.not_found`). Optimizer slots
     (`*/adam_m`, `*/adam_v`) and `global_step` are skipped; any other variable the model does
     not use is reported in a warning and in the returned `LoadReport.unused`.
     """
@@ -130,6 +146,8 @@ def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
     available = reader.get_variable_to_shape_map()
     mapping = original_variable_map(model)
 
+    not_found = sorted(n for n, e in mapping.items() if e.optional and n not in available)
+    mapping = {n: e for n, e in mapping.items() if n not in not_found}
     problems = []
     for name, entry in mapping.items():
         if name not in available:
@@ -158,7 +176,7 @@ def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
             f"{type(model).__name__}: {shown}",
             stacklevel=2,
         )
-    return LoadReport(loaded=sorted(mapping), unused=unused, ignored=ignored)
+    return LoadReport(loaded=sorted(mapping), unused=unused, ignored=ignored, not_found=not_found)
 
 
 def original_weights(model) -> dict:
@@ -205,7 +223,7 @@ def save_original_checkpoint(model, checkpoint_prefix, global_step=None, bert_co
         shutil.rmtree(tmp_dir, ignore_errors=True)
     tf.compat.v1.train.update_checkpoint_state(directory, base)
     if bert_config is None:
-        encoder = model.encoder if isinstance(model, BertPretrainer) else model
+        encoder = getattr(model, "encoder", model)
         bert_config = encoder.bert_config()
     bert_config.to_json_file(os.path.join(directory, "bert_config.json"))
     return checkpoint_prefix

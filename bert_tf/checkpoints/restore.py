@@ -1,8 +1,8 @@
 """Restoring BERT weights from any format a user may hold.
 
 - Google's original layout: a TF checkpoint prefix such as `.../bert_model.ckpt`.
-- Ours: run_pretraining's checkpoints (`.../ckpt-N`), or a `.keras` file holding a BertEncoder or
-  BertPretrainer.
+- Ours: the training loop's checkpoints (`.../ckpt-N` of run_pretraining or a fine-tuning
+  script), or a `.keras` file holding a BertEncoder, BertPretrainer or task model.
 """
 
 import contextlib
@@ -11,7 +11,7 @@ import tempfile
 
 import keras
 
-from bert_tf.checkpoints.original import load_original_checkpoint
+from bert_tf.checkpoints.original import LoadReport, load_original_checkpoint
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
@@ -34,19 +34,24 @@ def save_keras_model(model, path):
 
 
 def load_keras_model(path):
-    """Loads a `.keras` file written by this package (a BertEncoder or BertPretrainer)."""
+    """Loads a `.keras` file written by this package (an encoder, pretrainer or task model)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Keras model file {path!r} does not exist")
     return keras.saving.load_model(path, compile=False)
 
 
 def _encoder_of(model):
-    return model.encoder if isinstance(model, BertPretrainer) else model
+    return getattr(model, "encoder", model)
+
+
+def _head_not_found(model):
+    """The report of a task model whose head the source did not have (left as initialised)."""
+    return LoadReport(loaded=[], unused=[], ignored=[], not_found=[f"the {type(model).__name__} head"])
 
 
 def is_training_checkpoint(path):
-    """Whether `path` is an object-based checkpoint (run_pretraining's `ckpt-N`), not the
-    original's name-based layout."""
+    """Whether `path` is an object-based checkpoint (the loop's `ckpt-N`), not the original's
+    name-based layout."""
     import tensorflow as tf
 
     try:
@@ -57,37 +62,53 @@ def is_training_checkpoint(path):
 
 
 def _restore_training_checkpoint(model, path):
+    """The whole model when the checkpoint holds it (e.g. a fine-tuned classifier), else its
+    encoder alone (a pre-training checkpoint starting a fine-tuning run, or any of our
+    checkpoints into a bare encoder): the loop saves every model as "model", and the object
+    graph reaches the encoder as `model.encoder` whatever the heads."""
     import tensorflow as tf
 
-    # run_pretraining checkpoints a BertPretrainer as "model"; an encoder is restored through
-    # one built around it (the heads' values are then simply not used).
-    target = model if isinstance(model, BertPretrainer) else BertPretrainer(model)
-    status = tf.train.Checkpoint(model=target).restore(path)
+    if not isinstance(model, BertEncoder):
+        status = tf.train.Checkpoint(model=model).restore(path).expect_partial()
+        try:
+            status.assert_existing_objects_matched()
+            return None
+        except AssertionError:
+            if isinstance(model, BertPretrainer):
+                raise ValueError(f"checkpoint {path!r} does not hold a BertPretrainer") from None
+    status = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=_encoder_of(model))).restore(path)
     try:
         status.expect_partial().assert_existing_objects_matched()
     except AssertionError as e:
         raise ValueError(f"checkpoint {path!r} does not hold this model: {e}") from None
+    return None if isinstance(model, BertEncoder) else _head_not_found(model)
 
 
 def restore(model, path):
-    """Loads weights into a BertEncoder/BertPretrainer from Google's original layout, a
-    run_pretraining checkpoint (`.../ckpt-N`) or a `.keras` file.
+    """Loads weights into a BertEncoder, BertPretrainer or task model (e.g. BertClassifier)
+    from Google's original layout, one of our training checkpoints (`.../ckpt-N`) or a
+    `.keras` file. Returns a `LoadReport` when something was left out, else None.
 
-    From a `.keras` file, an encoder can take the encoder part of a saved pretrainer. The
-    hyper-parameters must agree; a mismatch is an error naming both configs.
+    A task model takes its head too when the source has one of the same kind and shape (a
+    fine-tuned model); otherwise only the encoder is loaded and the head keeps its
+    initialisation (fine-tuning from a pre-trained model). The hyper-parameters must agree; a
+    mismatch is an error naming both configs.
     """
     if not str(path).endswith(".keras"):
         if is_training_checkpoint(path):
             return _restore_training_checkpoint(model, path)
-        return load_original_checkpoint(model, path)
+        report = load_original_checkpoint(model, path)
+        return report if report.unused or report.not_found else None
     saved = load_keras_model(path)
     if isinstance(model, BertPretrainer) and not isinstance(saved, BertPretrainer):
         raise ValueError(f"{path!r} holds a {type(saved).__name__}, not a BertPretrainer")
-    source = _encoder_of(saved) if isinstance(model, BertEncoder) else saved
     ours, theirs = _encoder_of(model).bert_config(), _encoder_of(saved).bert_config()
     if ours != theirs:
         raise ValueError(
             f"{path!r} was saved with a different config:\n  file:  {theirs}\n  model: {ours}"
         )
-    model.set_weights(source.get_weights())
-    return None
+    if type(saved) is type(model) and [w.shape for w in saved.weights] == [w.shape for w in model.weights]:
+        model.set_weights(saved.get_weights())
+        return None
+    _encoder_of(model).set_weights(_encoder_of(saved).get_weights())
+    return None if isinstance(model, BertEncoder) else _head_not_found(model)

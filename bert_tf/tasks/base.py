@@ -25,9 +25,11 @@ class Task(abc.ABC):
         from bert_tf import checkpoints
 
         report = checkpoints.restore(model, path)
-        if report is not None and getattr(report, "unused", None):
-            return f"{len(report.unused)} unused variables"
-        return None
+        if report is None:
+            return None
+        notes = [f"{len(report.unused)} unused variables"] if report.unused else []
+        notes += [f"not in the checkpoint, initialised afresh: {', '.join(report.not_found)}"] if report.not_found else []
+        return "; ".join(notes) or None
 
     @abc.abstractmethod
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
