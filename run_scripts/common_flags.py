@@ -34,6 +34,97 @@ def define_tpu_flags():
     )
 
 
+def define_training_flags(default_seed=12345):
+    """The flags every training script adds to the original's (one definition for all)."""
+    from bert_tf.training import distribution
+
+    flags.DEFINE_enum(
+        "distribution_strategy", None, distribution.STRATEGIES,
+        "Default: tpu with --use_tpu, mirrored with >1 GPU, else one_device.",
+    )
+    flags.DEFINE_integer("num_gpus", 0, "GPUs for the mirrored strategy (0: all visible, or the CPU devices).")
+    flags.DEFINE_integer("num_cpu_devices", 0, "Split the host CPU into this many logical devices (to try distribution).")
+    flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw: the original's; lamb: for large batches.")
+    flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"], "Compute dtype policy.")
+    flags.DEFINE_bool("jit_compile", False, "Compile the forward/backward pass with XLA.")
+    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step (train_batch_size is the total).")
+    flags.DEFINE_integer("steps_per_execution", None, "Steps per call (default 1; iterations_per_loop on TPU).")
+    flags.DEFINE_integer("random_seed", default_seed, "Seed of initialisation, dropout and data order (exact resume).")
+    flags.DEFINE_integer("keep_checkpoints", 5, "How many recent checkpoints to keep.")
+    flags.DEFINE_bool("progress", True, "Show a progress bar with examples/s.")
+
+
+def strategy_name(flag_values):
+    from bert_tf.training import distribution
+
+    return flag_values.distribution_strategy or distribution.default_strategy_name(flag_values.use_tpu, flag_values.num_gpus)
+
+
+def create_strategy(flag_values):
+    """The mixed-precision policy and the tf.distribute strategy the flags ask for, or a clear
+    error naming the flags. `distribution.split_cpu(flag_values.num_cpu_devices)` must have run
+    first, before TensorFlow started."""
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.training import distribution
+
+    tf.get_logger().setLevel("WARNING")  # tf.distribute logs every cross-device reduction
+    policies = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+    if flag_values.mixed_precision in policies:
+        keras.mixed_precision.set_global_policy(policies[flag_values.mixed_precision])
+    name = strategy_name(flag_values)
+    # Strategies (collective ops in particular) must exist before TensorFlow runs any op.
+    try:
+        return distribution.create_strategy(
+            name,
+            flag_values.num_gpus,
+            flag_values.num_cpu_devices,
+            flag_values.tpu_name or flag_values.master,
+            flag_values.tpu_zone,
+            flag_values.gcp_project,
+        )
+    except Exception as e:  # noqa: BLE001 - every way of not reaching a TPU/cluster ends here
+        where = ""
+        if name == "tpu":
+            where = (
+                f" (no TPU reachable at tpu_name={flag_values.tpu_name!r}, master={flag_values.master!r}, "
+                f"tpu_zone={flag_values.tpu_zone!r}, gcp_project={flag_values.gcp_project!r})"
+            )
+        fail(f"--distribution_strategy={name}{where}: {e}")
+
+
+def steps_per_execution(flag_values):
+    return flag_values.steps_per_execution or (flag_values.iterations_per_loop if strategy_name(flag_values) == "tpu" else 1)
+
+
+class Progress:
+    """`on_log` for the training loop: a progress bar showing `fields` (label -> log key), or,
+    with --noprogress, a log line every `every` steps."""
+
+    def __init__(self, enabled, total, every, fields):
+        self.every, self.fields, self.bar = every, fields, None
+        if enabled:
+            import tqdm
+
+            self.bar = tqdm.tqdm(total=total, unit=" steps", dynamic_ncols=True)
+
+    def __call__(self, step, logs):
+        from absl import logging
+
+        if self.bar is not None:
+            self.bar.n = step
+            self.bar.set_postfix(
+                {label: f"{logs[key]:.0f}" if key.endswith("_per_second") else f"{logs[key]:.3f}" for label, key in self.fields.items()}
+            )
+        elif step % self.every == 0:
+            logging.info("step %d: %s", step, {k: round(v, 4) for k, v in logs.items()})
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
 def tpu_strategy(flag_values):
     """A TPUStrategy for --use_tpu, or a clear error naming the flags when no TPU is reachable."""
     import tensorflow as tf

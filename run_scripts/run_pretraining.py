@@ -43,20 +43,8 @@ flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in eac
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 common_flags.define_tpu_flags()
 # New flags.
-flags.DEFINE_enum(
-    "distribution_strategy", None, distribution.STRATEGIES, "Default: tpu with --use_tpu, mirrored with >1 GPU, else one_device."
-)
-flags.DEFINE_integer("num_gpus", 0, "GPUs for the mirrored strategy (0: all visible, or the CPU devices).")
-flags.DEFINE_integer("num_cpu_devices", 0, "Split the host CPU into this many logical devices (to try distribution).")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw: the original's; lamb: for large batches.")
-flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"], "Compute dtype policy.")
-flags.DEFINE_bool("jit_compile", False, "Compile the forward/backward pass with XLA.")
-flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step (train_batch_size is the total).")
-flags.DEFINE_integer("steps_per_execution", None, "Steps per call (default 1; iterations_per_loop on TPU).")
-flags.DEFINE_integer("random_seed", 12345, "Seed of initialisation, dropout and data order (exact resume).")
+common_flags.define_training_flags()
 flags.DEFINE_string("eval_input_file", None, "Eval TF example files (default: --input_file, as the original).")
-flags.DEFINE_integer("keep_checkpoints", 5, "How many recent checkpoints to keep.")
-flags.DEFINE_bool("progress", True, "Show a progress bar with sequences/s.")
 
 for _name in ("input_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(_name)
@@ -89,7 +77,6 @@ def main(argv):
     if not FLAGS.do_train and not FLAGS.do_eval:
         fail("At least one of `do_train` or `do_eval` must be True.")
     distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
-    name = FLAGS.distribution_strategy or distribution.default_strategy_name(FLAGS.use_tpu, FLAGS.num_gpus)
     config = common_flags.load_bert_config(FLAGS.bert_config_file)
     try:
         train_files = expand_patterns(FLAGS.input_file)
@@ -97,30 +84,10 @@ def main(argv):
     except (ValueError, FileNotFoundError) as e:
         fail(str(e))
 
-    import keras
-    import tensorflow as tf
-
     from bert_tf.training.pretraining import Pretraining, PretrainingSettings
 
-    tf.get_logger().setLevel("WARNING")  # tf.distribute logs every cross-device reduction
-    policies = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-    if FLAGS.mixed_precision in policies:
-        keras.mixed_precision.set_global_policy(policies[FLAGS.mixed_precision])
-    # Strategies (collective ops in particular) must exist before TensorFlow runs any op.
-    try:
-        strategy = distribution.create_strategy(
-            name, FLAGS.num_gpus, FLAGS.num_cpu_devices, FLAGS.tpu_name or FLAGS.master, FLAGS.tpu_zone, FLAGS.gcp_project
-        )
-    except Exception as e:  # noqa: BLE001 - every way of not reaching a TPU/cluster ends here
-        where = ""
-        if name == "tpu":
-            where = (
-                f" (no TPU reachable at tpu_name={FLAGS.tpu_name!r}, master={FLAGS.master!r}, "
-                f"tpu_zone={FLAGS.tpu_zone!r}, gcp_project={FLAGS.gcp_project!r})"
-            )
-        fail(f"--distribution_strategy={name}{where}: {e}")
+    strategy = common_flags.create_strategy(FLAGS)
     _check_records(train_files, config.vocab_size)
-    steps_per_execution = FLAGS.steps_per_execution or (FLAGS.iterations_per_loop if name == "tpu" else 1)
     settings = PretrainingSettings(
         output_dir=FLAGS.output_dir,
         train_batch_size=FLAGS.train_batch_size,
@@ -134,43 +101,29 @@ def main(argv):
         max_eval_steps=FLAGS.max_eval_steps,
         optimizer=FLAGS.optimizer,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        steps_per_execution=steps_per_execution,
+        steps_per_execution=common_flags.steps_per_execution(FLAGS),
         keep_checkpoints=FLAGS.keep_checkpoints,
         jit_compile=FLAGS.jit_compile,
         seed=FLAGS.random_seed,
     )
     os.makedirs(FLAGS.output_dir, exist_ok=True)
-    logging.info("Strategy %s with %d replica(s)", name, strategy.num_replicas_in_sync)
+    logging.info("Strategy %s with %d replica(s)", common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)
     try:
         run = Pretraining(config, settings, strategy)
     except ValueError as e:
         fail(str(e))
 
     if FLAGS.do_train:
-        progress = None
-        if FLAGS.progress:
-            import tqdm
-
-            progress = tqdm.tqdm(total=FLAGS.num_train_steps, unit=" steps", dynamic_ncols=True)
-
-        def on_log(step, logs):
-            if progress is not None:
-                progress.n = step
-                progress.set_postfix(
-                    loss=f"{logs['loss']:.3f}",
-                    mlm_acc=f"{logs['masked_lm_accuracy']:.3f}",
-                    seq_per_s=f"{logs['examples_per_second']:.0f}",
-                )
-            elif step % FLAGS.iterations_per_loop == 0:
-                logging.info("step %d: %s", step, {k: round(v, 4) for k, v in logs.items()})
-
+        progress = common_flags.Progress(
+            FLAGS.progress, FLAGS.num_train_steps, FLAGS.iterations_per_loop,
+            {"loss": "loss", "mlm_acc": "masked_lm_accuracy", "seq_per_s": "examples_per_second"},
+        )
         try:
-            started, step = run.train(train_files, FLAGS.init_checkpoint, on_log=on_log)
+            started, step = run.train(train_files, FLAGS.init_checkpoint, on_log=progress)
         except (ValueError, FileNotFoundError, FloatingPointError) as e:
             fail(str(e))
         finally:
-            if progress is not None:
-                progress.close()
+            progress.close()
         logging.info("Training %s; now at step %d", started, step)
     else:
         logging.info("Evaluating: %s", run.restore(FLAGS.init_checkpoint))
