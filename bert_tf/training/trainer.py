@@ -95,7 +95,14 @@ class Trainer:
     # Checkpoints
 
     def _checkpoint(self):
-        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, consumed_batches=self.consumed_batches)
+        # The dropout layers' seed-generator states are Keras variables that TensorFlow's object
+        # graph does not reach through the model: saved beside it, a resumed run draws the same
+        # dropout masks as an uninterrupted one.
+        # In the model's own order (their paths carry process-wide counters).
+        seeds = [v for v in self.model.non_trainable_variables if v.path.endswith("seed_generator_state")]
+        return tf.train.Checkpoint(
+            model=self.model, optimizer=self.optimizer, consumed_batches=self.consumed_batches, dropout_seeds=seeds
+        )
 
     @property
     def is_chief(self):
