@@ -351,6 +351,32 @@ class TsvTask(DataProcessor):
         return examples
 
 
+def read_split(processor, split, data_dir=None, tfds_name=None, tfds_data_dir=None):
+    """A split's examples and its extra sets, from `data_dir`'s files or, with `tfds_name`,
+    through TFDS: `(examples, extras)`; extras are name -> examples for "dev" (mnli's
+    mismatched set) and name -> (submission stem, examples) for "test"."""
+    if tfds_name:
+        from bert_tf.data.tfds_sources import read_tfds_examples
+
+        def read(which):
+            return read_tfds_examples(processor, which, tfds_name, tfds_data_dir)
+
+        examples = read(split)
+        source = processor.tfds
+        if split == "dev":
+            return examples, {name: read(("dev", name)) for name in source.extra_dev}
+        if split == "test":
+            stems = {name: stem for name, (stem, _) in getattr(processor, "extra_test_files", {}).items()}
+            return examples, {name: (stems.get(name), read(("test", name))) for name in source.extra_test}
+        return examples, {}
+    examples = getattr(processor, f"get_{split}_examples")(data_dir)
+    if split == "dev":
+        return examples, processor.get_extra_dev_examples(data_dir)
+    if split == "test":
+        return examples, processor.get_extra_test_examples(data_dir)
+    return examples, {}
+
+
 # ---------------------------------------------------------------------------------------------
 # The registry: task name -> processor class.
 
