@@ -1,6 +1,7 @@
 """Convert BERT checkpoints between Google's original layout and this package's `.keras` files.
 
-Original -> Keras (a BertPretrainer when the checkpoint has the `cls/` heads, else a BertEncoder):
+Original -> Keras (a BertPretrainer when the checkpoint has the `cls/` heads, a BertClassifier
+when it has a fine-tuned classifier's `output_weights`, else a BertEncoder):
     python run_scripts/convert_checkpoint.py --direction=to_keras \
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \
       --checkpoint_to_convert=$BERT_BASE_DIR/bert_model.ckpt \
@@ -10,12 +11,20 @@ Keras -> original (readable by the original release's code; bert_config.json wri
     python run_scripts/convert_checkpoint.py --direction=to_original \
       --checkpoint_to_convert=bert_base.keras \
       --converted_checkpoint_path=exported/bert_model.ckpt
+
+--checkpoint_to_convert may also be a checkpoint of our training loop (`OUTPUT_DIR/ckpt-N`, or
+OUTPUT_DIR for its latest): run_pretraining's (a BertPretrainer) or run_classifier's (a fine-tuned
+BertClassifier, written with the original's top-level output_weights/output_bias), read with the
+bert_config.json and fine_tuning_task.json the run left beside it.
 """
+
+import json
+import os
 
 from absl import app, flags, logging
 
 from bert_tf import checkpoints
-from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.models import BertClassifier, BertEncoder, BertPretrainer
 from run_scripts.common_flags import fail, load_bert_config
 
 FLAGS = flags.FLAGS
@@ -39,8 +48,9 @@ flags.DEFINE_string(
 flags.DEFINE_enum(
     "model",
     "auto",
-    ["auto", "encoder", "pretrainer"],
-    "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads.",
+    ["auto", "encoder", "pretrainer", "classifier"],
+    "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads, classifier "
+    "if it has output_weights, else encoder.",
 )
 flags.DEFINE_integer("global_step", None, "to_original: a global_step to store, as the original does.")
 
@@ -62,9 +72,14 @@ def to_keras():
         fail(f"--checkpoint_to_convert: {e}")
     kind = FLAGS.model
     if kind == "auto":
-        kind = "pretrainer" if "cls/predictions/output_bias" in names else "encoder"
+        kind = "pretrainer" if "cls/predictions/output_bias" in names else "classifier" if "output_weights" in names else "encoder"
     encoder = BertEncoder.from_bert_config(config)
-    model = BertPretrainer(encoder) if kind == "pretrainer" else encoder
+    if kind == "classifier":
+        if "output_weights" not in names:
+            fail(f"--model=classifier: {FLAGS.checkpoint_to_convert} has no output_weights (not a fine-tuned classifier)")
+        model = BertClassifier(encoder, num_classes=names["output_weights"][0])
+    else:
+        model = BertPretrainer(encoder) if kind == "pretrainer" else encoder
     try:
         report = checkpoints.load_original_checkpoint(model, FLAGS.checkpoint_to_convert)
     except ValueError as e:
@@ -80,18 +95,53 @@ def to_keras():
     )
 
 
-def to_original():
+def _training_checkpoint_model(path):
+    """The model of one of our training checkpoints, rebuilt from the files its run left
+    beside it (bert_config.json; fine_tuning_task.json for a fine-tuned classifier)."""
+    import tensorflow as tf
+
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if not latest:
+            fail(f"--checkpoint_to_convert={path} is a directory without a checkpoint")
+        path = latest
+    directory = os.path.dirname(path)
+    config_file = FLAGS.bert_config_file or os.path.join(directory, "bert_config.json")
+    config = load_bert_config(config_file, "bert_config_file" if FLAGS.bert_config_file else "checkpoint_to_convert")
+    encoder = BertEncoder.from_bert_config(config)
+    task_file = os.path.join(directory, "fine_tuning_task.json")
+    if os.path.isfile(task_file):
+        with open(task_file, encoding="utf-8") as f:
+            task = json.load(f)
+        outputs = 1 if task["label_kind"] == "regression" else len(task["labels"])
+        model = BertClassifier(encoder, num_classes=outputs)
+    else:
+        model = BertPretrainer(encoder)
     try:
-        model = checkpoints.load_keras_model(FLAGS.checkpoint_to_convert)
-    except FileNotFoundError as e:
-        fail(f"--checkpoint_to_convert: {e}")
-    if not isinstance(model, (BertEncoder, BertPretrainer)):
-        fail(
-            f"--checkpoint_to_convert={FLAGS.checkpoint_to_convert} holds a "
-            f"{type(model).__name__}, expected a BertEncoder or BertPretrainer"
-        )
-    encoder = model.encoder if isinstance(model, BertPretrainer) else model
+        checkpoints.restore(model, path)
+    except ValueError as e:
+        fail(f"--checkpoint_to_convert={path}: {e}")
+    return model, config
+
+
+def to_original():
+    from bert_tf.checkpoints.restore import is_training_checkpoint
+
+    source = FLAGS.checkpoint_to_convert
     config = None
+    if not source.endswith(".keras") and (os.path.isdir(source) or is_training_checkpoint(source)):
+        model, config = _training_checkpoint_model(source)
+    else:
+        try:
+            model = checkpoints.load_keras_model(source)
+        except FileNotFoundError as e:
+            fail(f"--checkpoint_to_convert: {e}")
+    if not isinstance(model, (BertEncoder, BertPretrainer, BertClassifier)):
+        fail(
+            f"--checkpoint_to_convert={source} holds a "
+            f"{type(model).__name__}, expected a BertEncoder, BertPretrainer or BertClassifier"
+        )
+    encoder = getattr(model, "encoder", model)
     if FLAGS.bert_config_file:
         config = load_bert_config(FLAGS.bert_config_file)
         if config.encoder_kwargs() != encoder.bert_config().encoder_kwargs():

@@ -56,7 +56,7 @@ def is_training_checkpoint(path):
 
     try:
         names = tf.train.list_variables(path)
-    except (tf.errors.NotFoundError, ValueError):
+    except (tf.errors.OpError, ValueError, RuntimeError):  # not a TensorFlow checkpoint at all
         return False
     return any(name == "_CHECKPOINTABLE_OBJECT_GRAPH" for name, _ in names)
 

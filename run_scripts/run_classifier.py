@@ -1,0 +1,306 @@
+"""Fine-tune BERT for sentence (pair) classification: GLUE, XNLI, multi-label, your own tasks.
+
+The original's command line runs unchanged:
+
+    python run_scripts/run_classifier.py \
+      --task_name=MRPC --do_train=true --do_eval=true --data_dir=$GLUE_DIR/MRPC \
+      --vocab_file=$BERT_BASE_DIR/vocab.txt --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
+      --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output/
+
+Outputs as the original: eval_results.txt (`key = value`) and test_results.tsv (class
+probabilities per test example); also the task's GLUE submission file (e.g. MRPC.tsv). Started
+again with the same command, a run resumes from the latest checkpoint in --output_dir.
+--tfds_name reads the task through tensorflow-datasets instead of --data_dir; --task_module
+imports a module of yours that registers more tasks (`bert_tf.data.classifier_tasks`).
+"""
+
+import importlib
+import json
+import os
+import shutil
+
+from absl import app, flags, logging
+
+from bert_tf.training import distribution
+from run_scripts import common_flags
+from run_scripts.common_flags import fail
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string(
+    "data_dir", None, "The input data dir. Should contain the .tsv files (or other data files) for the task."
+)
+flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
+flags.DEFINE_string("task_name", None, "The name of the task to train.")
+flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained BERT model).")
+flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text (True for uncased models).")
+flags.DEFINE_integer("max_seq_length", 128, "The maximum total input sequence length after WordPiece tokenization.")
+flags.DEFINE_bool("do_train", False, "Whether to run training.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+flags.DEFINE_bool("do_predict", False, "Whether to run the model in inference mode on the test set.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
+flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call.")
+common_flags.define_tpu_flags()
+# New flags.
+common_flags.define_training_flags()
+flags.DEFINE_string("xnli_language", "zh", "xnli: the language trained and evaluated on.")
+flags.DEFINE_string("labels_file", None, "multilabel: the label names, one per line.")
+flags.DEFINE_string("tfds_name", None, "Read the task through tensorflow-datasets (e.g. glue/mrpc, xnli).")
+flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (default: its own).")
+flags.DEFINE_string("task_module", None, "A Python module to import first; it registers more tasks.")
+
+for _name in ("bert_config_file", "vocab_file", "output_dir"):
+    flags.mark_flag_as_required(_name)
+
+TASK_FILE = "fine_tuning_task.json"
+
+
+def _processor():
+    from bert_tf.data import classifier_tasks
+
+    if FLAGS.task_module:
+        try:
+            importlib.import_module(FLAGS.task_module)
+        except ImportError as e:
+            fail(f"--task_module={FLAGS.task_module}: {e}")
+    name = FLAGS.task_name or (FLAGS.tfds_name and classifier_tasks.processor_for_tfds(FLAGS.tfds_name))
+    if not name:
+        fail(f"--task_name is required (known tasks: {', '.join(classifier_tasks.task_names())})")
+    try:
+        return classifier_tasks.create_processor(name, xnli_language=FLAGS.xnli_language, labels_file=FLAGS.labels_file)
+    except (ValueError, FileNotFoundError) as e:
+        fail(f"--task_name={name}: {e}")
+
+
+def _read(processor, split):
+    from bert_tf.data.classifier_tasks import read_split
+
+    try:
+        return read_split(processor, split, FLAGS.data_dir, FLAGS.tfds_name, FLAGS.tfds_data_dir)
+    except (ValueError, FileNotFoundError) as e:
+        fail(str(e))
+
+
+def _encode(examples, processor, source):
+    from bert_tf.data.classifier_inputs import encode_examples
+
+    try:
+        return encode_examples(examples, processor.get_labels(), processor.label_kind, source)
+    except ValueError as e:
+        fail(str(e))
+
+
+def _task_record(processor, pair):
+    return {
+        "task_name": processor.task_name or type(processor).__name__,
+        "label_kind": processor.label_kind,
+        "labels": list(processor.get_labels()),
+        "pair": pair,
+        "do_lower_case": FLAGS.do_lower_case,
+        "max_seq_length": FLAGS.max_seq_length,
+    }
+
+
+def _check_output_dir(record):
+    """An output_dir holding another task's run would restore the wrong head (or fail late)."""
+    if os.path.exists(FLAGS.output_dir) and not os.path.isdir(FLAGS.output_dir):
+        fail(f"--output_dir={FLAGS.output_dir} is a file, not a directory")
+    path = os.path.join(FLAGS.output_dir, TASK_FILE)
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            previous = json.load(f)
+        for key in ("task_name", "label_kind", "labels"):
+            if previous.get(key) != record[key]:
+                fail(
+                    f"--output_dir={FLAGS.output_dir} holds a run of task {previous.get('task_name')!r} with "
+                    f"{key} {previous.get(key)!r}, not {record[key]!r}: use another --output_dir"
+                )
+
+
+def _write_task_files(record, config):
+    """What an export or a later run needs to read this model: the task, its labels and input
+    settings, the config and the vocab."""
+    from bert_tf.io_utils import atomic_write
+
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    with atomic_write(os.path.join(FLAGS.output_dir, TASK_FILE)) as f:
+        json.dump(record, f, indent=2, sort_keys=True)
+        f.write("\n")
+    config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
+    vocab = os.path.join(FLAGS.output_dir, "vocab.txt")
+    if os.path.abspath(FLAGS.vocab_file) != os.path.abspath(vocab):
+        with open(FLAGS.vocab_file, "rb") as src, atomic_write(vocab, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+
+
+def _named(results, name):
+    """An extra eval set's results under its name: eval_accuracy -> eval_mismatched_accuracy,
+    loss -> mismatched_loss (global_step stays)."""
+    if not name:
+        return results
+    renamed = {}
+    for key, value in results.items():
+        if key.startswith("eval_"):
+            key = f"eval_{name}_{key[5:]}"
+        elif key != "global_step":
+            key = f"{name}_{key}"
+        renamed[key] = value
+    return renamed
+
+
+def _log_results(results):
+    logging.info("***** Eval results *****")
+    for key in sorted(results):
+        logging.info("  %s = %s", key, results[key])
+
+
+def main(argv):
+    del argv
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+        fail("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    if not FLAGS.data_dir and not FLAGS.tfds_name:
+        fail("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
+    distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
+    from bert_tf import tokenization
+
+    try:
+        tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    except ValueError as e:
+        fail(str(e))
+    config = common_flags.load_bert_config(FLAGS.bert_config_file)
+    if FLAGS.max_seq_length > config.max_position_embeddings:
+        fail(
+            f"Cannot use sequence length {FLAGS.max_seq_length} because the BERT model was only trained up to "
+            f"sequence length {config.max_position_embeddings} (--max_seq_length vs max_position_embeddings of "
+            f"--bert_config_file={FLAGS.bert_config_file})"
+        )
+    processor = _processor()
+
+    # Every input is read and checked before any training.
+    train, dev, test = ([], {}), ([], {}), ([], {})
+    if FLAGS.do_train:
+        train = _read(processor, "train")
+    if FLAGS.do_eval:
+        dev = _read(processor, "dev")
+    if FLAGS.do_predict:
+        test = _read(processor, "test")
+    everything = train[0] + dev[0] + test[0] + [e for x in dev[1].values() for e in x]
+    pair = any(e.text_b is not None for e in everything)
+    record = _task_record(processor, pair)
+    _check_output_dir(record)
+    train_features = _encode(train[0], processor, "train") if FLAGS.do_train else None
+    dev_sets = {"": dev[0], **dev[1]} if FLAGS.do_eval else {}
+    dev_features = {name: _encode(examples, processor, f"dev {name}".strip()) for name, examples in dev_sets.items()}
+
+    num_train_steps = int(len(train[0]) / FLAGS.train_batch_size * FLAGS.num_train_epochs)
+    if FLAGS.do_train and num_train_steps < 1:
+        fail(
+            f"{len(train[0])} training examples / --train_batch_size={FLAGS.train_batch_size} x "
+            f"--num_train_epochs={FLAGS.num_train_epochs} gives no training step"
+        )
+
+    from bert_tf.tasks.classification import ClassificationTask, METRIC_FOR_GLUE_TASK, write_submission, write_test_results
+    from bert_tf.training.trainer import Trainer, TrainingSettings
+
+    strategy = common_flags.create_strategy(FLAGS)
+    settings = TrainingSettings(
+        output_dir=FLAGS.output_dir,
+        train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.eval_batch_size,
+        predict_batch_size=FLAGS.predict_batch_size,
+        learning_rate=FLAGS.learning_rate,
+        num_train_steps=max(num_train_steps, 1),
+        num_warmup_steps=int(num_train_steps * FLAGS.warmup_proportion),
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        optimizer=FLAGS.optimizer,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        steps_per_execution=common_flags.steps_per_execution(FLAGS),
+        keep_checkpoints=FLAGS.keep_checkpoints,
+        jit_compile=FLAGS.jit_compile,
+        seed=FLAGS.random_seed,
+    )
+    try:
+        task = ClassificationTask(
+            config,
+            processor.get_labels(),
+            processor.label_kind,
+            vocab_file=FLAGS.vocab_file,
+            do_lower_case=FLAGS.do_lower_case,
+            max_seq_length=FLAGS.max_seq_length,
+            pair=pair,
+            extra_metrics=getattr(processor, "metrics", None) or METRIC_FOR_GLUE_TASK.get(processor.submission_name, ()),
+        )
+        trainer = Trainer(task, settings, strategy)
+    except (ValueError, FileNotFoundError) as e:
+        fail(str(e))
+    logging.info(
+        "Task %s (%s, %d labels); strategy %s with %d replica(s)",
+        record["task_name"], processor.label_kind, len(record["labels"]),
+        common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync,
+    )
+    if trainer.is_chief:
+        _write_task_files(record, config)
+
+    if FLAGS.do_train:
+        logging.info("***** Running training: %d examples, batch size %d, %d steps *****", len(train[0]), FLAGS.train_batch_size, num_train_steps)
+        progress = common_flags.Progress(
+            FLAGS.progress, num_train_steps, FLAGS.iterations_per_loop,
+            {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"},
+        )
+        try:
+            started, step = trainer.train(train_features, FLAGS.init_checkpoint, on_log=progress)
+        except (ValueError, FileNotFoundError, FloatingPointError) as e:
+            fail(str(e))
+        finally:
+            progress.close()
+        logging.info("Training %s; now at step %d", started, step)
+    else:
+        try:
+            started = trainer.restore(FLAGS.init_checkpoint)
+        except (ValueError, FileNotFoundError) as e:
+            fail(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}")
+        if started == "initialised at random":
+            fail(
+                f"nothing to evaluate or predict with: --output_dir={FLAGS.output_dir} has no checkpoint and "
+                "no --init_checkpoint was given (train first with --do_train)"
+            )
+        if "initialised afresh" in started:
+            logging.warning("The classifier head is not in %s: its outputs are untrained", FLAGS.init_checkpoint)
+        logging.info("Model %s", started)
+
+    if FLAGS.do_eval:
+        results = {}
+        for name, features in dev_features.items():
+            logging.info("***** Running evaluation%s: %d examples *****", f" ({name})" if name else "", len(dev_sets[name]))
+            part = trainer.evaluate(features)
+            results.update(_named(part, name))
+        trainer.write_eval_results(results)
+        _log_results(results)
+
+    if FLAGS.do_predict:
+        sets = {"": (processor.submission_name, test[0]), **test[1]}
+        for name, (stem, examples) in sets.items():
+            logging.info("***** Running prediction%s: %d examples *****", f" ({name})" if name else "", len(examples))
+            features = _encode(examples, processor, f"test {name}".strip())
+            predictions = trainer.predict(features)
+            if not trainer.is_chief:
+                continue
+            suffix = f"_{name}" if name else ""
+            write_test_results(os.path.join(FLAGS.output_dir, f"test_results{suffix}.tsv"), predictions, len(examples))
+            submission = os.path.join(FLAGS.output_dir, f"{stem}.tsv" if stem else f"test_predictions{suffix}.tsv")
+            write_submission(submission, examples, predictions, processor.get_labels(), processor.label_kind)
+            logging.info("Predictions: %s and %s", os.path.join(FLAGS.output_dir, f"test_results{suffix}.tsv"), submission)
+    logging.info("Checkpoints and TensorBoard logs: %s", FLAGS.output_dir)
+
+
+if __name__ == "__main__":
+    app.run(main)

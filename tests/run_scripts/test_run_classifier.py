@@ -1,0 +1,324 @@
+"""run_classifier.py as a user runs it: the original's MRPC files and flags, learning, the
+original's output files, an exact resume after kill -9, the same predictions on two replicas,
+original-layout checkpoints both ways, TFDS, multi-label, regression, and bad inputs."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.data.test_classifier_inputs import original_features
+from tests.run_scripts.conftest import REPO, run_script
+from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
+from tests.tiny import VOCAB, tiny_config, write_vocab
+
+pytestmark = pytest.mark.slow
+
+FILL = ["the", "a", "sat", "on", "mat", "red", "blue", "is", "big", "small", "and", "running", "runs"]
+MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
+MRPC_TEST_HEADER = "index\t#1 ID\t#2 ID\t#1 String\t#2 String"
+
+
+def _sentence(rng, animal):
+    words = rng.sample(FILL, 5) + [animal]
+    rng.shuffle(words)
+    return " ".join(words) + " ."
+
+
+def write_mrpc(directory, n_train=128, n_dev=41, n_test=29, seed=0):
+    """MRPC's layout (Quality, #1 ID, #2 ID, #1 String, #2 String); label 1 iff sentence 1 has
+    "cat" (sentence 2's animal is noise). Returns the test rows' (index, text_a, text_b)."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    test_rows = []
+    for name, n in (("train", n_train), ("dev", n_dev), ("test", n_test)):
+        lines = [MRPC_TEST_HEADER if name == "test" else MRPC_HEADER]
+        for i in range(n):
+            label = rng.randrange(2)
+            a, b = _sentence(rng, "cat" if label else "dog"), _sentence(rng, rng.choice(["cat", "dog"]))
+            first = str(3000 + i) if name == "test" else str(label)
+            lines.append(f"{first}\t{i}\t{5000 + i}\t{a}\t{b}")
+            if name == "test":
+                test_rows.append((str(3000 + i), a, b))
+        (directory / f"{name}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return test_rows
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "bert_config.json").write_text(json.dumps(tiny_config().to_dict()))
+    write_vocab(d / "vocab.txt", VOCAB)
+    return d
+
+
+def _flags(model_dir, data_dir, out, **overrides):
+    values = dict(
+        task_name="MRPC", do_train=True, do_eval=True, do_predict=True, data_dir=data_dir,
+        vocab_file=model_dir / "vocab.txt", bert_config_file=model_dir / "bert_config.json",
+        max_seq_length=24, train_batch_size=16, learning_rate=3e-3, num_train_epochs=10,
+        save_checkpoints_steps=16, output_dir=out, iterations_per_loop=16,
+    )
+    values.update(overrides)
+    return [f"--{k}={v}" for k, v in values.items() if v is not None] + ["--noprogress"]
+
+
+def _results(out):
+    return dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
+
+
+def _probabilities(out, name="test_results.tsv"):
+    return np.array([[float(v) for v in line.split("\t")] for line in (out / name).read_text().splitlines()])
+
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
+
+
+def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_on_two_replicas(tmp_path, model_dir):
+    data = tmp_path / "MRPC"
+    test_rows = write_mrpc(data)
+    # 100 epochs: long enough (800 steps) that the kill below lands mid-training.
+    flags = dict(num_train_epochs=100)
+    straight = tmp_path / "straight"
+    result = run_script("run_classifier.py", *_flags(model_dir, data, straight, **flags))
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = _results(straight)
+    assert set(results) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"}
+    assert results["global_step"] == "800" and float(results["eval_accuracy"]) > 0.9
+    probabilities = _probabilities(straight)
+    assert probabilities.shape == (29, 2)  # one line per test example, none dropped
+    np.testing.assert_allclose(probabilities.sum(1), 1.0, atol=1e-5)
+    submission = (straight / "MRPC.tsv").read_text().splitlines()
+    assert submission[0] == "index\tprediction"
+    assert [line.split("\t")[0] for line in submission[1:]] == [index for index, _, _ in test_rows]
+    predicted = [line.split("\t")[1] for line in submission[1:]]
+    assert predicted == [str(int(p[1] > p[0])) for p in probabilities]
+    # The test set's labels (by construction): the model found the rule.
+    truth = ["1" if "cat" in a.split() else "0" for _, a, _ in test_rows]
+    assert np.mean([p == t for p, t in zip(predicted, truth, strict=True)]) > 0.9
+    assert json.loads((straight / "fine_tuning_task.json").read_text())["labels"] == ["0", "1"]
+
+    # kill -9 mid-training, then the same command: it resumes and ends bit-identical.
+    resumed = tmp_path / "resumed"
+    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_classifier.py"), *_flags(model_dir, data, resumed, **flags)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, cwd=REPO)
+    deadline = time.time() + 240
+    while not (resumed / "checkpoint").exists():
+        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        assert time.time() < deadline
+        time.sleep(0.02)
+    process.kill()
+    process.wait()
+    again = subprocess.run(command, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Training resumed from" in again.stderr and "ckpt-800" not in again.stderr.split("Training resumed from")[1].split("\n")[0]
+    assert _results(resumed) == results
+    assert (resumed / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
+
+    # Two replicas (the CPU split in two), eval and predict batches split between them: the
+    # same figures and every prediction in input order.
+    mirrored = tmp_path / "mirrored"
+    result = run_script(
+        "run_classifier.py",
+        *_flags(model_dir, data, mirrored, do_train=False, init_checkpoint=straight / "ckpt-800", num_cpu_devices=2,
+                distribution_strategy="mirrored", eval_batch_size=6, predict_batch_size=4),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "with 2 replica(s)" in result.stderr
+    assert float(_results(mirrored)["eval_accuracy"]) == pytest.approx(float(results["eval_accuracy"]))
+    np.testing.assert_allclose(_probabilities(mirrored), probabilities, atol=1e-5)
+
+    # Our checkpoint written back in the original layout, and read again from it.
+    original = tmp_path / "original" / "bert_model.ckpt"
+    result = run_script(
+        "convert_checkpoint.py", "--direction=to_original", f"--checkpoint_to_convert={straight}",
+        f"--converted_checkpoint_path={original}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    import tensorflow as tf
+
+    shapes = dict(tf.train.list_variables(str(original)))
+    assert shapes["output_weights"] == [2, 32] and shapes["output_bias"] == [2]
+    reread = tmp_path / "reread"
+    result = run_script("run_classifier.py", *_flags(model_dir, data, reread, do_train=False, do_eval=False, init_checkpoint=original))
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_allclose(_probabilities(reread), probabilities, atol=1e-5)
+
+
+# Runs main() for several flag sets in one process (one TensorFlow start for all), printing
+# each outcome; SystemExit's message is the script's one-line error.
+_DRIVER = r"""
+import contextlib, json, sys
+sys.path.insert(0, sys.argv[1])
+cases, mock = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+sys.argv[0] = "run_classifier.py"  # what error lines start with
+from absl import flags
+from run_scripts import run_classifier
+context = contextlib.nullcontext()
+if mock:
+    import tensorflow_datasets as tfds
+    context = tfds.testing.mock_data(num_examples=mock)
+outcomes = []
+with context:
+    for argv in cases:
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS(["run_classifier.py", *argv])
+        try:
+            run_classifier.main([])
+            outcomes.append("ok")
+        except SystemExit as e:
+            outcomes.append(str(e))
+print("OUTCOMES " + json.dumps(outcomes))
+"""
+
+
+def _run_cases(cases, mock=0):
+    result = subprocess.run(
+        [sys.executable, "-c", _DRIVER, REPO, json.dumps([[str(a) for a in c] for c in cases]), json.dumps(mock)],
+        capture_output=True, text=True, env=ENV, cwd=REPO, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = [x for x in result.stdout.splitlines() if x.startswith("OUTCOMES ")][-1]
+    return json.loads(line[len("OUTCOMES "):])
+
+
+def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(tmp_path, model_dir):
+    """Google's layout with run_classifier's top-level output_weights/output_bias (and Adam slots):
+    test_results.tsv = softmax(pooled . W^T + b) of a numpy BERT on the original's features."""
+    config = tiny_config()
+    weights = random_weights(original_shapes(config, with_heads=False), seed=5)
+    weights["output_weights"] = np.random.default_rng(6).normal(0, 0.5, (2, 32)).astype(np.float32)
+    weights["output_bias"] = np.array([0.1, -0.2], np.float32)
+    slots = {f"{k}/adam_m": np.zeros_like(v) for k, v in weights.items()}
+    ckpt = write_tf1_checkpoint(tmp_path / "mrpc_finetuned" / "model.ckpt-343", {**weights, **slots})
+    data = tmp_path / "MRPC"
+    test_rows = write_mrpc(data, n_test=11)
+    out = tmp_path / "out"
+    assert _run_cases([_flags(model_dir, data, out, do_train=False, do_eval=False, init_checkpoint=ckpt)]) == ["ok"]
+
+    from bert_tf.tokenization import FullTokenizer
+    from tests import numpy_bert
+
+    tokenizer = FullTokenizer(str(model_dir / "vocab.txt"))
+    packed = [original_features(tokenizer, a, b, 24) for _, a, b in test_rows]
+    ids, mask, segments = (np.array([p[i] for p in packed]) for i in range(3))
+    _, pooled = numpy_bert.bert(weights, config, ids, mask, segments)
+    logits = pooled @ weights["output_weights"].T.astype(np.float64) + weights["output_bias"]
+    expected = np.exp(logits - logits.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(_probabilities(out), expected, atol=1e-5)
+
+
+def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path, model_dir):
+    data = tmp_path / "MRPC"
+    write_mrpc(data, n_train=8, n_dev=4, n_test=3)
+    bad = {}
+    for name, lines in {
+        "missing_dev": None,
+        "empty": [],
+        "columns": [MRPC_HEADER, "1\t1\t2\tthe cat\ta dog", "0\t3\t4\tthe dog"],
+        "label": [MRPC_HEADER, "1\t1\t2\tthe cat\ta dog", "2\t3\t4\tthe dog\ta cat"],
+    }.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "train.tsv").write_text((data / "train.tsv").read_text())
+        if lines is not None:
+            (d / "train.tsv").write_text("\n".join(lines) + ("\n" if lines else ""))
+            (d / "dev.tsv").write_text((data / "dev.tsv").read_text())
+        bad[name] = d
+    big_vocab = tmp_path / "big_vocab.txt"
+    write_vocab(big_vocab, VOCAB + [f"extra{i}" for i in range(5)])
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    other_task = tmp_path / "other_task"
+    other_task.mkdir()
+    (other_task / "fine_tuning_task.json").write_text(json.dumps({"task_name": "cola", "label_kind": "single", "labels": ["0", "1"]}))
+
+    def out(i):
+        return tmp_path / f"out{i}"
+
+    cases = [
+        (dict(do_train=False, do_eval=False, do_predict=False), "At least one of `do_train`, `do_eval` or `do_predict' must be True"),
+        (dict(task_name="nope"), "unknown task 'nope'; known tasks: cola, mnli, mnli-mm, mrpc, multilabel"),
+        (dict(data_dir=bad["missing_dev"], do_predict=False), "no dev file 'dev.tsv' in data_dir"),
+        (dict(data_dir=bad["empty"], do_predict=False), "train.tsv: no examples"),
+        (dict(data_dir=bad["columns"], do_predict=False), "train.tsv:3: 4 tab-separated columns, expected 5"),
+        (dict(data_dir=bad["label"], do_predict=False), "train.tsv:3: label '2' is not one of task mrpc's labels"),
+        (dict(max_seq_length=64), "Cannot use sequence length 64 because the BERT model was only trained up to sequence length 24"),
+        (dict(vocab_file=big_vocab), "has 30 tokens but the model's vocab_size is 25"),
+        (dict(do_lower_case=False, init_checkpoint="/x/uncased_L-12_H-768_A-12/bert_model.ckpt"), "seems to be a lowercased model"),
+        (dict(do_train=False), "nothing to evaluate or predict with"),
+        (dict(data_dir=None), "--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required"),
+        (dict(output_dir=a_file), "is a file, not a directory"),
+        (dict(output_dir=other_task), "holds a run of task 'cola'"),
+        (dict(task_name="multilabel"), "needs the option(s) labels_file (--labels_file)"),
+    ]
+    argvs = []
+    for i, (overrides, _) in enumerate(cases):
+        values = {"data_dir": data, "output_dir": out(i)} | overrides
+        argvs.append(_flags(model_dir, values.pop("data_dir"), values.pop("output_dir"), **values))
+    outcomes = _run_cases(argvs)
+    for (overrides, message), outcome, i in zip(cases, outcomes, range(len(cases)), strict=True):
+        assert message in outcome, (overrides, outcome)
+        assert outcome.startswith("run_classifier.py: error: ")
+        assert not os.path.exists(out(i) / "checkpoint")
+    # A subprocess as a user sees it: exit status 1 and the one line.
+    result = run_script("run_classifier.py", *_flags(model_dir, bad["label"], out(99)))
+    assert result.returncode == 1 and result.stderr.strip().splitlines()[-1].startswith("run_classifier.py: error: ")
+
+
+def test_tfds_regression_and_multi_label_tasks_write_their_metrics_and_predictions(tmp_path, model_dir):
+    labels = tmp_path / "labels.txt"
+    labels.write_text("animal\ncolour\nsize\n")
+    multi = tmp_path / "multi"
+    multi.mkdir()
+    rng = random.Random(1)
+    for name, n in (("train", 48), ("dev", 13), ("test", 7)):
+        lines = ["id\ttext_a\tlabels"]
+        for i in range(n):
+            words, tags = rng.sample(FILL, 4), []
+            for tag, word in (("animal", "cat"), ("colour", "red"), ("size", "big")):
+                if rng.random() < 0.5:
+                    tags.append(tag)
+                    words.append(word)
+            lines.append(f"m{i}\t{' '.join(words)}\t{','.join(tags)}")
+        (multi / f"{name}.tsv").write_text("\n".join(lines) + "\n")
+    common = dict(train_batch_size=8, num_train_epochs=1, max_seq_length=16)
+    cases = [
+        _flags(model_dir, None, tmp_path / "sst2", task_name=None, tfds_name="glue/sst2", **common),
+        _flags(model_dir, None, tmp_path / "stsb", task_name="sts-b", tfds_name="glue/stsb", **common),
+        _flags(model_dir, None, tmp_path / "mnli", task_name=None, tfds_name="glue/mnli", **common),
+        _flags(model_dir, multi, tmp_path / "multi_out", task_name="multilabel", labels_file=labels, **common),
+    ]
+    assert _run_cases(cases, mock=12) == ["ok"] * 4
+
+    sst2 = _results(tmp_path / "sst2")
+    assert set(sst2) == {"eval_accuracy", "eval_loss", "global_step", "loss"} and sst2["global_step"] == "1"
+    assert _probabilities(tmp_path / "sst2").shape == (12, 2)
+    assert (tmp_path / "sst2" / "SST-2.tsv").read_text().startswith("index\tprediction\n")
+
+    stsb = _results(tmp_path / "stsb")
+    assert set(stsb) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step", "loss"}
+    assert _probabilities(tmp_path / "stsb").shape == (12, 1)  # the predicted score
+
+    mnli = _results(tmp_path / "mnli")  # matched, then mismatched
+    assert {"eval_accuracy", "eval_mismatched_accuracy", "eval_mismatched_loss", "mismatched_loss"} <= set(mnli)
+    for name in ("test_results.tsv", "test_results_mismatched.tsv"):
+        assert _probabilities(tmp_path / "mnli", name).shape == (12, 3)
+    assert (tmp_path / "mnli" / "MNLI-m.tsv").exists() and (tmp_path / "mnli" / "MNLI-mm.tsv").exists()
+
+    multi_results = _results(tmp_path / "multi_out")
+    assert {"eval_accuracy", "eval_micro_f1", "eval_macro_f1", "eval_loss"} <= set(multi_results)
+    probabilities = _probabilities(tmp_path / "multi_out")
+    assert probabilities.shape == (7, 3) and ((probabilities > 0) & (probabilities < 1)).all()
+    rows = (tmp_path / "multi_out" / "test_predictions.tsv").read_text().splitlines()
+    assert rows[0] == "index\tprediction" and [r.split("\t")[0] for r in rows[1:]] == [f"m{i}" for i in range(7)]
+    names = ["animal", "colour", "size"]
+    for row, p in zip(rows[1:], probabilities, strict=True):
+        assert row.split("\t")[1] == ",".join(n for n, q in zip(names, p, strict=True) if q > 0.5)
