@@ -21,6 +21,22 @@ def load_bert_config(path, flag="bert_config_file"):
         fail(f"--{flag}: {e}")
 
 
+def define_run_flags():
+    """The flags the original's training scripts (run_pretraining, run_classifier, run_squad)
+    share, with their names, defaults and help."""
+    flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
+    flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
+    flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained BERT model).")
+    flags.DEFINE_integer("max_seq_length", 128, "The maximum total input sequence length after WordPiece tokenization.")
+    flags.DEFINE_bool("do_train", False, "Whether to run training.")
+    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+    flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+    flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+    flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
+    flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call.")
+
+
 def define_tpu_flags():
     flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
     flags.DEFINE_string(

@@ -23,23 +23,11 @@ from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string(
-    "bert_config_file", None, "The config json file corresponding to the pre-trained BERT model."
-)
+common_flags.define_run_flags()
 flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
-flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained BERT model).")
-flags.DEFINE_integer("max_seq_length", 128, "The maximum total input sequence length after WordPiece tokenization.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions per sequence.")
-flags.DEFINE_bool("do_train", False, "Whether to run training.")
-flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
 flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 common_flags.define_tpu_flags()
 # New flags.

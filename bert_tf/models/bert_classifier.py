@@ -4,7 +4,13 @@
 import keras
 
 from bert_tf.layers.classification_head import ClassificationHead
-from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs, first_row, last_layer_rows
+from bert_tf.models.bert_encoder import (
+    BertEncoder,
+    encoder_inputs,
+    first_row,
+    last_layer_rows,
+    with_encoder_deserialized,
+)
 
 # The original's fine-tuning head: `tf.nn.dropout(keep_prob=0.9)` and output_weights drawn from
 # a truncated normal of stddev 0.02, whatever the config's initializer_range.
@@ -75,8 +81,4 @@ class BertClassifier(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return cls(**with_encoder_deserialized(config))

@@ -30,6 +30,16 @@ def last_layer_rows(encoder, inputs, rows):
     return encoder.transformer_layers[-1](below_last, attention_mask=inputs["input_mask"], query_positions=rows)
 
 
+def with_encoder_deserialized(config):
+    """A task model's `get_config` dict with its `encoder` (and dtype policy) revived, ready for
+    the constructor (the shared half of every task model's `from_config`)."""
+    config = dict(config)
+    config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+    if isinstance(config.get("dtype"), dict):
+        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+    return config
+
+
 def first_row(inputs):
     """Position 0 ([CLS]) of every example, as `rows` for `last_layer_rows`: int `[batch, 1]`."""
     return ops.zeros_like(inputs["input_mask"][:, :1])

@@ -5,7 +5,13 @@ from keras import ops
 
 from bert_tf.layers.classification_head import ClassificationHead
 from bert_tf.layers.masked_lm_head import MaskedLMHead
-from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs, first_row, last_layer_rows
+from bert_tf.models.bert_encoder import (
+    BertEncoder,
+    encoder_inputs,
+    first_row,
+    last_layer_rows,
+    with_encoder_deserialized,
+)
 
 # The original adds this to the weight sum so that a batch with no masked token gives 0, not NaN.
 MASKED_LM_DENOMINATOR_EPSILON = 1e-5
@@ -159,8 +165,4 @@ class BertPretrainer(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return cls(**with_encoder_deserialized(config))
