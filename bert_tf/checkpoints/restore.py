@@ -69,7 +69,10 @@ def _restore_training_checkpoint(model, path):
     import tensorflow as tf
 
     if not isinstance(model, BertEncoder):
-        status = tf.train.Checkpoint(model=model).restore(path).expect_partial()
+        try:
+            status = tf.train.Checkpoint(model=model).restore(path).expect_partial()
+        except ValueError as e:  # the same kind of model with other shapes (another label set)
+            raise ValueError(f"checkpoint {path!r} holds a {type(model).__name__} of other shapes: {e}") from None
         try:
             status.assert_existing_objects_matched()
             return None
