@@ -131,7 +131,11 @@ class Progress:
         if self.bar is not None:
             self.bar.n = step
             self.bar.set_postfix(
-                {label: f"{logs[key]:.0f}" if key.endswith("_per_second") else f"{logs[key]:.3f}" for label, key in self.fields.items()}
+                {
+                    label: f"{logs[key]:.0f}" if key.endswith("_per_second") else f"{logs[key]:.3f}"
+                    for label, key in self.fields.items()
+                    if key in logs  # e.g. no accuracy for regression
+                }
             )
         elif step % self.every == 0:
             logging.info("step %d: %s", step, {k: round(v, 4) for k, v in logs.items()})
