@@ -292,7 +292,8 @@ def test_tfds_regression_and_multi_label_tasks_write_their_metrics_and_predictio
     common = dict(train_batch_size=8, num_train_epochs=1, max_seq_length=16)
     cases = [
         _flags(model_dir, None, tmp_path / "sst2", task_name=None, tfds_name="glue/sst2", **common),
-        _flags(model_dir, None, tmp_path / "stsb", task_name="sts-b", tfds_name="glue/stsb", **common),
+        # With the progress bar (a regression task logs no accuracy).
+        _flags(model_dir, None, tmp_path / "stsb", task_name="sts-b", tfds_name="glue/stsb", **common) + ["--progress"],
         _flags(model_dir, None, tmp_path / "mnli", task_name=None, tfds_name="glue/mnli", **common),
         _flags(model_dir, multi, tmp_path / "multi_out", task_name="multilabel", labels_file=labels, **common),
     ]
