@@ -50,8 +50,27 @@ class TrainingSettings:
     seed: int | None = None
 
 
+# Added to a replica's dropout seeds (times its replica id): a large odd number, so that no two
+# replicas draw from the same stream.
+_REPLICA_SEED_STRIDE = 0x9E3779B1
+
+
 def _add(a, b):
     return {k: a[k] + b[k] for k in a}
+
+
+def _is_seed_state(variable):
+    return variable.path.endswith("seed_generator_state")
+
+
+def _seed_states_per_replica(next_creator, **kwargs):
+    """Keras keeps each dropout layer's seed in a variable that a strategy would mirror: every
+    replica would then draw the same masks for its part of the batch. Made sync-on-read, each
+    replica keeps (and advances) a copy of its own; checkpoints save replica 0's."""
+    if (kwargs.get("name") or "").startswith("seed_generator_state"):
+        kwargs["synchronization"] = tf.VariableSynchronization.ON_READ
+        kwargs["aggregation"] = tf.VariableAggregation.ONLY_FIRST_REPLICA
+    return next_creator(**kwargs)
 
 
 class Trainer:
@@ -72,7 +91,9 @@ class Trainer:
         if settings.seed is not None:
             keras.utils.set_random_seed(settings.seed)
         with strategy.scope():
-            self.model = task.build_model()
+            with tf.variable_creator_scope(_seed_states_per_replica):
+                self.model = task.build_model()
+            self._spread_dropout_seeds()
             # Clipping happens after the cross-replica sum, in the loop, not per replica.
             self.optimizer = create_optimizer(
                 settings.optimizer, settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps, global_clipnorm=None
@@ -87,6 +108,24 @@ class Trainer:
             self.consumed_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="consumed_batches")
         self._train_fn = None
 
+    def _dropout_seeds(self):
+        # In the model's own order (their paths carry process-wide counters).
+        return [v for v in self.model.non_trainable_variables if _is_seed_state(v)]
+
+    def _spread_dropout_seeds(self):
+        """Offsets each replica's dropout seeds by its replica id (from replica 0's, which is
+        what a checkpoint holds), so that replicas draw different masks, reproducibly."""
+        if self.strategy.num_replicas_in_sync == 1:
+            return
+        seeds = self._dropout_seeds()
+
+        def offset():
+            replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+            for v in seeds:
+                v.assign_add(tf.stack([tf.cast(replica, v.dtype) * _REPLICA_SEED_STRIDE, tf.constant(0, v.dtype)]))
+
+        self.strategy.run(tf.function(offset))
+
     @property
     def global_step(self):
         return int(self.optimizer.iterations.numpy())
@@ -98,10 +137,9 @@ class Trainer:
         # The dropout layers' seed-generator states are Keras variables that TensorFlow's object
         # graph does not reach through the model: saved beside it, a resumed run draws the same
         # dropout masks as an uninterrupted one.
-        # In the model's own order (their paths carry process-wide counters).
-        seeds = [v for v in self.model.non_trainable_variables if v.path.endswith("seed_generator_state")]
         return tf.train.Checkpoint(
-            model=self.model, optimizer=self.optimizer, consumed_batches=self.consumed_batches, dropout_seeds=seeds
+            model=self.model, optimizer=self.optimizer, consumed_batches=self.consumed_batches,
+            dropout_seeds=self._dropout_seeds(),
         )
 
     @property
@@ -135,6 +173,7 @@ class Trainer:
         latest = tf.train.latest_checkpoint(self.settings.output_dir)
         if latest:
             self._checkpoint().restore(latest).expect_partial()
+            self._spread_dropout_seeds()  # the checkpoint holds replica 0's
             return f"resumed from {latest} at global step {self.global_step}"
         if init_checkpoint:
             note = self.task.restore(self.model, init_checkpoint)
@@ -146,13 +185,16 @@ class Trainer:
 
     def _distribute(self, data, mode, global_batch, skip_batches=0):
         def make(context):
+            # `skip_batches` counts per-replica micro-batches of one replica; a pipeline feeds
+            # all of its replicas, one batch each per micro-batch.
+            local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
             return self.task.dataset(
                 data,
                 mode,
                 context.get_per_replica_batch_size(global_batch),
                 input_context=context,
                 seed=self.settings.seed,
-                skip_batches=skip_batches,
+                skip_batches=skip_batches * local_replicas,
             )
 
         return self.strategy.distribute_datasets_from_function(make)

@@ -260,3 +260,57 @@ def test_loop_variants_train(tmp_path, variant):
     assert run.global_step == 4 and len(losses) == 4 and all(np.isfinite(losses))
     changed = [not np.array_equal(a, b) for a, b in zip(before, weights_of(run), strict=True)]
     assert sum(changed) == len(changed)  # every variable was updated
+
+
+_MIRRORED_DROPOUT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from bert_tf.training.distribution import split_cpu
+split_cpu(2)
+import numpy as np, pathlib, tensorflow as tf
+from tests.tiny import tiny_config, tiny_inputs, encoder_part
+from tests.training.test_pretraining import settings, weights_of
+from bert_tf.training.pretraining import Pretraining
+tmp = pathlib.Path(sys.argv[1])
+config = tiny_config()  # with dropout
+mirrored = lambda: tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+out = {}
+straight = Pretraining(config, settings(tmp, "straight"), mirrored())
+straight.train(str(tmp / "d.tfrecord"))
+class Killed(Exception):
+    pass
+def kill_at_4(step, logs):
+    if step == 4:
+        raise Killed
+first = Pretraining(config, settings(tmp, "resumed", steps_per_execution=1), mirrored())
+try:
+    first.train(str(tmp / "d.tfrecord"), on_log=kill_at_4)
+except Killed:
+    pass
+again = Pretraining(config, settings(tmp, "resumed"), mirrored())
+out["started"] = again.train(str(tmp / "d.tfrecord"))[0]
+out["max_difference"] = max(float(np.abs(a - b).max()) for a, b in zip(weights_of(straight), weights_of(again)))
+# The same input on both replicas, in training mode: each replica must draw its own masks.
+x = encoder_part(tiny_inputs(config, batch=2))
+encoder = again.model.encoder
+results = again.strategy.experimental_local_results(
+    again.strategy.run(tf.function(lambda: encoder(x, training=True)["sequence_output"]))
+)
+out["replicas_differ"] = not np.allclose(np.asarray(results[0]), np.asarray(results[1]))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_mirrored_replicas_draw_their_own_dropout_masks_and_resume_exactly(tmp_path):
+    write_records(tmp_path / "d.tfrecord", 64, tiny_config().vocab_size)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run(
+        [sys.executable, "-c", _MIRRORED_DROPOUT, str(tmp_path), repo],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["started"].startswith("resumed from") and "ckpt-3" in out["started"]
+    assert out["max_difference"] == 0.0  # data position (both replicas' shares) and dropout seeds resume
+    assert out["replicas_differ"]
