@@ -7,6 +7,7 @@ this package's Keras variables.
 
 import dataclasses
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -112,14 +113,33 @@ def original_variable_map(model) -> dict:
     raise TypeError(f"expected a BertEncoder, BertPretrainer or BertClassifier, got {type(model).__name__}")
 
 
+# What reading a truncated or corrupted checkpoint raises (TensorFlow's reader gives IndexError
+# for a short .data file).
+READ_ERRORS = (tf.errors.OpError, IndexError, ValueError, RuntimeError)
+
+
 def _open_reader(checkpoint_path):
-    try:
-        return tf.train.load_checkpoint(checkpoint_path)
-    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
+    path = str(checkpoint_path)
+    suffix = re.search(r"\.(index|data-\d+-of-\d+)$", path)
+    if suffix and os.path.exists(path[: suffix.start()] + ".index"):
         raise FileNotFoundError(
-            f"cannot read a TensorFlow checkpoint at {checkpoint_path!r}: expected a prefix such "
+            f"{path!r} is one file of a checkpoint: pass its prefix, {path[: suffix.start()]!r}"
+        )
+    try:
+        return tf.train.load_checkpoint(path)
+    except READ_ERRORS as e:
+        raise FileNotFoundError(
+            f"cannot read a TensorFlow checkpoint at {path!r}: expected a prefix such "
             f"as '.../bert_model.ckpt' with '.index' and '.data-*' files beside it ({e})"
         ) from None
+
+
+def damaged(checkpoint_path, error):
+    """The ValueError for a checkpoint whose files cannot be read whole."""
+    return ValueError(
+        f"checkpoint {str(checkpoint_path)!r} is damaged (truncated or corrupted: "
+        f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+    )
 
 
 def list_original_variables(checkpoint_path) -> dict:
@@ -163,9 +183,14 @@ def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
             f"({len(problems)} problem(s)):\n" + "\n".join(problems)
         )
 
+    values = {}
+    for name in mapping:  # every value read before any is assigned: a damaged file changes nothing
+        try:
+            values[name] = reader.get_tensor(name)
+        except READ_ERRORS as e:
+            raise damaged(checkpoint_path, e) from None
     for name, entry in mapping.items():
-        value = reader.get_tensor(name)
-        entry.variable.assign(value.T if entry.transpose else value)
+        entry.variable.assign(values[name].T if entry.transpose else values[name])
 
     ignored = sorted(n for n in available if n not in mapping and _is_ignored(n))
     unused = sorted(n for n in available if n not in mapping and not _is_ignored(n))

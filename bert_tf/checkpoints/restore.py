@@ -6,12 +6,13 @@
 """
 
 import contextlib
+import gc
 import os
 import tempfile
 
 import keras
 
-from bert_tf.checkpoints.original import LoadReport, load_original_checkpoint
+from bert_tf.checkpoints.original import LoadReport, damaged, load_original_checkpoint
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
@@ -69,35 +70,70 @@ def _restore_training_checkpoint(model, path):
     import tensorflow as tf
 
     if not isinstance(model, BertEncoder):
-        try:
-            status = tf.train.Checkpoint(model=model).restore(path).expect_partial()
-        except ValueError as e:  # the same kind of model with other shapes (another label set)
-            raise ValueError(f"checkpoint {path!r} holds a {type(model).__name__} of other shapes: {e}") from None
+        status, problem = _quiet_restore(tf.train.Checkpoint(model=model), path)
+        if problem is not None:  # e.g. the same kind of model for another label set
+            raise ValueError(f"checkpoint {path!r} holds a {type(model).__name__} of other shapes: {problem}")
         try:
             status.assert_existing_objects_matched()
             return None
         except AssertionError:
             if isinstance(model, BertPretrainer):
                 raise ValueError(f"checkpoint {path!r} does not hold a BertPretrainer") from None
-    status = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=_encoder_of(model))).restore(path)
+    status, problem = _quiet_restore(tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=_encoder_of(model))), path)
     try:
-        status.expect_partial().assert_existing_objects_matched()
+        if problem is not None:
+            raise AssertionError(problem)
+        status.assert_existing_objects_matched()
     except AssertionError as e:
         raise ValueError(f"checkpoint {path!r} does not hold this model: {e}") from None
     return None if isinstance(model, BertEncoder) else _head_not_found(model)
 
 
+def _quiet_restore(checkpoint, path):
+    """`checkpoint.restore(path)` as (status, None), or (None, the reason) when values do not
+    fit; a damaged file is a ValueError saying so. A failed restore leaves TensorFlow objects that
+    log a warning per unmatched value when collected: collected here, with its logger quiet."""
+    import tensorflow as tf
+
+    problem = None
+    try:
+        return checkpoint.restore(path).expect_partial(), None
+    except ValueError as e:
+        problem = str(e)
+    except (tf.errors.OpError, IndexError) as e:
+        raise damaged(path, e) from None
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")
+    try:
+        gc.collect()
+    finally:
+        logger.setLevel(level)
+    return None, problem
+
+
 def restore(model, path):
     """Loads weights into a BertEncoder, BertPretrainer or task model (e.g. BertClassifier)
-    from Google's original layout, one of our training checkpoints (`.../ckpt-N`) or a
-    `.keras` file. Returns a `LoadReport` when something was left out, else None.
+    from Google's original layout, one of our training checkpoints (`.../ckpt-N`), a folder
+    (a run's latest checkpoint, or the bert_model.ckpt of Google's download) or a `.keras` file. Returns a `LoadReport` when something was left
+    out, else None. A truncated or corrupted checkpoint is a ValueError saying so.
 
     A task model takes its head too when the source has one of the same kind and shape (a
     fine-tuned model); otherwise only the encoder is loaded and the head keeps its
     initialisation (fine-tuning from a pre-trained model). The hyper-parameters must agree; a
     mismatch is an error naming both configs.
     """
-    if not str(path).endswith(".keras"):
+    path = os.fspath(path)
+    if os.path.isdir(path):  # a run's output folder: its latest checkpoint
+        import tensorflow as tf
+
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None and os.path.isfile(os.path.join(path, "bert_model.ckpt.index")):
+            latest = os.path.join(path, "bert_model.ckpt")  # Google's download has no state file
+        if latest is None:
+            raise FileNotFoundError(f"{path!r} is a folder without a checkpoint")
+        path = latest
+    if not path.endswith(".keras"):
         if is_training_checkpoint(path):
             return _restore_training_checkpoint(model, path)
         report = load_original_checkpoint(model, path)

@@ -172,7 +172,14 @@ class Trainer:
         step count and schedule). Returns a line saying which."""
         latest = tf.train.latest_checkpoint(self.settings.output_dir)
         if latest:
-            self._checkpoint().restore(latest).expect_partial()
+            try:
+                self._checkpoint().restore(latest).expect_partial()
+            except (tf.errors.OpError, IndexError, ValueError) as e:
+                raise ValueError(
+                    f"cannot resume from {latest}, the latest checkpoint in output_dir "
+                    f"{self.settings.output_dir!r}: {type(e).__name__}: {str(e).splitlines()[0]}. It is damaged "
+                    "or holds another model: delete it to resume from the one before, or use another output_dir"
+                ) from None
             self._spread_dropout_seeds()  # the checkpoint holds replica 0's
             return f"resumed from {latest} at global step {self.global_step}"
         if init_checkpoint:

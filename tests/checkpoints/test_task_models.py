@@ -1,6 +1,7 @@
 """A classifier takes what each source holds: the whole model from a fine-tuned one, the encoder
 alone (head left as initialised, and said so) from a pre-trained one."""
 
+import os
 import warnings
 
 import keras
@@ -77,3 +78,46 @@ def test_from_our_training_checkpoints_and_keras_files(tmp_path):
     other = _classifier(3)  # another label set: the encoder only
     assert restore(other, path).not_found == ["the BertClassifier head"]
     _assert_same(other.encoder.weights, tuned.encoder.weights)
+
+
+def _truncate(path):
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+
+
+def test_damaged_misnamed_and_folder_checkpoints(tmp_path):
+    import glob
+    import shutil
+
+    config = tiny_config()
+    weights = random_weights(original_shapes(config), seed=4)
+    prefix = write_tf1_checkpoint(tmp_path / "google" / "bert_model.ckpt", weights)
+    os.remove(tmp_path / "google" / "checkpoint")  # Google's download has no state file
+    model = _classifier()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        restore(model, str(tmp_path / "google"))  # the folder: its bert_model.ckpt
+        with pytest.raises(FileNotFoundError, match=r"one file of a checkpoint: pass its prefix, '.*bert_model.ckpt'"):
+            restore(_classifier(), prefix + ".index")
+    np.testing.assert_array_equal(_numpy([model.encoder.pooler_dense.bias])[0], weights["bert/pooler/dense/bias"])
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(tmp_path / "google", damaged)
+    _truncate(glob.glob(str(damaged / "bert_model.ckpt.data-*"))[0])
+    before = _numpy(model.weights)
+    with pytest.raises(ValueError, match=r"bert_model.ckpt' is damaged \(truncated or corrupted"):
+        restore(model, str(damaged / "bert_model.ckpt"))
+    for a, b in zip(before, _numpy(model.weights), strict=True):  # nothing half-loaded
+        np.testing.assert_array_equal(a, b)
+
+    ours = _classifier()
+    run = tmp_path / "run"
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=ours), str(run), max_to_keep=2).save(checkpoint_number=7)
+    model = _classifier()
+    assert restore(model, str(run)) is None  # a run's folder: its latest, ckpt-7
+    _assert_same(model.weights, ours.weights)
+    _truncate(glob.glob(str(run / "ckpt-7.data-*"))[0])
+    with pytest.raises(ValueError, match=r"ckpt-7' is damaged"):
+        restore(_classifier(), str(run / "ckpt-7"))
+    with pytest.raises(FileNotFoundError, match="is a folder without a checkpoint"):
+        restore(_classifier(), str(tmp_path))
