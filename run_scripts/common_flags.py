@@ -56,7 +56,7 @@ def define_training_flags(default_seed=12345):
 
     flags.DEFINE_enum(
         "distribution_strategy", None, distribution.STRATEGIES,
-        "Default: tpu with --use_tpu, mirrored with >1 GPU, else one_device.",
+        "Default: tpu with --use_tpu, mirrored with >1 GPU or --num_cpu_devices>1, else one_device.",
     )
     flags.DEFINE_integer("num_gpus", 0, "GPUs for the mirrored strategy (0: all visible, or the CPU devices).")
     flags.DEFINE_integer("num_cpu_devices", 0, "Split the host CPU into this many logical devices (to try distribution).")
@@ -73,7 +73,9 @@ def define_training_flags(default_seed=12345):
 def strategy_name(flag_values):
     from bert_tf.training import distribution
 
-    return flag_values.distribution_strategy or distribution.default_strategy_name(flag_values.use_tpu, flag_values.num_gpus)
+    return flag_values.distribution_strategy or distribution.default_strategy_name(
+        flag_values.use_tpu, flag_values.num_gpus, flag_values.num_cpu_devices
+    )
 
 
 def create_strategy(flag_values):
@@ -108,6 +110,14 @@ def create_strategy(flag_values):
                 f"tpu_zone={flag_values.tpu_zone!r}, gcp_project={flag_values.gcp_project!r})"
             )
         fail(f"--distribution_strategy={name}{where}: {e}")
+
+
+def settings_or_fail(settings_class, **values):
+    """The loop's settings from the flags of the same names, or a one-line error naming the flag."""
+    try:
+        return settings_class(**values)
+    except ValueError as e:
+        fail(f"--{e}")  # the messages start with the setting's name, the flag's
 
 
 def steps_per_execution(flag_values):

@@ -20,6 +20,7 @@ bert_config.json and fine_tuning_task.json the run left beside it.
 
 import json
 import os
+import re
 
 from absl import app, flags, logging
 
@@ -52,7 +53,9 @@ flags.DEFINE_enum(
     "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads, classifier "
     "if it has output_weights, else encoder.",
 )
-flags.DEFINE_integer("global_step", None, "to_original: a global_step to store, as the original does.")
+flags.DEFINE_integer(
+    "global_step", None, "to_original: a global_step to store, as the original does (default: a training checkpoint's own)."
+)
 
 for _name in ("direction", "checkpoint_to_convert", "converted_checkpoint_path"):
     flags.mark_flag_as_required(_name)
@@ -119,18 +122,19 @@ def _training_checkpoint_model(path):
         model = BertPretrainer(encoder)
     try:
         checkpoints.restore(model, path)
-    except ValueError as e:
+    except (ValueError, FileNotFoundError) as e:
         fail(f"--checkpoint_to_convert={path}: {e}")
-    return model, config
+    step = re.search(r"-(\d+)$", path)  # the loop names checkpoints after their global step
+    return model, config, int(step.group(1)) if step else None
 
 
 def to_original():
     from bert_tf.checkpoints.restore import is_training_checkpoint
 
     source = FLAGS.checkpoint_to_convert
-    config = None
+    config, step = None, None
     if not source.endswith(".keras") and (os.path.isdir(source) or is_training_checkpoint(source)):
-        model, config = _training_checkpoint_model(source)
+        model, config, step = _training_checkpoint_model(source)
     else:
         try:
             model = checkpoints.load_keras_model(source)
@@ -150,7 +154,8 @@ def to_original():
                 f"{config.encoder_kwargs()} vs {encoder.bert_config().encoder_kwargs()}"
             )
     prefix = checkpoints.save_original_checkpoint(
-        model, FLAGS.converted_checkpoint_path, global_step=FLAGS.global_step, bert_config=config
+        model, FLAGS.converted_checkpoint_path, global_step=FLAGS.global_step if FLAGS.global_step is not None else step,
+        bert_config=config,
     )
     logging.info("Wrote an original-layout checkpoint of a %s to %s", type(model).__name__, prefix)
 

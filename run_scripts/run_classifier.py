@@ -46,6 +46,7 @@ flags.DEFINE_string("xnli_language", "zh", "xnli: the language trained and evalu
 flags.DEFINE_string("labels_file", None, "multilabel: the label names, one per line.")
 flags.DEFINE_string("tfds_name", None, "Read the task through tensorflow-datasets (e.g. glue/mrpc, xnli).")
 flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (default: its own).")
+flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")
 flags.DEFINE_string("task_module", None, "A Python module to import first; it registers more tasks.")
 
 for _name in ("bert_config_file", "vocab_file", "output_dir"):
@@ -54,14 +55,30 @@ for _name in ("bert_config_file", "vocab_file", "output_dir"):
 TASK_FILE = "fine_tuning_task.json"
 
 
+def _import_task_module(name):
+    """A module name importable from the current folder (as `python -m` would), or a .py file."""
+    import importlib.util
+    import sys
+
+    try:
+        if name.endswith(".py"):
+            if not os.path.isfile(name):
+                fail(f"--task_module={name}: no such file")
+            spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(name))[0], name)
+            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        else:
+            if os.getcwd() not in sys.path:
+                sys.path.insert(1, os.getcwd())
+            importlib.import_module(name)
+    except Exception as e:  # noqa: BLE001 - whatever the user's module raises, say where
+        fail(f"--task_module={name}: {type(e).__name__}: {e}")
+
+
 def _processor():
     from bert_tf.data import classifier_tasks
 
     if FLAGS.task_module:
-        try:
-            importlib.import_module(FLAGS.task_module)
-        except ImportError as e:
-            fail(f"--task_module={FLAGS.task_module}: {e}")
+        _import_task_module(FLAGS.task_module)
     name = FLAGS.task_name or (FLAGS.tfds_name and classifier_tasks.processor_for_tfds(FLAGS.tfds_name))
     if not name:
         fail(f"--task_name is required (known tasks: {', '.join(classifier_tasks.task_names())})")
@@ -75,7 +92,7 @@ def _read(processor, split):
     from bert_tf.data.classifier_tasks import read_split
 
     try:
-        return read_split(processor, split, FLAGS.data_dir, FLAGS.tfds_name, FLAGS.tfds_data_dir)
+        return read_split(processor, split, FLAGS.data_dir, FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_download)
     except (ValueError, FileNotFoundError) as e:
         fail(str(e))
 
@@ -101,19 +118,44 @@ def _task_record(processor, pair):
 
 
 def _check_output_dir(record):
-    """An output_dir holding another task's run would restore the wrong head (or fail late)."""
+    """What output_dir holds must be this run's: a record of the same task (labels, and the
+    input settings the model was trained with), or nothing; another run's checkpoints would be
+    resumed with the wrong head, or fail late."""
+    import tensorflow as tf
+
     if os.path.exists(FLAGS.output_dir) and not os.path.isdir(FLAGS.output_dir):
         fail(f"--output_dir={FLAGS.output_dir} is a file, not a directory")
     path = os.path.join(FLAGS.output_dir, TASK_FILE)
-    if os.path.isfile(path):
+    if not os.path.isfile(path):
+        if os.path.isdir(FLAGS.output_dir) and tf.train.latest_checkpoint(FLAGS.output_dir):
+            fail(
+                f"--output_dir={FLAGS.output_dir} holds checkpoints of another kind of run (no {TASK_FILE}): use "
+                f"another --output_dir (to start from those weights, pass --init_checkpoint={FLAGS.output_dir})"
+            )
+        return
+    try:
         with open(path, encoding="utf-8") as f:
             previous = json.load(f)
-        for key in ("task_name", "label_kind", "labels"):
-            if previous.get(key) != record[key]:
-                fail(
-                    f"--output_dir={FLAGS.output_dir} holds a run of task {previous.get('task_name')!r} with "
-                    f"{key} {previous.get(key)!r}, not {record[key]!r}: use another --output_dir"
-                )
+    except (OSError, ValueError) as e:
+        fail(f"--output_dir: cannot read {path}: {e}")
+    # Evaluating or predicting may use any run with the same head (mnli-mm on an mnli run).
+    keys = ("task_name", "label_kind", "labels") if FLAGS.do_train else ("label_kind", "labels")
+    for key in keys:
+        if previous.get(key) != record[key]:
+            fail(
+                f"--output_dir={FLAGS.output_dir} holds a run of task {previous.get('task_name')!r} with "
+                f"{key} {previous.get(key)!r}, not {record[key]!r}: use another --output_dir"
+            )
+    if previous.get("do_lower_case", record["do_lower_case"]) != record["do_lower_case"]:
+        fail(
+            f"--do_lower_case={record['do_lower_case']}, but the model in --output_dir={FLAGS.output_dir} was "
+            f"fine-tuned with --do_lower_case={previous['do_lower_case']}"
+        )
+    if previous.get("max_seq_length", record["max_seq_length"]) != record["max_seq_length"]:
+        logging.warning(
+            "--max_seq_length=%d, but the model in %s was fine-tuned with %d: inputs are cut differently",
+            record["max_seq_length"], FLAGS.output_dir, previous["max_seq_length"],
+        )
 
 
 def _write_task_files(record, config):
@@ -191,18 +233,15 @@ def main(argv):
     dev_sets = {"": dev[0], **dev[1]} if FLAGS.do_eval else {}
     dev_features = {name: _encode(examples, processor, f"dev {name}".strip()) for name, examples in dev_sets.items()}
 
-    num_train_steps = int(len(train[0]) / FLAGS.train_batch_size * FLAGS.num_train_epochs)
-    if FLAGS.do_train and num_train_steps < 1:
-        fail(
-            f"{len(train[0])} training examples / --train_batch_size={FLAGS.train_batch_size} x "
-            f"--num_train_epochs={FLAGS.num_train_epochs} gives no training step"
-        )
+    if not 0.0 <= FLAGS.warmup_proportion <= 1.0:
+        fail(f"--warmup_proportion={FLAGS.warmup_proportion} must be between 0 and 1")
+    num_train_steps = int(len(train[0]) / max(FLAGS.train_batch_size, 1) * FLAGS.num_train_epochs)
 
     from bert_tf.tasks.classification import ClassificationTask, METRIC_FOR_GLUE_TASK, write_submission, write_test_results
     from bert_tf.training.trainer import Trainer, TrainingSettings
 
-    strategy = common_flags.create_strategy(FLAGS)
-    settings = TrainingSettings(
+    settings = common_flags.settings_or_fail(
+        TrainingSettings,
         output_dir=FLAGS.output_dir,
         train_batch_size=FLAGS.train_batch_size,
         eval_batch_size=FLAGS.eval_batch_size,
@@ -218,6 +257,12 @@ def main(argv):
         jit_compile=FLAGS.jit_compile,
         seed=FLAGS.random_seed,
     )
+    if FLAGS.do_train and num_train_steps < 1:
+        fail(
+            f"{len(train[0])} training examples / --train_batch_size={FLAGS.train_batch_size} x "
+            f"--num_train_epochs={FLAGS.num_train_epochs} gives no training step"
+        )
+    strategy = common_flags.create_strategy(FLAGS)
     try:
         task = ClassificationTask(
             config,
@@ -237,17 +282,24 @@ def main(argv):
         record["task_name"], processor.label_kind, len(record["labels"]),
         common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync,
     )
-    if trainer.is_chief:
-        _write_task_files(record, config)
-
     if FLAGS.do_train:
         logging.info("***** Running training: %d examples, batch size %d, %d steps *****", len(train[0]), FLAGS.train_batch_size, num_train_steps)
         progress = common_flags.Progress(
             FLAGS.progress, num_train_steps, FLAGS.iterations_per_loop,
             {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"},
         )
+        written = []
+
+        def on_log(step, logs):
+            # After the first step, before the first checkpoint: a run that fails to start
+            # leaves nothing behind, and every checkpoint has its record beside it.
+            if not written and trainer.is_chief:
+                _write_task_files(record, config)
+                written.append(True)
+            progress(step, logs)
+
         try:
-            started, step = trainer.train(train_features, FLAGS.init_checkpoint, on_log=progress)
+            started, step = trainer.train(train_features, FLAGS.init_checkpoint, on_log=on_log)
         except (ValueError, FileNotFoundError, FloatingPointError) as e:
             fail(str(e))
         finally:

@@ -74,9 +74,8 @@ def main(argv):
 
     from bert_tf.training.pretraining import Pretraining, PretrainingSettings
 
-    strategy = common_flags.create_strategy(FLAGS)
-    _check_records(train_files, config.vocab_size)
-    settings = PretrainingSettings(
+    settings = common_flags.settings_or_fail(
+        PretrainingSettings,
         output_dir=FLAGS.output_dir,
         train_batch_size=FLAGS.train_batch_size,
         eval_batch_size=FLAGS.eval_batch_size,
@@ -94,6 +93,8 @@ def main(argv):
         jit_compile=FLAGS.jit_compile,
         seed=FLAGS.random_seed,
     )
+    strategy = common_flags.create_strategy(FLAGS)
+    _check_records(train_files, config.vocab_size)
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     logging.info("Strategy %s with %d replica(s)", common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)
     try:
@@ -114,7 +115,16 @@ def main(argv):
             progress.close()
         logging.info("Training %s; now at step %d", started, step)
     else:
-        logging.info("Evaluating: %s", run.restore(FLAGS.init_checkpoint))
+        try:
+            started = run.restore(FLAGS.init_checkpoint)
+        except (ValueError, FileNotFoundError) as e:
+            fail(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}")
+        if started == "initialised at random":
+            fail(
+                f"nothing to evaluate: --output_dir={FLAGS.output_dir} has no checkpoint and no --init_checkpoint "
+                "was given (train first with --do_train)"
+            )
+        logging.info("Evaluating: %s", started)
 
     if FLAGS.do_eval:
         try:

@@ -306,16 +306,20 @@ class TsvTask(DataProcessor):
     def get_test_examples(self, data_dir):
         return self.read_examples(data_dir, self.test_file, "test")
 
+    # Extra sets are read when their files are there (mnli's mismatched sets: the original reads
+    # only the matched ones).
     def get_extra_dev_examples(self, data_dir):
         return {
             name: self.read_examples(data_dir, spec, f"dev_{name}")
             for name, spec in self.extra_dev_files.items()
+            if file_exists(os.path.join(data_dir, spec.path))
         }
 
     def get_extra_test_examples(self, data_dir):
         return {
             name: (stem, self.read_examples(data_dir, spec, f"test_{name}"))
             for name, (stem, spec) in self.extra_test_files.items()
+            if file_exists(os.path.join(data_dir, spec.path))
         }
 
     def read_examples(self, data_dir, spec, split):
@@ -351,7 +355,7 @@ class TsvTask(DataProcessor):
         return examples
 
 
-def read_split(processor, split, data_dir=None, tfds_name=None, tfds_data_dir=None):
+def read_split(processor, split, data_dir=None, tfds_name=None, tfds_data_dir=None, tfds_download=False):
     """A split's examples and its extra sets, from `data_dir`'s files or, with `tfds_name`,
     through TFDS: `(examples, extras)`; extras are name -> examples for "dev" (mnli's
     mismatched set) and name -> (submission stem, examples) for "test"."""
@@ -359,7 +363,7 @@ def read_split(processor, split, data_dir=None, tfds_name=None, tfds_data_dir=No
         from bert_tf.data.tfds_sources import read_tfds_examples
 
         def read(which):
-            return read_tfds_examples(processor, which, tfds_name, tfds_data_dir)
+            return read_tfds_examples(processor, which, tfds_name, tfds_data_dir, download=tfds_download)
 
         examples = read(split)
         source = processor.tfds

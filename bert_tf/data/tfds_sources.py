@@ -105,7 +105,8 @@ def _load(name, tfds_split, data_dir, download, where):
     except AssertionError as e:  # TFDS's way of saying "not prepared"
         raise FileNotFoundError(
             f"{where}: the dataset is not prepared there; run `tfds build {name} "
-            f"--data_dir={data_dir or '~/tensorflow_datasets'}` or pass download=True"
+            f"--data_dir={data_dir or '~/tensorflow_datasets'}` or let it download (download=True; "
+            "run_classifier.py's --tfds_download)"
         ) from e
     except (ValueError, KeyError) as e:
         raise ValueError(f"{where}: cannot read split {tfds_split!r} ({e})") from e

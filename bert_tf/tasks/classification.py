@@ -67,7 +67,10 @@ class ClassificationTask(Task):
                     f"vocab {vocab_file!r} has {len(tokenizer.vocabulary)} tokens but the model's vocab_size "
                     f"is {bert_config.vocab_size}: they were not made for each other"
                 )
-            packer = BertPackInputs.from_vocabulary(tokenizer.vocabulary, max_seq_length)
+            try:
+                packer = BertPackInputs.from_vocabulary(tokenizer.vocabulary, max_seq_length)
+            except ValueError as e:
+                raise ValueError(f"vocab {vocab_file!r}: {e}") from None
             self.pack = TextPacker(tokenizer, packer, pair)
 
     def build_model(self):

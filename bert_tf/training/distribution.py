@@ -42,10 +42,12 @@ def check_reachable(address, timeout=TPU_PROBE_TIMEOUT_S):
         raise ConnectionError(f"nothing accepts connections at {address} ({e})") from None
 
 
-def default_strategy_name(use_tpu, num_gpus):
+def default_strategy_name(use_tpu, num_gpus, num_cpu_devices=0):
+    """tpu with a TPU; mirrored over several GPUs, or over the CPU split into several devices;
+    else one_device."""
     if use_tpu:
         return "tpu"
-    return "mirrored" if num_gpus > 1 else "one_device"
+    return "mirrored" if num_gpus > 1 or num_cpu_devices > 1 else "one_device"
 
 
 def create_strategy(name, num_gpus=0, num_cpu_devices=0, tpu_address=None, tpu_zone=None, gcp_project=None):

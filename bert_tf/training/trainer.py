@@ -49,6 +49,23 @@ class TrainingSettings:
     jit_compile: bool = False
     seed: int | None = None
 
+    def __post_init__(self):
+        positive = (
+            "train_batch_size", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
+            "gradient_accumulation_steps", "steps_per_execution", "keep_checkpoints",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("num_train_steps", "num_warmup_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
+        if not self.learning_rate >= 0:  # also NaN
+            raise ValueError(f"learning_rate must not be negative, got {self.learning_rate!r}")
+        if self.max_eval_steps is not None and self.max_eval_steps < 1:
+            raise ValueError(f"max_eval_steps must be positive, got {self.max_eval_steps!r}")
+
 
 # Added to a replica's dropout seeds (times its replica id): a large odd number, so that no two
 # replicas draw from the same stream.

@@ -121,6 +121,13 @@ def test_mnli_reads_12_16_and_10_column_files_and_the_mismatched_extras(tmp_path
         "mismatched": ("MNLI-mm", [E("test_mismatched-9", "Sun.", "Warm.", "contradiction", "9")])
     }
 
+    # The original reads only the matched sets: without the mismatched files there is no extra.
+    for name in ("dev_mismatched.tsv", "test_mismatched.tsv"):
+        (tmp_path / name).rename(tmp_path / f"{name}.away")
+    assert mnli.get_extra_dev_examples(tmp_path) == {} and mnli.get_extra_test_examples(tmp_path) == {}
+    for name in ("dev_mismatched.tsv", "test_mismatched.tsv"):
+        (tmp_path / f"{name}.away").rename(tmp_path / name)
+
     mm = create_processor("MNLI-MM")
     assert mm.submission_name == "MNLI-mm"
     assert mm.get_dev_examples(tmp_path) == [

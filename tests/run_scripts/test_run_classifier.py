@@ -134,6 +134,10 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
     assert float(_results(mirrored)["eval_accuracy"]) == pytest.approx(float(results["eval_accuracy"]))
     np.testing.assert_allclose(_probabilities(mirrored), probabilities, atol=1e-5)
 
+    # The finished run evaluated with another casing than it was trained with: refused.
+    result = run_script("run_classifier.py", *_flags(model_dir, data, straight, do_train=False, do_lower_case=False))
+    assert result.returncode == 1 and "but the model in --output_dir" in result.stderr and "fine-tuned with --do_lower_case=True" in result.stderr
+
     # Our checkpoint written back in the original layout, and read again from it.
     original = tmp_path / "original" / "bert_model.ckpt"
     result = run_script(
@@ -240,6 +244,11 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
     other_task.mkdir()
     (other_task / "fine_tuning_task.json").write_text(json.dumps({"task_name": "cola", "label_kind": "single", "labels": ["0", "1"]}))
 
+    pretraining_dir = tmp_path / "pretraining_run"  # checkpoints without a fine-tuning record
+    import tensorflow as tf
+
+    tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(1)), str(pretraining_dir), 1).save(checkpoint_number=5)
+
     def out(i):
         return tmp_path / f"out{i}"
 
@@ -258,6 +267,14 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         (dict(output_dir=a_file), "is a file, not a directory"),
         (dict(output_dir=other_task), "holds a run of task 'cola'"),
         (dict(task_name="multilabel"), "needs the option(s) labels_file (--labels_file)"),
+        (dict(train_batch_size=0), "--train_batch_size must be a positive integer, got 0"),
+        (dict(eval_batch_size=0), "--eval_batch_size must be a positive integer, got 0"),
+        (dict(save_checkpoints_steps=0), "--save_checkpoints_steps must be a positive integer, got 0"),
+        (dict(learning_rate=-1), "--learning_rate must not be negative, got -1.0"),
+        (dict(warmup_proportion=2), "--warmup_proportion=2.0 must be between 0 and 1"),
+        (dict(init_checkpoint=tmp_path / "nowhere" / "bert_model.ckpt"), "cannot read a TensorFlow checkpoint at"),
+        (dict(output_dir=pretraining_dir), "holds checkpoints of another kind of run (no fine_tuning_task.json)"),
+        (dict(task_module="no_such_module_here"), "--task_module=no_such_module_here: ModuleNotFoundError"),
     ]
     argvs = []
     for i, (overrides, _) in enumerate(cases):
@@ -268,6 +285,7 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         assert message in outcome, (overrides, outcome)
         assert outcome.startswith("run_classifier.py: error: ")
         assert not os.path.exists(out(i) / "checkpoint")
+        assert not os.path.exists(out(i) / "fine_tuning_task.json")  # a failed start leaves nothing
     # A subprocess as a user sees it: exit status 1 and the one line.
     result = run_script("run_classifier.py", *_flags(model_dir, bad["label"], out(99)))
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1].startswith("run_classifier.py: error: ")
@@ -297,7 +315,23 @@ def test_tfds_regression_and_multi_label_tasks_write_their_metrics_and_predictio
         _flags(model_dir, None, tmp_path / "mnli", task_name=None, tfds_name="glue/mnli", **common),
         _flags(model_dir, multi, tmp_path / "multi_out", task_name="multilabel", labels_file=labels, **common),
     ]
-    assert _run_cases(cases, mock=12) == ["ok"] * 4
+    # Predicting mnli-mm with the mnli run (the same head); a task of the user's, from a file.
+    cases.append(_flags(model_dir, None, tmp_path / "mnli", task_name="mnli-mm", tfds_name="glue/mnli", do_train=False, do_eval=False))
+    user_tasks = tmp_path / "user_tasks.py"
+    user_tasks.write_text(
+        "from bert_tf.data.classifier_tasks import TsvFile, TsvTask, register_task\n"
+        "@register_task('animals')\n"
+        "class Animals(TsvTask):\n"
+        "    labels = ['0', '1']\n"
+        "    train_file = TsvFile('train.tsv', text_a=3, text_b=4, label=0)\n"
+        "    dev_file = train_file.at('dev.tsv')\n"
+        "    test_file = TsvFile('test.tsv', text_a=3, text_b=4, index=0)\n"
+    )
+    write_mrpc(tmp_path / "animals", n_train=16, n_dev=5, n_test=3)
+    cases.append(_flags(model_dir, tmp_path / "animals", tmp_path / "user", task_name="animals", task_module=user_tasks, **common))
+    assert _run_cases(cases, mock=12) == ["ok"] * 6
+    assert _probabilities(tmp_path / "mnli", "test_results.tsv").shape == (12, 3)  # mnli-mm's test: the mismatched set
+    assert _probabilities(tmp_path / "user").shape == (3, 2) and (tmp_path / "user" / "test_predictions.tsv").exists()
 
     sst2 = _results(tmp_path / "sst2")
     assert set(sst2) == {"eval_accuracy", "eval_loss", "global_step", "loss"} and sst2["global_step"] == "1"
