@@ -3,6 +3,15 @@
 `BertBasicTokenizer` restates the original BasicTokenizer; tensorflow-text's FastWordpiece does
 the greedy longest-match-first WordPiece step, with the original's 200-character word limit
 (tensorflow-text counts bytes) applied here.
+
+Printable ASCII lines (most of English text), lower-cased, go to FastWordpiece's end-to-end
+mode, which splits and tokenizes in one C++ pass (1.6x faster than splitting, then WordPiece, on
+English prose). On such lines its splitting is the original's: at " \\t\\n\\r" (the only
+whitespace they have), around every non-alphanumeric printable byte (its ASCII punctuation
+ranges are BERT's); a byte is a character, so its max_bytes_per_word is the 200-character limit;
+and the vocab tokens its trie leaves out (with punctuation inside) no word of the original can
+match, nor can tokens with whitespace inside, which are left out here. Beyond ASCII it uses
+ICU's Unicode tables, so the other lines take the word road.
 """
 
 import keras
@@ -16,12 +25,28 @@ from bert_tf.preprocessing.bert_basic_tokenizer import BertBasicTokenizer
 MAX_INPUT_CHARS_PER_WORD = 200
 
 
+def _merge_rows(rows_a, a, rows_b, b):
+    """Two int32 ragged row sets `[n_*, (ids)]` of one batch back in batch order."""
+    values = tf.concat([a.flat_values, b.flat_values], axis=0)
+    splits = tf.concat([a.row_splits, b.row_splits[1:] + a.row_splits[-1]], axis=0)
+    order = tf.math.invert_permutation(tf.concat([rows_a, rows_b], axis=0))
+    (splits,), values = tf.raw_ops.RaggedGather(
+        params_nested_splits=[splits], params_dense_values=values, indices=order, OUTPUT_RAGGED_RANK=1
+    )
+    return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertTokenizer(keras.layers.Layer):
     """String tensor `[batch]` -> int32 `tf.RaggedTensor [batch, (wordpieces)]` of vocab ids.
 
     Gives exactly `bert_tf.tokenization.FullTokenizer(vocab_file, do_lower_case)`'s ids on every
     input (same Python, same Unicode database). Invalid UTF-8 is replaced, never an error.
+
+    In tf.data, map it over batches of lines, in parallel, e.g.
+    `lines.batch(1024).map(tokenizer, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)`
+    (or a function calling it and `BertPackInputs`): a call per line costs far more. Its graph is
+    small (see bert_basic_tokenizer), so a new iterator instantiates it in ~20-40 ms of CPU.
 
     Arguments:
         vocabulary: a vocab.txt path or a list of tokens (id = position).
@@ -48,17 +73,25 @@ class BertTokenizer(keras.layers.Layer):
         self.basic_tokenizer = BertBasicTokenizer(
             do_lower_case=self.do_lower_case, never_split=self.never_split, name="basic_tokenizer"
         )
-        # FastWordpiece cannot take "" entries (blank vocab lines); they can never match a
-        # non-empty word, so any unmatchable placeholder keeps the ids.
-        wordpiece_vocab = [t if t else f"\U000f0000{i}\U000f0000" for i, t in enumerate(self.vocabulary)]
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=wordpiece_vocab,
-            suffix_indicator="##",
-            max_bytes_per_word=1 << 30,  # the limit below is the original's, in characters
-            token_out_type=tf.int64,
-            unknown_token="[UNK]",
-            no_pretokenization=True,
-        )
+        # FastWordpiece cannot take "" entries (blank vocab lines); a token that can never match
+        # a word (nor, end to end, span whitespace) may be any unmatchable placeholder instead.
+        def placeholder(i, token, end_to_end):
+            unmatchable = not token or (end_to_end and len(token.split()) != 1)
+            return f"\U000f0000{i}\U000f0000" if unmatchable else token
+
+        def fast_wordpiece(end_to_end):
+            return tf_text.FastWordpieceTokenizer(
+                vocab=[placeholder(i, t, end_to_end) for i, t in enumerate(self.vocabulary)],
+                suffix_indicator="##",
+                # Words: the limit below is the original's, in characters. ASCII text: bytes.
+                max_bytes_per_word=MAX_INPUT_CHARS_PER_WORD if end_to_end else 1 << 30,
+                token_out_type=tf.int64,
+                unknown_token="[UNK]",
+                no_pretokenization=not end_to_end,
+            )
+
+        self._wordpiece = fast_wordpiece(end_to_end=False)
+        self._ascii_wordpiece = fast_wordpiece(end_to_end=True)
         # A word longer than the limit becomes this one character, which no vocab token starts
         # with, so WordPiece turns it into a single [UNK], as the original does.
         first_chars = {t[0] for t in self.vocabulary if t} | {
@@ -72,11 +105,25 @@ class BertTokenizer(keras.layers.Layer):
         return self.basic_tokenizer(text)
 
     def call(self, inputs):
-        tokens, lengths = self.basic_tokenizer.tokens_and_lengths(inputs)
-        too_long = lengths.flat_values > MAX_INPUT_CHARS_PER_WORD
-        words = tokens.with_flat_values(tf.where(too_long, self._unk_word, tokens.flat_values))
-        pieces = self._wordpiece.tokenize(words)  # [batch, (words), (pieces)]
-        return tf.cast(pieces.merge_dims(1, 2), tf.int32)
+        text = tf.convert_to_tensor(inputs, tf.string)
+        if self.never_split:  # special words are found among words: no end-to-end road
+            return self.wordpiece(self.basic_tokenizer(text))
+        ascii_rows, ascii_lines, other_rows, other_lines = self.basic_tokenizer.clean_lines(text)
+        ascii_ids = self._ascii_wordpiece.tokenize(ascii_lines)  # [ascii rows, (pieces)]
+        other_ids = self.wordpiece(self.basic_tokenizer.split_words(other_lines))
+        return _merge_rows(ascii_rows, tf.cast(ascii_ids, tf.int32), other_rows, other_ids)
+
+    def wordpiece(self, words):
+        """Basic-tokenized words `[batch, (words)]` -> int32 ids `[batch, (wordpieces)]`."""
+        flat = words.flat_values
+        # Only a word of over 200 bytes can have over 200 characters.
+        long = tf.where(tf.strings.length(flat) > MAX_INPUT_CHARS_PER_WORD)  # [n, 1]
+        chars = tf.strings.length(tf.gather_nd(flat, long), unit="UTF8_CHAR")
+        too_long = tf.gather(long, tf.where(chars > MAX_INPUT_CHARS_PER_WORD)[:, 0])
+        flat = tf.tensor_scatter_nd_update(flat, too_long, tf.fill(tf.shape(too_long)[:1], self._unk_word))
+        pieces = self._wordpiece.tokenize(flat)
+        splits = tf.gather(pieces.row_splits, words.row_splits)  # [words + 1] -> [batch + 1]
+        return tf.RaggedTensor.from_row_splits(tf.cast(pieces.flat_values, tf.int32), splits, validate=False)
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((inputs.shape[0], None), dtype="int32", ragged=True)

@@ -2,7 +2,8 @@
 
 Built from this Python's `unicodedata` with the very predicates `bert_tf.tokenization` uses, so
 the in-graph tokenizer and `FullTokenizer` share one Unicode database and one statement of the
-rules. Pure numpy; built once per process (about a second) and baked into graphs as constants.
+rules. Pure numpy; built once per process (about a second) and baked into graphs as constants,
+or written into RE2 character classes (`char_class`) for TensorFlow's regex ops.
 """
 
 import functools
@@ -137,12 +138,11 @@ def lower_nfd_map(strip_marks):
 
         lengths int32 `[0x110000]`: how many code points c becomes (1 where c stays c);
         starts int32 `[0x110000]`: where they start in `values`, or -1 where c stays c;
-        values int32: the concatenated mappings;
-        single int32 `[0x110000]`: the one code point c becomes where lengths is 1.
+        values int32: the concatenated mappings.
 
     Σ maps to σ here; the final-sigma context is applied in graph. Separators stay themselves.
     """
-    names = ("lengths", "starts", "values", "single")
+    names = ("lengths", "starts", "values")
     tag = "stripped" if strip_marks else "nfd"
     built = {}
 
@@ -176,7 +176,64 @@ def _build_lower_nfd_map(strip_marks):
     values = np.asarray(values, np.int32)
     # The rules split words before lower-casing: a mapping must not create separators.
     assert not np.any(f[values] & (DROP | SPACE)), "lower/NFD produced a separator character"
-    single = np.arange(NUM_CODE_POINTS, dtype=np.int32)
-    one = (lengths == 1) & (starts >= 0)
-    single[one] = values[starts[one]]
-    return lengths, starts, values, single
+    return lengths, starts, values
+
+
+@functools.lru_cache(maxsize=None)
+def clean_map(do_lower_case, strip_marks=True, space_punctuation=True):
+    """What the original makes of each code point, as a ragged table: int32 row_splits
+    `[0x110001]` and int32 values.
+
+    _clean_text: DROP characters become nothing, separators (SPACE) a " ". With
+    `do_lower_case`: NFD(str.lower(c)), Mn removed when `strip_marks` (Σ becomes σ; the
+    final-sigma context is applied in graph). Then " c " for every CJK ideograph c
+    (_tokenize_chinese_chars) and, with `space_punctuation`, every punctuation character
+    (_run_split_on_punc, which looks at the lower-cased characters), so splitting at whitespace
+    is all that is left to do.
+    """
+    f = flags()
+    if do_lower_case:
+        lengths, starts, values = lower_nfd_map(strip_marks)
+    else:  # every character stays itself
+        lengths, starts, values = np.ones(NUM_CODE_POINTS, np.int32), np.full(NUM_CODE_POINTS, -1, np.int32), []
+    mapped = starts >= 0
+    lengths = np.where(mapped, lengths, 1).astype(np.int32)
+    lengths[(f & DROP) != 0] = 0
+    splits = np.zeros(NUM_CODE_POINTS + 1, np.int64)
+    np.cumsum(lengths, out=splits[1:])
+    out = np.empty(int(splits[-1]), np.int32)
+    itself = ~mapped & (lengths == 1)
+    out[splits[:-1][itself]] = np.where((f[itself] & SPACE) != 0, ord(" "), np.flatnonzero(itself))
+    for k in range(int(lengths[mapped].max(initial=0))):  # the k-th code point of each mapping
+        at = mapped & (lengths > k)
+        out[splits[:-1][at] + k] = values[starts[at] + k]
+    # The in-graph tokenizer lower-cases whole lines, not words, and spaces out CJK after
+    # lower-casing; the same characters come out because a word boundary (whitespace, a CJK
+    # ideograph) ends the final-sigma search (neither cased nor case-ignorable) and NFD's
+    # reordering (a starter), and CJK ideographs map to single CJK ideographs, nothing else
+    # to one. Spaced-out characters must be starters too, or the spaces would cut NFD's runs.
+    ccc = combining_classes()
+    boundary = (f & (SPACE | CJK)) != 0
+    assert not np.any(f[boundary] & (SIGMA_CASED | SIGMA_IGNORABLE)), "a word boundary in final sigma"
+    assert not np.any(ccc[boundary]), "a word boundary is not an NFD starter"
+    row_of_value = np.repeat(np.arange(NUM_CODE_POINTS), lengths)
+    assert np.all(lengths[(f & CJK) != 0] == 1), "a CJK ideograph does not map to one character"
+    assert np.array_equal(f[out] & CJK, f[row_of_value] & CJK), "CJK-ness changes in the mapping"
+    spaced = (f[out] & (CJK | PUNCT if space_punctuation else CJK)) != 0
+    assert not np.any(ccc[out[spaced]]), "a spaced-out character is not an NFD starter"
+    ends = np.r_[0, np.cumsum(np.where(spaced, 3, 1))]
+    wide = np.full(int(ends[-1]), ord(" "), np.int32)
+    wide[ends[:-1] + spaced] = out  # " c " or c
+    return ends[splits].astype(np.int32), wide
+
+
+def char_class(mask):
+    """The body of an RE2 character class ("\\x{21}-\\x{2f}...") matching exactly the code
+    points where `mask` (`[0x110000]`) is non-zero."""
+    cps = np.flatnonzero(mask)
+    if not len(cps):
+        raise ValueError("char_class of an empty set")
+    breaks = np.flatnonzero(np.diff(cps) != 1)
+    firsts, lasts = np.r_[cps[0], cps[breaks + 1]], np.r_[cps[breaks], cps[-1]]
+    ranges = zip(firsts, lasts, strict=True)
+    return "".join(f"\\x{{{a:x}}}" + (f"-\\x{{{b:x}}}" if b > a else "") for a, b in ranges)

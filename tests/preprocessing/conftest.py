@@ -23,3 +23,21 @@ def learned_vocabs(corpus_lines, tmp_path_factory):
         out[lower] = str(d / f"vocab_{'uncased' if lower else 'cased'}.txt")
         vocab_learning.write_vocab(vocab, out[lower])
     return out
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """spy(owner, name) -> the list of argument tuples of every (eager) call of owner.name, to show
+    which road a test's lines took."""
+
+    def install(owner, name):
+        seen, original = [], getattr(owner, name)
+
+        def record(*args):
+            seen.append(args)
+            return original(*args)
+
+        monkeypatch.setattr(owner, name, record)
+        return seen
+
+    return install
