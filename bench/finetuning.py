@@ -110,7 +110,7 @@ def keras_hub_baselines(pairs, vocab):
     )
     a, b, y = (list(column) for column in zip(*pairs, strict=True))
     text = tf.data.Dataset.from_tensor_slices(((a, b), y)).shuffle(len(y), seed=0)
-    ids = text.batch(256).map(lambda x, y: (preprocessor(x), y), num_parallel_calls=tf.data.AUTOTUNE).unbatch().cache()
+    ids = text.batch(256).map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).unbatch().cache()
     runs = {}
     for name, attached, ds in (("keras-hub text", preprocessor, text), ("keras-hub token ids", None, ids)):
         backbone = keras_hub.models.BertBackbone(
