@@ -155,6 +155,35 @@ class Progress:
             self.bar.close()
 
 
+def train(trainer, data, init_checkpoint, on_log, progress):
+    """`trainer.train` with its errors as one line; closes `progress` whatever happens."""
+    from absl import logging
+
+    try:
+        started, step = trainer.train(data, init_checkpoint, on_log=on_log)
+    except (ValueError, FileNotFoundError, FloatingPointError) as e:
+        fail(str(e))
+    finally:
+        progress.close()
+    logging.info("Training %s; now at step %d", started, step)
+    return started
+
+
+def restore_trained(trainer, init_checkpoint, output_dir):
+    """Without training: the output_dir's latest checkpoint or `init_checkpoint`; there being
+    neither is an error (a random model would be evaluated without a word)."""
+    try:
+        started = trainer.restore(init_checkpoint)
+    except (ValueError, FileNotFoundError) as e:
+        fail(f"--init_checkpoint={init_checkpoint}: {e}")
+    if started == "initialised at random":
+        fail(
+            f"nothing to evaluate or predict with: --output_dir={output_dir} has no checkpoint and no "
+            "--init_checkpoint was given (train first with --do_train)"
+        )
+    return started
+
+
 def tpu_strategy(flag_values):
     """A TPUStrategy for --use_tpu, or a clear error naming the flags when no TPU is reachable."""
     import tensorflow as tf

@@ -298,23 +298,9 @@ def main(argv):
                 written.append(True)
             progress(step, logs)
 
-        try:
-            started, step = trainer.train(train_features, FLAGS.init_checkpoint, on_log=on_log)
-        except (ValueError, FileNotFoundError, FloatingPointError) as e:
-            fail(str(e))
-        finally:
-            progress.close()
-        logging.info("Training %s; now at step %d", started, step)
+        common_flags.train(trainer, train_features, FLAGS.init_checkpoint, on_log, progress)
     else:
-        try:
-            started = trainer.restore(FLAGS.init_checkpoint)
-        except (ValueError, FileNotFoundError) as e:
-            fail(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}")
-        if started == "initialised at random":
-            fail(
-                f"nothing to evaluate or predict with: --output_dir={FLAGS.output_dir} has no checkpoint and "
-                "no --init_checkpoint was given (train first with --do_train)"
-            )
+        started = common_flags.restore_trained(trainer, FLAGS.init_checkpoint, FLAGS.output_dir)
         if "initialised afresh" in started:
             logging.warning("The classifier head is not in %s: its outputs are untrained", FLAGS.init_checkpoint)
         logging.info("Model %s", started)

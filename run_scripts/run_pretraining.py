@@ -107,24 +107,9 @@ def main(argv):
             FLAGS.progress, FLAGS.num_train_steps, FLAGS.iterations_per_loop,
             {"loss": "loss", "mlm_acc": "masked_lm_accuracy", "seq_per_s": "examples_per_second"},
         )
-        try:
-            started, step = run.train(train_files, FLAGS.init_checkpoint, on_log=progress)
-        except (ValueError, FileNotFoundError, FloatingPointError) as e:
-            fail(str(e))
-        finally:
-            progress.close()
-        logging.info("Training %s; now at step %d", started, step)
+        common_flags.train(run, train_files, FLAGS.init_checkpoint, progress, progress)
     else:
-        try:
-            started = run.restore(FLAGS.init_checkpoint)
-        except (ValueError, FileNotFoundError) as e:
-            fail(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}")
-        if started == "initialised at random":
-            fail(
-                f"nothing to evaluate: --output_dir={FLAGS.output_dir} has no checkpoint and no --init_checkpoint "
-                "was given (train first with --do_train)"
-            )
-        logging.info("Evaluating: %s", started)
+        logging.info("Evaluating: %s", common_flags.restore_trained(run, FLAGS.init_checkpoint, FLAGS.output_dir))
 
     if FLAGS.do_eval:
         try:

@@ -70,7 +70,7 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
         ({"train_batch_size": 10, "gradient_accumulation_steps": 4}, "train_batch_size 10 is not divisible"),
         ({"input_file": "/nonexistent/*.tfrecord"}, "matches no file"),
         ({"bert_config_file": "SMALL_VOCAB"}, r"has token id \d+, but --bert_config_file=.* has vocab_size=6"),
-        ({"do_train": False}, r"nothing to evaluate: --output_dir=.* has no checkpoint and no --init_checkpoint"),
+        ({"do_train": False}, r"nothing to evaluate or predict with: --output_dir=.* has no checkpoint and no --init_checkpoint"),
         ({"train_batch_size": 0}, r"--train_batch_size must be a positive integer, got 0"),
     ],
 )

@@ -156,6 +156,19 @@ def test_bad_settings_fail_before_training(tmp_path):
         Pretraining(config, settings(tmp_path, "y", max_seq_length=64), one_device())
 
 
+def _two_cpu_devices(code, tmp_path):
+    """Runs `code` (which splits the CPU in two before TensorFlow starts) in a fresh process on
+    64 records in tmp_path; returns the JSON it printed last."""
+    write_records(tmp_path / "d.tfrecord", 64, tiny_config().vocab_size)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), repo],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 _MIRRORED = r"""
 import json, sys
 sys.path.insert(0, sys.argv[2])
@@ -182,14 +195,7 @@ print(json.dumps(out))
 
 @pytest.mark.slow
 def test_mirrored_over_two_cpu_devices_follows_the_one_device_trajectory(tmp_path):
-    write_records(tmp_path / "d.tfrecord", 64, tiny_config().vocab_size)
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    result = subprocess.run(
-        [sys.executable, "-c", _MIRRORED, str(tmp_path), repo],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, cwd=repo,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = _two_cpu_devices(_MIRRORED, tmp_path)
     assert out["one"]["replicas"] == 1 and out["mirrored"]["replicas"] == 2
     assert len(out["one"]["losses"]) == 5
     # Same global batches, globally normalised losses, clipping after the sum: equal up to float
@@ -303,14 +309,7 @@ print(json.dumps(out))
 
 @pytest.mark.slow
 def test_mirrored_replicas_draw_their_own_dropout_masks_and_resume_exactly(tmp_path):
-    write_records(tmp_path / "d.tfrecord", 64, tiny_config().vocab_size)
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    result = subprocess.run(
-        [sys.executable, "-c", _MIRRORED_DROPOUT, str(tmp_path), repo],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, cwd=repo,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = _two_cpu_devices(_MIRRORED_DROPOUT, tmp_path)
     assert out["started"].startswith("resumed from") and "ckpt-3" in out["started"]
     assert out["max_difference"] == 0.0  # data position (both replicas' shares) and dropout seeds resume
     assert out["replicas_differ"]
