@@ -112,10 +112,24 @@ def create_strategy(flag_values):
         fail(f"--distribution_strategy={name}{where}: {e}")
 
 
-def settings_or_fail(settings_class, **values):
-    """The loop's settings from the flags of the same names, or a one-line error naming the flag."""
+def settings_or_fail(settings_class, flag_values, **values):
+    """The loop's settings (`TrainingSettings` or a subclass): the flags every training script
+    has, plus `values`; a bad value is a one-line error naming the flag."""
+    shared = dict(
+        output_dir=flag_values.output_dir,
+        train_batch_size=flag_values.train_batch_size,
+        eval_batch_size=flag_values.eval_batch_size,
+        learning_rate=flag_values.learning_rate,
+        save_checkpoints_steps=flag_values.save_checkpoints_steps,
+        optimizer=flag_values.optimizer,
+        gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
+        steps_per_execution=steps_per_execution(flag_values),
+        keep_checkpoints=flag_values.keep_checkpoints,
+        jit_compile=flag_values.jit_compile,
+        seed=flag_values.random_seed,
+    )
     try:
-        return settings_class(**values)
+        return settings_class(**shared, **values)
     except ValueError as e:
         fail(f"--{e}")  # the messages start with the setting's name, the flag's
 

@@ -242,20 +242,10 @@ def main(argv):
 
     settings = common_flags.settings_or_fail(
         TrainingSettings,
-        output_dir=FLAGS.output_dir,
-        train_batch_size=FLAGS.train_batch_size,
-        eval_batch_size=FLAGS.eval_batch_size,
+        FLAGS,
         predict_batch_size=FLAGS.predict_batch_size,
-        learning_rate=FLAGS.learning_rate,
         num_train_steps=max(num_train_steps, 1),
         num_warmup_steps=int(num_train_steps * FLAGS.warmup_proportion),
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        optimizer=FLAGS.optimizer,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        steps_per_execution=common_flags.steps_per_execution(FLAGS),
-        keep_checkpoints=FLAGS.keep_checkpoints,
-        jit_compile=FLAGS.jit_compile,
-        seed=FLAGS.random_seed,
     )
     if FLAGS.do_train and num_train_steps < 1:
         fail(

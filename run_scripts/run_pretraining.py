@@ -76,22 +76,12 @@ def main(argv):
 
     settings = common_flags.settings_or_fail(
         PretrainingSettings,
-        output_dir=FLAGS.output_dir,
-        train_batch_size=FLAGS.train_batch_size,
-        eval_batch_size=FLAGS.eval_batch_size,
+        FLAGS,
         max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        learning_rate=FLAGS.learning_rate,
         num_train_steps=FLAGS.num_train_steps,
         num_warmup_steps=FLAGS.num_warmup_steps,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         max_eval_steps=FLAGS.max_eval_steps,
-        optimizer=FLAGS.optimizer,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        steps_per_execution=common_flags.steps_per_execution(FLAGS),
-        keep_checkpoints=FLAGS.keep_checkpoints,
-        jit_compile=FLAGS.jit_compile,
-        seed=FLAGS.random_seed,
     )
     strategy = common_flags.create_strategy(FLAGS)
     _check_records(train_files, config.vocab_size)

@@ -9,6 +9,7 @@ from bert_tf.models.bert_encoder import (
     encoder_inputs,
     first_row,
     last_layer_rows,
+    task_model_config,
     with_encoder_deserialized,
 )
 
@@ -70,10 +71,7 @@ class BertClassifier(keras.Model):
 
     def get_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **task_model_config(self),
             "num_classes": self.num_classes,
             "dropout_rate": self.dropout_rate,
             "initializer_range": self.initializer_range,

@@ -30,6 +30,16 @@ def last_layer_rows(encoder, inputs, rows):
     return encoder.transformer_layers[-1](below_last, attention_mask=inputs["input_mask"], query_positions=rows)
 
 
+def task_model_config(model):
+    """The part of a task model's `get_config` that every model on an encoder shares."""
+    return {
+        "name": model.name,
+        "trainable": model.trainable,
+        "dtype": keras.dtype_policies.serialize(model.dtype_policy),
+        "encoder": keras.saving.serialize_keras_object(model.encoder),
+    }
+
+
 def with_encoder_deserialized(config):
     """A task model's `get_config` dict with its `encoder` (and dtype policy) revived, ready for
     the constructor (the shared half of every task model's `from_config`)."""

@@ -10,6 +10,7 @@ from bert_tf.models.bert_encoder import (
     encoder_inputs,
     first_row,
     last_layer_rows,
+    task_model_config,
     with_encoder_deserialized,
 )
 
@@ -156,12 +157,7 @@ class BertPretrainer(keras.Model):
         }
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-        }
+        return task_model_config(self)
 
     @classmethod
     def from_config(cls, config):
