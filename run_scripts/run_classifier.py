@@ -225,13 +225,15 @@ def main(argv):
         dev = _read(processor, "dev")
     if FLAGS.do_predict:
         test = _read(processor, "test")
-    everything = train[0] + dev[0] + test[0] + [e for x in dev[1].values() for e in x]
+    everything = train[0] + dev[0] + test[0] + [e for x in dev[1].values() for e in x] + [e for _, x in test[1].values() for e in x]
     pair = any(e.text_b is not None for e in everything)
     record = _task_record(processor, pair)
     _check_output_dir(record)
     train_features = _encode(train[0], processor, "train") if FLAGS.do_train else None
     dev_sets = {"": dev[0], **dev[1]} if FLAGS.do_eval else {}
     dev_features = {name: _encode(examples, processor, f"dev {name}".strip()) for name, examples in dev_sets.items()}
+    test_sets = {"": (processor.submission_name, test[0]), **test[1]} if FLAGS.do_predict else {}
+    test_features = {name: _encode(examples, processor, f"test {name}".strip()) for name, (_, examples) in test_sets.items()}
 
     if not 0.0 <= FLAGS.warmup_proportion <= 1.0:
         fail(f"--warmup_proportion={FLAGS.warmup_proportion} must be between 0 and 1")
@@ -305,11 +307,9 @@ def main(argv):
         _log_results(results)
 
     if FLAGS.do_predict:
-        sets = {"": (processor.submission_name, test[0]), **test[1]}
-        for name, (stem, examples) in sets.items():
+        for name, (stem, examples) in test_sets.items():
             logging.info("***** Running prediction%s: %d examples *****", f" ({name})" if name else "", len(examples))
-            features = _encode(examples, processor, f"test {name}".strip())
-            predictions = trainer.predict(features)
+            predictions = trainer.predict(test_features[name])
             if not trainer.is_chief:
                 continue
             suffix = f"_{name}" if name else ""
