@@ -16,9 +16,7 @@ imports a module of yours that registers more tasks (`bert_tf.data.classifier_ta
 """
 
 import importlib
-import json
 import os
-import shutil
 
 from absl import app, flags, logging
 
@@ -51,9 +49,6 @@ flags.DEFINE_string("task_module", None, "A Python module to import first; it re
 
 for _name in ("bert_config_file", "vocab_file", "output_dir"):
     flags.mark_flag_as_required(_name)
-
-TASK_FILE = "fine_tuning_task.json"
-
 
 def _import_task_module(name):
     """A module name importable from the current folder (as `python -m` would), or a .py file."""
@@ -109,69 +104,13 @@ def _encode(examples, processor, source):
 def _task_record(processor, pair):
     return {
         "task_name": processor.task_name or type(processor).__name__,
+        "model": "classifier",
         "label_kind": processor.label_kind,
         "labels": list(processor.get_labels()),
         "pair": pair,
         "do_lower_case": FLAGS.do_lower_case,
         "max_seq_length": FLAGS.max_seq_length,
     }
-
-
-def _check_output_dir(record):
-    """What output_dir holds must be this run's: a record of the same task (labels, and the
-    input settings the model was trained with), or nothing; another run's checkpoints would be
-    resumed with the wrong head, or fail late."""
-    import tensorflow as tf
-
-    if os.path.exists(FLAGS.output_dir) and not os.path.isdir(FLAGS.output_dir):
-        fail(f"--output_dir={FLAGS.output_dir} is a file, not a directory")
-    path = os.path.join(FLAGS.output_dir, TASK_FILE)
-    if not os.path.isfile(path):
-        if os.path.isdir(FLAGS.output_dir) and tf.train.latest_checkpoint(FLAGS.output_dir):
-            fail(
-                f"--output_dir={FLAGS.output_dir} holds checkpoints of another kind of run (no {TASK_FILE}): use "
-                f"another --output_dir (to start from those weights, pass --init_checkpoint={FLAGS.output_dir})"
-            )
-        return
-    try:
-        with open(path, encoding="utf-8") as f:
-            previous = json.load(f)
-    except (OSError, ValueError) as e:
-        fail(f"--output_dir: cannot read {path}: {e}")
-    # Evaluating or predicting may use any run with the same head (mnli-mm on an mnli run).
-    keys = ("task_name", "label_kind", "labels") if FLAGS.do_train else ("label_kind", "labels")
-    for key in keys:
-        if previous.get(key) != record[key]:
-            fail(
-                f"--output_dir={FLAGS.output_dir} holds a run of task {previous.get('task_name')!r} with "
-                f"{key} {previous.get(key)!r}, not {record[key]!r}: use another --output_dir"
-            )
-    if previous.get("do_lower_case", record["do_lower_case"]) != record["do_lower_case"]:
-        fail(
-            f"--do_lower_case={record['do_lower_case']}, but the model in --output_dir={FLAGS.output_dir} was "
-            f"fine-tuned with --do_lower_case={previous['do_lower_case']}"
-        )
-    if previous.get("max_seq_length", record["max_seq_length"]) != record["max_seq_length"]:
-        logging.warning(
-            "--max_seq_length=%d, but the model in %s was fine-tuned with %d: inputs are cut differently",
-            record["max_seq_length"], FLAGS.output_dir, previous["max_seq_length"],
-        )
-
-
-def _write_task_files(record, config):
-    """What an export or a later run needs to read this model: the task, its labels and input
-    settings, the config and the vocab."""
-    from bert_tf.io_utils import atomic_write
-
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    with atomic_write(os.path.join(FLAGS.output_dir, TASK_FILE)) as f:
-        json.dump(record, f, indent=2, sort_keys=True)
-        f.write("\n")
-    config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
-    vocab = os.path.join(FLAGS.output_dir, "vocab.txt")
-    if os.path.abspath(FLAGS.vocab_file) != os.path.abspath(vocab):
-        with open(FLAGS.vocab_file, "rb") as src, atomic_write(vocab, "wb") as dst:
-            shutil.copyfileobj(src, dst)
 
 
 def _named(results, name):
@@ -228,7 +167,9 @@ def main(argv):
     everything = train[0] + dev[0] + test[0] + [e for x in dev[1].values() for e in x] + [e for _, x in test[1].values() for e in x]
     pair = any(e.text_b is not None for e in everything)
     record = _task_record(processor, pair)
-    _check_output_dir(record)
+    # Evaluating or predicting may use any run with the same head (mnli-mm on an mnli run).
+    same = ("task_name", "label_kind", "labels") if FLAGS.do_train else ("label_kind", "labels")
+    common_flags.check_task_output_dir(FLAGS.output_dir, record, same)
     train_features = _encode(train[0], processor, "train") if FLAGS.do_train else None
     dev_sets = {"": dev[0], **dev[1]} if FLAGS.do_eval else {}
     dev_features = {name: _encode(examples, processor, f"dev {name}".strip()) for name, examples in dev_sets.items()}
@@ -286,7 +227,7 @@ def main(argv):
             # After the first step, before the first checkpoint: a run that fails to start
             # leaves nothing behind, and every checkpoint has its record beside it.
             if not written and trainer.is_chief:
-                _write_task_files(record, config)
+                common_flags.write_task_files(FLAGS.output_dir, record, config, FLAGS.vocab_file)
                 written.append(True)
             progress(step, logs)
 

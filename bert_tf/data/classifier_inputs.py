@@ -15,6 +15,8 @@ number of replicas.
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.data.pipelines import ordered_batches
+
 LABEL_KINDS = ("single", "regression", "multi")
 
 
@@ -105,10 +107,7 @@ def classifier_dataset(features, pack, batch_size, mode, input_context=None, see
         if skip_batches:
             ds = ds.skip(skip_batches)
     elif mode in ("eval", "predict"):
-        ds = tf.data.Dataset.from_tensor_slices(_pad_to(features, batch_size * replicas)).batch(batch_size)
-        if replicas > 1:
-            local = replicas // pipelines  # replicas fed by this pipeline, in replica order
-            ds = ds.enumerate().filter(lambda k, _: (k % replicas) // local == pipeline).map(lambda _, b: b)
+        ds = ordered_batches(tf.data.Dataset.from_tensor_slices(_pad_to(features, batch_size * replicas)), batch_size, input_context)
     else:
         raise ValueError(f"mode {mode!r} is not train, eval or predict")
 

@@ -227,3 +227,17 @@ def _whole_words(ids, candidate, k, config, seed):
         lambda r, *_: r < S, step, (0, tf.zeros([B], tf.int32), tf.zeros([B, S], tf.bool))
     )
     return candidate & tf.gather(taken, tf.maximum(word, 0), batch_dims=1)
+
+
+def ordered_batches(ds, batch_size, input_context=None):
+    """Evaluation and prediction batches: `ds` (already padded to a whole number of global
+    batches) batched per replica, each input pipeline keeping the slices of its own replicas,
+    so that gathering every replica's outputs in replica order gives the rows in input order."""
+    ds = ds.batch(batch_size)
+    if input_context is None or input_context.num_replicas_in_sync == 1:
+        return ds
+    replicas = input_context.num_replicas_in_sync
+    local = replicas // input_context.num_input_pipelines  # replicas fed by this pipeline, in order
+    pipeline = input_context.input_pipeline_id
+    return ds.enumerate().filter(lambda k, _: (k % replicas) // local == pipeline).map(lambda _, b: b)
+

@@ -87,7 +87,8 @@ def _text(value, processor, key, where):
     return value[language].decode("utf-8")
 
 
-def _load(name, tfds_split, data_dir, download, where):
+def load_split(name, tfds_split, data_dir, download, where):
+    """A prepared TFDS split as (info, tf.data.Dataset), or a clear error naming `where`."""
     import tensorflow_datasets as tfds
 
     try:
@@ -106,7 +107,7 @@ def _load(name, tfds_split, data_dir, download, where):
         raise FileNotFoundError(
             f"{where}: the dataset is not prepared there; run `tfds build {name} "
             f"--data_dir={data_dir or '~/tensorflow_datasets'}` or let it download (download=True; "
-            "run_classifier.py's --tfds_download)"
+            "the scripts' --tfds_download)"
         ) from e
     except (ValueError, KeyError) as e:
         raise ValueError(f"{where}: cannot read split {tfds_split!r} ({e})") from e
@@ -137,7 +138,7 @@ def read_tfds_examples(processor, split, tfds_name=None, data_dir=None, download
     name = tfds_name or source.name
     tfds_split = _tfds_split(processor, dataclasses.replace(source, name=name), split)
     where = f"TFDS dataset {name}, split {tfds_split}, data_dir {data_dir or '(TFDS default)'}"
-    info, dataset = _load(name, tfds_split, data_dir, download, where)
+    info, dataset = load_split(name, tfds_split, data_dir, download, where)
 
     names = None if regression else _label_names(processor, info.features[source.label], where)
     base, extra = split if isinstance(split, tuple) else (split, None)

@@ -231,6 +231,10 @@ class Trainer:
             normalizers = _add(normalizers, self.task.normalizers(y))
         normalizers = ctx.all_reduce("sum", normalizers) if normalizers else {}
 
+        # Variables the loss does not reach (the pooler under a span or token head) get no
+        # update at all, as the original skips None gradients: no weight decay either.
+        used = []
+
         @tf.function(jit_compile=self.settings.jit_compile)
         def gradients(x, y):
             with tf.GradientTape() as tape:
@@ -238,13 +242,16 @@ class Trainer:
                 loss = self.task.loss(sums, normalizers)
                 if self.loss_scaling:
                     loss = self.optimizer.scale_loss(loss)
-            return [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)], sums
+            grads = tape.gradient(loss, variables)
+            used[:] = [g is not None for g in grads]  # known when traced
+            return [tf.convert_to_tensor(g) for g in grads if g is not None], sums
 
         grads, sums = None, None
         for x, y in batches:
             g, s = gradients(x, y)
             grads = g if grads is None else [a + b for a, b in zip(grads, g, strict=True)]
             sums = s if sums is None else _add(sums, s)
+        variables = [v for v, u in zip(variables, used, strict=True) if u]
         grads = ctx.all_reduce("sum", grads)
         if self.loss_scaling:  # clip the true gradient; the loss-scale optimizer unscales again
             scale = tf.cast(self.optimizer.dynamic_scale, tf.float32)

@@ -35,3 +35,45 @@ def run_script(name, *flags, timeout=300):
         timeout=timeout,
         cwd=REPO,
     )
+
+
+# Runs a script's main() for several flag sets in one process (one TensorFlow start for all),
+# printing each outcome: "ok", or SystemExit's message (the script's one-line error).
+_DRIVER = r"""
+import contextlib, importlib, json, sys
+sys.path.insert(0, sys.argv[1])
+script, cases, mock, prelude = sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4]), sys.argv[5]
+sys.argv[0] = script + ".py"  # what error lines start with
+from absl import flags
+module = importlib.import_module("run_scripts." + script)
+context = contextlib.nullcontext()
+if mock:
+    import tensorflow_datasets as tfds
+    context = tfds.testing.mock_data(num_examples=mock)
+exec(prelude)  # may set `context` (e.g. a mock_data with its own examples)
+outcomes = []
+with context:
+    for argv in cases:
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS([script + ".py", *argv])
+        try:
+            module.main([])
+            outcomes.append("ok")
+        except SystemExit as e:
+            outcomes.append(str(e))
+print("OUTCOMES " + json.dumps(outcomes))
+"""
+
+
+def run_main_cases(script, cases, mock=0, prelude="", timeout=600):
+    """Runs `run_scripts/<script>.py`'s main() once per flag list in `cases`, all in one
+    subprocess; returns each outcome ("ok" or the error line). `mock`: TFDS mock_data's
+    num_examples; `prelude`: Python run first in the driver (it may set `context`)."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
+    argv = [script, json.dumps([[str(a) for a in c] for c in cases]), json.dumps(mock), prelude]
+    result = subprocess.run(
+        [sys.executable, "-c", _DRIVER, REPO, *argv], capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = [x for x in result.stdout.splitlines() if x.startswith("OUTCOMES ")][-1]
+    return json.loads(line[len("OUTCOMES "):])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.data.test_classifier_inputs import original_features
-from tests.run_scripts.conftest import REPO, run_script
+from tests.run_scripts.conftest import REPO, run_main_cases, run_script
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
 
@@ -155,41 +155,8 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
     np.testing.assert_allclose(_probabilities(reread), probabilities, atol=1e-5)
 
 
-# Runs main() for several flag sets in one process (one TensorFlow start for all), printing
-# each outcome; SystemExit's message is the script's one-line error.
-_DRIVER = r"""
-import contextlib, json, sys
-sys.path.insert(0, sys.argv[1])
-cases, mock = json.loads(sys.argv[2]), json.loads(sys.argv[3])
-sys.argv[0] = "run_classifier.py"  # what error lines start with
-from absl import flags
-from run_scripts import run_classifier
-context = contextlib.nullcontext()
-if mock:
-    import tensorflow_datasets as tfds
-    context = tfds.testing.mock_data(num_examples=mock)
-outcomes = []
-with context:
-    for argv in cases:
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS(["run_classifier.py", *argv])
-        try:
-            run_classifier.main([])
-            outcomes.append("ok")
-        except SystemExit as e:
-            outcomes.append(str(e))
-print("OUTCOMES " + json.dumps(outcomes))
-"""
-
-
 def _run_cases(cases, mock=0):
-    result = subprocess.run(
-        [sys.executable, "-c", _DRIVER, REPO, json.dumps([[str(a) for a in c] for c in cases]), json.dumps(mock)],
-        capture_output=True, text=True, env=ENV, cwd=REPO, timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    line = [x for x in result.stdout.splitlines() if x.startswith("OUTCOMES ")][-1]
-    return json.loads(line[len("OUTCOMES "):])
+    return run_main_cases("run_classifier", cases, mock)
 
 
 def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(tmp_path, model_dir):
