@@ -10,11 +10,14 @@ import importlib
 from bert_tf.config import BertConfig
 
 __version__ = "0.1.0"
-__all__ = ["BertClassifier", "BertConfig", "BertEncoder", "BertPretrainer", "__version__"]
+__all__ = ["BertClassifier", "BertConfig", "BertEncoder", "BertPretrainer", "BertSpanLabeler", "__version__"]
 
 # The models load Keras (and its backend) on first use, so that `import bert_tf.data...` or
 # `bert_tf.tokenization` stay light.
-_LAZY = {"BertClassifier": "bert_tf.models", "BertEncoder": "bert_tf.models", "BertPretrainer": "bert_tf.models"}
+_LAZY = {
+    "BertClassifier": "bert_tf.models", "BertEncoder": "bert_tf.models", "BertPretrainer": "bert_tf.models",
+    "BertSpanLabeler": "bert_tf.models",
+}
 
 
 def __getattr__(name):

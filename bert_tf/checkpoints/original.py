@@ -18,7 +18,10 @@ import tensorflow as tf
 
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
+from bert_tf.models.bert_multiple_choice import BertMultipleChoice
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.models.bert_span_labeler import BertSpanLabeler
+from bert_tf.models.bert_token_classifier import BertTokenClassifier
 
 # Optimizer state and bookkeeping the original writes next to the weights; never model weights.
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v")
@@ -84,7 +87,7 @@ def _encoder_map(encoder: BertEncoder) -> dict:
 
 def original_variable_map(model) -> dict:
     """Original variable name -> (Keras variable, transposed?, optional?) for a BertEncoder,
-    BertPretrainer or BertClassifier."""
+    BertPretrainer, BertClassifier or BertSpanLabeler."""
     if isinstance(model, BertPretrainer):
         out = _encoder_map(model.encoder)
         mlm, nsp = model.masked_lm, model.next_sentence
@@ -101,16 +104,26 @@ def original_variable_map(model) -> dict:
             }
         )
         return out
-    if isinstance(model, BertClassifier):
-        # run_classifier.create_model's top-level variables, [num_labels, hidden] and [num_labels].
+    if isinstance(model, (BertClassifier, BertTokenClassifier, BertMultipleChoice)):
+        # run_classifier.create_model's top-level variables, [num_labels, hidden] and [num_labels]
+        # (the token classifier's per tag, the multiple-choice model's one score: [1, hidden]).
         head = model.classifier.dense
         out = _encoder_map(model.encoder)
         out["output_weights"] = _Entry(head.kernel, transpose=True, optional=True)
         out["output_bias"] = _Entry(head.bias, optional=True)
         return out
+    if isinstance(model, BertSpanLabeler):
+        # run_squad.create_model's cls/squad/output_weights [2, hidden] and output_bias [2].
+        head = model.span_head.dense
+        out = _encoder_map(model.encoder)
+        out["cls/squad/output_weights"] = _Entry(head.kernel, transpose=True, optional=True)
+        out["cls/squad/output_bias"] = _Entry(head.bias, optional=True)
+        return out
     if isinstance(model, BertEncoder):
         return _encoder_map(model)
-    raise TypeError(f"expected a BertEncoder, BertPretrainer or BertClassifier, got {type(model).__name__}")
+    raise TypeError(
+        f"expected a BertEncoder, BertPretrainer, BertClassifier or BertSpanLabeler, got {type(model).__name__}"
+    )
 
 
 # What reading a truncated or corrupted checkpoint raises (TensorFlow's reader gives IndexError
@@ -153,7 +166,7 @@ def _model_shape(entry):
 
 
 def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
-    """Loads an original-layout checkpoint into a BertEncoder, BertPretrainer or BertClassifier.
+    """Loads an original-layout checkpoint into a BertEncoder, BertPretrainer or a task model.
 
     Every variable the model needs must be present with the original's shape; otherwise nothing
     is assigned and a ValueError names each offending variable with both shapes. A task head

@@ -5,6 +5,7 @@ from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.classification_head import ClassificationHead
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.multi_head_attention import MultiHeadSelfAttention, attention_adder
+from bert_tf.layers.span_head import SpanHead
 from bert_tf.layers.transformer_block import TransformerBlock
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "ClassificationHead",
     "MaskedLMHead",
     "MultiHeadSelfAttention",
+    "SpanHead",
     "TransformerBlock",
     "attention_adder",
     "gelu",

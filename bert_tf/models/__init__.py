@@ -2,6 +2,7 @@
 
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs
+from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_pretrainer import (
     MASKED_LM_DENOMINATOR_EPSILON,
     BertPretrainer,
@@ -17,6 +18,7 @@ __all__ = [
     "BertClassifier",
     "BertEncoder",
     "BertPretrainer",
+    "BertSpanLabeler",
     "encoder_inputs",
     "masked_lm_loss",
     "masked_lm_xent",
