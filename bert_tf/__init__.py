@@ -10,14 +10,14 @@ import importlib
 from bert_tf.config import BertConfig
 
 __version__ = "0.1.0"
-__all__ = ["BertClassifier", "BertConfig", "BertEncoder", "BertPretrainer", "BertSpanLabeler", "__version__"]
+_MODELS = (
+    "BertClassifier", "BertEncoder", "BertMultipleChoice", "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier",
+)
+__all__ = [*_MODELS, "BertConfig", "__version__"]
 
 # The models load Keras (and its backend) on first use, so that `import bert_tf.data...` or
 # `bert_tf.tokenization` stay light.
-_LAZY = {
-    "BertClassifier": "bert_tf.models", "BertEncoder": "bert_tf.models", "BertPretrainer": "bert_tf.models",
-    "BertSpanLabeler": "bert_tf.models",
-}
+_LAZY = {name: "bert_tf.models" for name in _MODELS}
 
 
 def __getattr__(name):

@@ -1,7 +1,8 @@
 """Convert BERT checkpoints between Google's original layout and this package's `.keras` files.
 
 Original -> Keras (a BertPretrainer when the checkpoint has the `cls/` heads, a BertClassifier
-when it has a fine-tuned classifier's `output_weights`, else a BertEncoder):
+when it has a fine-tuned classifier's `output_weights`, a BertSpanLabeler when it has
+run_squad's `cls/squad/output_weights`, else a BertEncoder):
     python run_scripts/convert_checkpoint.py --direction=to_keras \
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \
       --checkpoint_to_convert=$BERT_BASE_DIR/bert_model.ckpt \
@@ -13,9 +14,10 @@ Keras -> original (readable by the original release's code; bert_config.json wri
       --converted_checkpoint_path=exported/bert_model.ckpt
 
 --checkpoint_to_convert may also be a checkpoint of our training loop (`OUTPUT_DIR/ckpt-N`, or
-OUTPUT_DIR for its latest): run_pretraining's (a BertPretrainer) or run_classifier's (a fine-tuned
-BertClassifier, written with the original's top-level output_weights/output_bias), read with the
-bert_config.json and fine_tuning_task.json the run left beside it.
+OUTPUT_DIR for its latest): run_pretraining's (a BertPretrainer), run_classifier's (a fine-tuned
+BertClassifier, written with the original's top-level output_weights/output_bias) or run_squad's
+(cls/squad/output_weights/output_bias), read with the bert_config.json and fine_tuning_task.json
+the run left beside it.
 """
 
 import json
@@ -25,10 +27,22 @@ import re
 from absl import app, flags, logging
 
 from bert_tf import checkpoints
-from bert_tf.models import BertClassifier, BertEncoder, BertPretrainer
+from bert_tf.models import (
+    BertClassifier,
+    BertEncoder,
+    BertMultipleChoice,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
 from run_scripts.common_flags import fail, load_bert_config
+from run_scripts.fine_tuning import TASK_FILE, task_model
 
 FLAGS = flags.FLAGS
+
+# The models with an original-style layout: the release's own, and the token classifier and
+# multiple-choice model (top-level output_weights/output_bias, as the classifier's).
+ORIGINAL_LAYOUT_MODELS = (BertEncoder, BertPretrainer, BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice)
 
 flags.DEFINE_enum("direction", None, ["to_keras", "to_original"], "Which way to convert.")
 flags.DEFINE_string(
@@ -49,9 +63,9 @@ flags.DEFINE_string(
 flags.DEFINE_enum(
     "model",
     "auto",
-    ["auto", "encoder", "pretrainer", "classifier"],
+    ["auto", "encoder", "pretrainer", "classifier", "span_labeler"],
     "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads, classifier "
-    "if it has output_weights, else encoder.",
+    "if it has output_weights, span_labeler if it has cls/squad/output_weights, else encoder.",
 )
 flags.DEFINE_integer(
     "global_step", None, "to_original: a global_step to store, as the original does (default: a training checkpoint's own)."
@@ -75,12 +89,19 @@ def to_keras():
         fail(f"--checkpoint_to_convert: {e}")
     kind = FLAGS.model
     if kind == "auto":
-        kind = "pretrainer" if "cls/predictions/output_bias" in names else "classifier" if "output_weights" in names else "encoder"
+        kind = (
+            "pretrainer" if "cls/predictions/output_bias" in names
+            else "classifier" if "output_weights" in names
+            else "span_labeler" if "cls/squad/output_weights" in names
+            else "encoder"
+        )
     encoder = BertEncoder.from_bert_config(config)
     if kind == "classifier":
         if "output_weights" not in names:
             fail(f"--model=classifier: {FLAGS.checkpoint_to_convert} has no output_weights (not a fine-tuned classifier)")
         model = BertClassifier(encoder, num_classes=names["output_weights"][0])
+    elif kind == "span_labeler":
+        model = BertSpanLabeler(encoder)
     else:
         model = BertPretrainer(encoder) if kind == "pretrainer" else encoder
     try:
@@ -112,12 +133,10 @@ def _training_checkpoint_model(path):
     config_file = FLAGS.bert_config_file or os.path.join(directory, "bert_config.json")
     config = load_bert_config(config_file, "bert_config_file" if FLAGS.bert_config_file else "checkpoint_to_convert")
     encoder = BertEncoder.from_bert_config(config)
-    task_file = os.path.join(directory, "fine_tuning_task.json")
+    task_file = os.path.join(directory, TASK_FILE)
     if os.path.isfile(task_file):
         with open(task_file, encoding="utf-8") as f:
-            task = json.load(f)
-        outputs = 1 if task["label_kind"] == "regression" else len(task["labels"])
-        model = BertClassifier(encoder, num_classes=outputs)
+            model = task_model(json.load(f), encoder, task_file)
     else:
         model = BertPretrainer(encoder)
     try:
@@ -140,10 +159,10 @@ def to_original():
             model = checkpoints.load_keras_model(source)
         except FileNotFoundError as e:
             fail(f"--checkpoint_to_convert: {e}")
-    if not isinstance(model, (BertEncoder, BertPretrainer, BertClassifier)):
+    if not isinstance(model, ORIGINAL_LAYOUT_MODELS):
         fail(
-            f"--checkpoint_to_convert={source} holds a "
-            f"{type(model).__name__}, expected a BertEncoder, BertPretrainer or BertClassifier"
+            f"--checkpoint_to_convert={source} holds a {type(model).__name__}, which has no original layout; "
+            f"expected one of {', '.join(m.__name__ for m in ORIGINAL_LAYOUT_MODELS)}"
         )
     encoder = getattr(model, "encoder", model)
     if FLAGS.bert_config_file:

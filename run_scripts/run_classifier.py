@@ -15,40 +15,25 @@ again with the same command, a run resumes from the latest checkpoint in --outpu
 imports a module of yours that registers more tasks (`bert_tf.data.classifier_tasks`).
 """
 
-import importlib
 import os
 
 from absl import app, flags, logging
 
-from bert_tf.training import distribution
-from run_scripts import common_flags
+from run_scripts import common_flags, fine_tuning
 from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string(
-    "data_dir", None, "The input data dir. Should contain the .tsv files (or other data files) for the task."
+fine_tuning.define_fine_tuning_flags(
+    "The input data dir. Should contain the .tsv files (or other data files) for the task."
 )
-common_flags.define_run_flags()
 flags.DEFINE_string("task_name", None, "The name of the task to train.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text (True for uncased models).")
-flags.DEFINE_bool("do_predict", False, "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
-common_flags.define_tpu_flags()
 # New flags.
-common_flags.define_training_flags()
+fine_tuning.define_tfds_flags("glue/mrpc, xnli")
 flags.DEFINE_string("xnli_language", "zh", "xnli: the language trained and evaluated on.")
 flags.DEFINE_string("labels_file", None, "multilabel: the label names, one per line.")
-flags.DEFINE_string("tfds_name", None, "Read the task through tensorflow-datasets (e.g. glue/mrpc, xnli).")
-flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (default: its own).")
-flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")
 flags.DEFINE_string("task_module", None, "A Python module to import first; it registers more tasks.")
 
-for _name in ("bert_config_file", "vocab_file", "output_dir"):
-    flags.mark_flag_as_required(_name)
 
 def _import_task_module(name):
     """A module name importable from the current folder (as `python -m` would), or a .py file."""
@@ -128,32 +113,11 @@ def _named(results, name):
     return renamed
 
 
-def _log_results(results):
-    logging.info("***** Eval results *****")
-    for key in sorted(results):
-        logging.info("  %s = %s", key, results[key])
-
-
 def main(argv):
     del argv
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-        fail("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    config = fine_tuning.check_fine_tuning_flags(FLAGS)
     if not FLAGS.data_dir and not FLAGS.tfds_name:
         fail("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
-    distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
-    from bert_tf import tokenization
-
-    try:
-        tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-    except ValueError as e:
-        fail(str(e))
-    config = common_flags.load_bert_config(FLAGS.bert_config_file)
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        fail(
-            f"Cannot use sequence length {FLAGS.max_seq_length} because the BERT model was only trained up to "
-            f"sequence length {config.max_position_embeddings} (--max_seq_length vs max_position_embeddings of "
-            f"--bert_config_file={FLAGS.bert_config_file})"
-        )
     processor = _processor()
 
     # Every input is read and checked before any training.
@@ -169,32 +133,17 @@ def main(argv):
     record = _task_record(processor, pair)
     # Evaluating or predicting may use any run with the same head (mnli-mm on an mnli run).
     same = ("task_name", "label_kind", "labels") if FLAGS.do_train else ("label_kind", "labels")
-    common_flags.check_task_output_dir(FLAGS.output_dir, record, same)
+    fine_tuning.check_task_output_dir(FLAGS.output_dir, record, same)
     train_features = _encode(train[0], processor, "train") if FLAGS.do_train else None
     dev_sets = {"": dev[0], **dev[1]} if FLAGS.do_eval else {}
     dev_features = {name: _encode(examples, processor, f"dev {name}".strip()) for name, examples in dev_sets.items()}
     test_sets = {"": (processor.submission_name, test[0]), **test[1]} if FLAGS.do_predict else {}
     test_features = {name: _encode(examples, processor, f"test {name}".strip()) for name, (_, examples) in test_sets.items()}
 
-    if not 0.0 <= FLAGS.warmup_proportion <= 1.0:
-        fail(f"--warmup_proportion={FLAGS.warmup_proportion} must be between 0 and 1")
-    num_train_steps = int(len(train[0]) / max(FLAGS.train_batch_size, 1) * FLAGS.num_train_epochs)
-
     from bert_tf.tasks.classification import ClassificationTask, METRIC_FOR_GLUE_TASK, write_submission, write_test_results
-    from bert_tf.training.trainer import Trainer, TrainingSettings
+    from bert_tf.training.trainer import Trainer
 
-    settings = common_flags.settings_or_fail(
-        TrainingSettings,
-        FLAGS,
-        predict_batch_size=FLAGS.predict_batch_size,
-        num_train_steps=max(num_train_steps, 1),
-        num_warmup_steps=int(num_train_steps * FLAGS.warmup_proportion),
-    )
-    if FLAGS.do_train and num_train_steps < 1:
-        fail(
-            f"{len(train[0])} training examples / --train_batch_size={FLAGS.train_batch_size} x "
-            f"--num_train_epochs={FLAGS.num_train_epochs} gives no training step"
-        )
+    settings, num_train_steps = fine_tuning.fine_tuning_settings(FLAGS, len(train[0]))
     strategy = common_flags.create_strategy(FLAGS)
     try:
         task = ClassificationTask(
@@ -217,26 +166,8 @@ def main(argv):
     )
     if FLAGS.do_train:
         logging.info("***** Running training: %d examples, batch size %d, %d steps *****", len(train[0]), FLAGS.train_batch_size, num_train_steps)
-        progress = common_flags.Progress(
-            FLAGS.progress, num_train_steps, FLAGS.iterations_per_loop,
-            {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"},
-        )
-        written = []
-
-        def on_log(step, logs):
-            # After the first step, before the first checkpoint: a run that fails to start
-            # leaves nothing behind, and every checkpoint has its record beside it.
-            if not written and trainer.is_chief:
-                common_flags.write_task_files(FLAGS.output_dir, record, config, FLAGS.vocab_file)
-                written.append(True)
-            progress(step, logs)
-
-        common_flags.train(trainer, train_features, FLAGS.init_checkpoint, on_log, progress)
-    else:
-        started = common_flags.restore_trained(trainer, FLAGS.init_checkpoint, FLAGS.output_dir)
-        if "initialised afresh" in started:
-            logging.warning("The classifier head is not in %s: its outputs are untrained", FLAGS.init_checkpoint)
-        logging.info("Model %s", started)
+    fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
+    fine_tuning.train_or_restore(trainer, FLAGS, train_features, record, config, fields)
 
     if FLAGS.do_eval:
         results = {}
@@ -245,7 +176,7 @@ def main(argv):
             part = trainer.evaluate(features)
             results.update(_named(part, name))
         trainer.write_eval_results(results)
-        _log_results(results)
+        fine_tuning.log_results(results)
 
     if FLAGS.do_predict:
         for name, (stem, examples) in test_sets.items():

@@ -15,7 +15,7 @@ number of replicas.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.pipelines import ordered_batches
+from bert_tf.data.array_inputs import array_dataset
 
 LABEL_KINDS = ("single", "regression", "multi")
 
@@ -64,57 +64,21 @@ def encode_examples(examples, labels, label_kind, source="examples"):
     }
 
 
-def _pad_to(features, multiple):
-    """Adds rows of weight 0 (empty text, label 0) up to a multiple of `multiple`."""
-    n = len(features["text_a"])
-    extra = -n % multiple
-
-    def pad(v):
-        filler = np.full(extra, "", object) if v.dtype == object else np.zeros((extra,) + v.shape[1:], v.dtype)
-        return np.concatenate([v, filler])
-
-    out = {k: pad(v) for k, v in features.items()}
-    out["weight"] = np.concatenate([np.ones(n, np.float32), np.zeros(extra, np.float32)])
-    return out
-
-
 def classifier_dataset(features, pack, batch_size, mode, input_context=None, seed=None, skip_batches=0):
     """Batches `(x, y)`: x the encoder inputs (int32 `[batch_size, seq]`) that
     `pack(text_a, text_b)` builds from a batch of strings, y `{"label", "weight"}`.
 
-    features: `encode_examples`' dict. batch_size: per replica. mode "train": the examples are
-    sharded per input pipeline, shuffled with `seed` (reshuffled every epoch, reproducibly),
-    repeated forever, batched with drop_remainder; `skip_batches` continues a run that read
-    that many (before tokenization, so cheaply). "eval"/"predict": every example once, in input
-    order, padded to whole global batches (weight 0); with several replicas each input pipeline
-    takes the per-replica slices of its replicas, so that gathering the replicas' outputs in
-    replica order gives the examples in input order.
+    features: `encode_examples`' dict; batch_size per replica; `mode`, `seed`, `skip_batches`
+    as `array_dataset` (train: shuffled, repeated, resumable; eval/predict: every example once,
+    in order, padded with weight-0 rows). Tokenization happens after the skip, so a resumed
+    run skips cheaply.
     """
-    n = len(features["text_a"])
-    if not n:
-        raise ValueError("no examples")
-    replicas = input_context.num_replicas_in_sync if input_context else 1
-    pipelines = input_context.num_input_pipelines if input_context else 1
-    pipeline = input_context.input_pipeline_id if input_context else 0
-    if mode == "train":
-        features = dict(features, weight=np.ones(n, np.float32))
-        ds = tf.data.Dataset.from_tensor_slices(features)
-        if pipelines > 1:
-            ds = ds.shard(pipelines, pipeline)
-        # A full shuffle (the original's buffer of 100 barely mixed a sorted file).
-        ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True).repeat()
-        ds = ds.batch(batch_size, drop_remainder=True)
-        if skip_batches:
-            ds = ds.skip(skip_batches)
-    elif mode in ("eval", "predict"):
-        ds = ordered_batches(tf.data.Dataset.from_tensor_slices(_pad_to(features, batch_size * replicas)), batch_size, input_context)
-    else:
-        raise ValueError(f"mode {mode!r} is not train, eval or predict")
 
     def to_model(batch):
         x = pack(batch["text_a"], batch["text_b"])
         return x, {"label": batch["label"], "weight": batch["weight"]}
 
+    ds = array_dataset(features, mode, batch_size, input_context, seed, skip_batches)
     return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 

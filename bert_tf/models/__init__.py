@@ -2,7 +2,9 @@
 
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs
+from bert_tf.models.bert_multiple_choice import BertMultipleChoice
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
+from bert_tf.models.bert_token_classifier import BertTokenClassifier
 from bert_tf.models.bert_pretrainer import (
     MASKED_LM_DENOMINATOR_EPSILON,
     BertPretrainer,
@@ -17,8 +19,10 @@ __all__ = [
     "MASKED_LM_DENOMINATOR_EPSILON",
     "BertClassifier",
     "BertEncoder",
+    "BertMultipleChoice",
     "BertPretrainer",
     "BertSpanLabeler",
+    "BertTokenClassifier",
     "encoder_inputs",
     "masked_lm_loss",
     "masked_lm_xent",

@@ -187,7 +187,7 @@ def test_nbest_keeps_the_first_of_equal_final_texts():
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
 
 
-def _reference(doc_tokens, items, n_best, max_len, v2, threshold):
+def reference_predictions(doc_tokens, items, n_best, max_len, v2, threshold):
     """The original rules, restated: every (feature, start, end) among the n best starts x ends,
     ranked by (-score, feature, start rank, end rank); words here are single lower-case pieces,
     so a span's text is its words."""
@@ -249,7 +249,7 @@ def test_matches_the_restated_rules_on_random_logits(v2):
             items.append((feature, *logits))
         n_best, max_len, threshold = rng.randint(1, 6), rng.randint(1, 3), float(rng.randint(-2, 2))
         text, nbest, diff = _predict(SimpleNamespace(doc_tokens=doc), items, n_best, max_len, v2, threshold)
-        ref_text, ref_nbest, ref_diff = _reference(doc, items, n_best, max_len, v2, threshold)
+        ref_text, ref_nbest, ref_diff = reference_predictions(doc, items, n_best, max_len, v2, threshold)
         assert (text, _texts_and_logits(nbest), diff) == (ref_text, ref_nbest, ref_diff)
         np.testing.assert_allclose(
             [e["probability"] for e in nbest], _softmax([s + e for _, s, e in ref_nbest]), rtol=1e-12
