@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import types
 
 import pytest
@@ -77,3 +78,34 @@ def run_main_cases(script, cases, mock=0, prelude="", timeout=600):
     assert result.returncode == 0, result.stderr[-3000:]
     line = [x for x in result.stdout.splitlines() if x.startswith("OUTCOMES ")][-1]
     return json.loads(line[len("OUTCOMES "):])
+
+
+def killed_and_rerun(script, flags, output_dir, timeout=300):
+    """Runs `script` with `flags`, kill -9s it as soon as its first checkpoint is in
+    `output_dir`, then runs the same command again to the end; returns that second run."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
+    command = [sys.executable, os.path.join(REPO, "run_scripts", script), *[str(f) for f in flags]]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    deadline = time.time() + timeout
+    while not os.path.exists(os.path.join(output_dir, "checkpoint")):
+        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        assert time.time() < deadline
+        time.sleep(0.02)
+    process.kill()
+    process.wait()
+    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
+    assert again.returncode == 0, again.stderr[-3000:]
+    return again
+
+
+def converted_to_original(run_dir, prefix):
+    """convert_checkpoint.py --direction=to_original on a run's folder; returns the written
+    checkpoint's variable shapes."""
+    import tensorflow as tf
+
+    result = run_script(
+        "convert_checkpoint.py", "--direction=to_original", f"--checkpoint_to_convert={run_dir}",
+        f"--converted_checkpoint_path={prefix}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(tf.train.list_variables(str(prefix)))

@@ -5,15 +5,12 @@ original-layout checkpoints both ways, TFDS, multi-label, regression, and bad in
 import json
 import os
 import random
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 
 from tests.data.test_classifier_inputs import original_features
-from tests.run_scripts.conftest import REPO, run_main_cases, run_script
+from tests.run_scripts.conftest import converted_to_original, killed_and_rerun, run_main_cases, run_script
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
 
@@ -77,7 +74,6 @@ def _probabilities(out, name="test_results.tsv"):
     return np.array([[float(v) for v in line.split("\t")] for line in (out / name).read_text().splitlines()])
 
 
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
 
 
 def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_on_two_replicas(tmp_path, model_dir):
@@ -106,17 +102,7 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
 
     # kill -9 mid-training, then the same command: it resumes and ends bit-identical.
     resumed = tmp_path / "resumed"
-    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_classifier.py"), *_flags(model_dir, data, resumed, **flags)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, cwd=REPO)
-    deadline = time.time() + 240
-    while not (resumed / "checkpoint").exists():
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
-        assert time.time() < deadline
-        time.sleep(0.02)
-    process.kill()
-    process.wait()
-    again = subprocess.run(command, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300)
-    assert again.returncode == 0, again.stderr[-3000:]
+    again = killed_and_rerun("run_classifier.py", _flags(model_dir, data, resumed, **flags), resumed)
     assert "Training resumed from" in again.stderr and "ckpt-800" not in again.stderr.split("Training resumed from")[1].split("\n")[0]
     assert _results(resumed) == results
     assert (resumed / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
@@ -140,14 +126,7 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
 
     # Our checkpoint written back in the original layout, and read again from it.
     original = tmp_path / "original" / "bert_model.ckpt"
-    result = run_script(
-        "convert_checkpoint.py", "--direction=to_original", f"--checkpoint_to_convert={straight}",
-        f"--converted_checkpoint_path={original}",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    import tensorflow as tf
-
-    shapes = dict(tf.train.list_variables(str(original)))
+    shapes = converted_to_original(straight, original)
     assert shapes["output_weights"] == [2, 32] and shapes["output_bias"] == [2]
     reread = tmp_path / "reread"
     result = run_script("run_classifier.py", *_flags(model_dir, data, reread, do_train=False, do_eval=False, init_checkpoint=original))

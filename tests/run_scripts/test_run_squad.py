@@ -3,17 +3,13 @@ original's output files and official evaluation, an exact resume after kill -9, 
 fine-tuned layout both ways, TFDS, and bad inputs."""
 
 import json
-import os
 import random
-import subprocess
-import sys
-import time
 import types
 
 import numpy as np
 import pytest
 
-from tests.run_scripts.conftest import REPO, run_main_cases, run_script
+from tests.run_scripts.conftest import converted_to_original, killed_and_rerun, run_main_cases, run_script
 from tests.tiny import tiny_config, write_vocab
 
 pytestmark = pytest.mark.slow
@@ -24,7 +20,6 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
 ]
 FILL = ["the", "a", "sat", "on", "mat", "red", "blue", "is", "big", "small", "and", "runs", "running", "near", "café"]
 SEQ = 32
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
 
 
 def _paragraph(rng, qid, impossible=False):
@@ -103,30 +98,13 @@ def test_learns_v1_writes_the_originals_files_and_resumes_exactly_after_kill(tmp
 
     # kill -9 after the first checkpoint, then the same command: the same answers and logits.
     resumed = tmp_path / "resumed"
-    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_squad.py"), *_flags(model_dir, resumed, **flags)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, cwd=REPO)
-    deadline = time.time() + 240
-    while not (resumed / "checkpoint").exists():
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
-        assert time.time() < deadline
-        time.sleep(0.02)
-    process.kill()
-    process.wait()
-    again = subprocess.run(command, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300)
-    assert again.returncode == 0, again.stderr[-3000:]
+    again = killed_and_rerun("run_squad.py", _flags(model_dir, resumed, **flags), resumed)
     assert "Training resumed from" in again.stderr and "Reusing" in again.stderr
     assert (resumed / "nbest_predictions.json").read_text() == (straight / "nbest_predictions.json").read_text()
 
     # Our run written back in the original layout (cls/squad/...), and predicting from it...
     original = tmp_path / "original" / "bert_model.ckpt"
-    result = run_script(
-        "convert_checkpoint.py", "--direction=to_original", f"--checkpoint_to_convert={straight}",
-        f"--converted_checkpoint_path={original}",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    import tensorflow as tf
-
-    shapes = dict(tf.train.list_variables(str(original)))
+    shapes = converted_to_original(straight, original)
     assert shapes["cls/squad/output_weights"] == [2, 32] and shapes["cls/squad/output_bias"] == [2]
     reread = tmp_path / "reread"
     # ... on two replicas (the CPU split in two): features are matched to logits by position.
