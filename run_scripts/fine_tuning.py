@@ -50,9 +50,10 @@ def check_task_output_dir(output_dir, record, same):
         fail(f"--output_dir: cannot read {path}: {e}")
     for key in same:
         if previous.get(key) != record.get(key):
+            detail = f" with {key} {previous.get(key)!r}" if key != "task_name" else ""
             fail(
-                f"--output_dir={output_dir} holds a run of task {previous.get('task_name')!r} with "
-                f"{key} {previous.get(key)!r}, not {record.get(key)!r}: use another --output_dir"
+                f"--output_dir={output_dir} holds a run of task {previous.get('task_name')!r}{detail}, "
+                f"not {record.get(key)!r}: use another --output_dir"
             )
     if previous.get("do_lower_case", record["do_lower_case"]) != record["do_lower_case"]:
         fail(
@@ -153,6 +154,19 @@ def check_fine_tuning_flags(flag_values):
     if not f.do_train:
         require_trained_model(f.init_checkpoint, f.output_dir)
     return config
+
+
+def check_batch_sizes(flag_values, replicas):
+    """The batch sizes against the number of replicas (and accumulation steps), before any
+    work: one line naming the flag."""
+    f = flag_values
+    per_step = replicas * f.gradient_accumulation_steps
+    checks = [("train_batch_size", per_step, f"{replicas} replica(s) x {f.gradient_accumulation_steps} accumulation step(s)")]
+    checks += [(name, replicas, f"{replicas} replica(s)") for name in ("eval_batch_size", "predict_batch_size") if hasattr(f, name)]
+    for name, divisor, what in checks:
+        value = getattr(f, name)
+        if value >= 1 and value % divisor:
+            fail(f"--{name}={value} is not divisible by {what}")
 
 
 def read_task_record(directory):

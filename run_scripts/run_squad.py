@@ -16,6 +16,8 @@ resumes from the latest checkpoint in --output_dir (and reuses the features it w
 --tfds_name=squad/v1.1 or squad/v2.0 reads SQuAD through tensorflow-datasets instead of files.
 """
 
+import contextlib
+import glob
 import hashlib
 import itertools
 import json
@@ -95,6 +97,12 @@ def _validate_flags(config):
             fail(f"--{name}={getattr(FLAGS, name)} must be a positive integer")
     if not 0.0 <= FLAGS.warmup_proportion <= 1.0:
         fail(f"--warmup_proportion={FLAGS.warmup_proportion} must be between 0 and 1")
+    if FLAGS.doc_stride > FLAGS.max_seq_length - FLAGS.max_query_length - 3:
+        logging.warning(
+            "--doc_stride=%d is longer than a window's passage (max_seq_length - query - 3 = at least %d tokens): "
+            "parts of long contexts fall in no window and their answers cannot be found",
+            FLAGS.doc_stride, FLAGS.max_seq_length - FLAGS.max_query_length - 3,
+        )
     for name in ("train_file", "predict_file"):
         path = getattr(FLAGS, name)
         if path and not FLAGS.tfds_name and not os.path.isfile(path):
@@ -176,6 +184,8 @@ def _features(input_file, is_training, tokenizer, flag):
             return SquadRecords(path, meta["features"], FLAGS.max_seq_length, is_training), meta["examples"]
     except (OSError, ValueError, KeyError):
         pass
+    for stale in glob.glob(os.path.join(glob.escape(FLAGS.output_dir), f".{os.path.basename(path)}.*.tmp")):
+        os.remove(stale)  # left by a run killed while writing
     stats = {}
     examples = _counted(squad.read_squad_examples(input_file, is_training, FLAGS.version_2_with_negative, stats))
     features = squad.convert_examples_to_features(
@@ -187,6 +197,7 @@ def _features(input_file, is_training, tokenizer, flag):
     except ValueError as e:
         fail(f"--{flag}: {e}")
     if not count:
+        os.remove(path)
         fail(f"--{flag}={input_file}: no question to {'train on' if is_training else 'answer'}")
     _log_stats(input_file, stats, examples.count, count)
     with atomic_write(meta_path) as f:
@@ -272,19 +283,35 @@ def _predict(trainer, input_file, records, tokenizer):
 
 
 def _has_answers(input_file):
-    """Whether the file is a dev set (some question has answers or is marked unanswerable)."""
-    with open(input_file, encoding="utf-8") as f:
-        data = json.load(f)["data"]
-    return any(qa.get("answers") or qa.get("is_impossible") for a in data for p in a["paragraphs"] for qa in p["qas"])
+    """Whether the file is a dev set (its questions carry answers or are marked unanswerable),
+    or a test set (none does); a question without the answers the others have is an error."""
+    from bert_tf.data.squad_json import iter_squad_articles
+
+    with_answers, without = 0, None
+    try:
+        for article in iter_squad_articles(input_file):
+            for paragraph in article.get("paragraphs", ()) if isinstance(article, dict) else ():
+                for qa in paragraph.get("qas", ()) if isinstance(paragraph, dict) else ():
+                    if not isinstance(qa, dict):
+                        continue  # the reader names what is wrong
+                    if "answers" in qa or "is_impossible" in qa:
+                        with_answers += 1
+                    elif without is None:
+                        without = qa.get("id")
+                if with_answers and without is not None:
+                    fail(
+                        f"--predict_file: {input_file}: question {without!r} has no 'answers' field while other "
+                        "questions have answers (a dev set needs them on every question, a test set on none)"
+                    )
+    except ValueError as e:
+        fail(f"--predict_file: {e}")
+    return with_answers > 0
 
 
 def _evaluate(trainer, input_file, predictions, null_odds_file):
     from bert_tf import squad_metrics
     from bert_tf.io_utils import atomic_write
 
-    if not _has_answers(input_file):
-        logging.info("%s carries no answers: no evaluation", input_file)
-        return
     na_probs = None
     if null_odds_file:
         with open(null_odds_file, encoding="utf-8") as f:
@@ -316,20 +343,28 @@ def main(argv):
     if not FLAGS.do_train:
         common_flags.require_trained_model(FLAGS.init_checkpoint, FLAGS.output_dir)
 
-    # Every input is read, checked and turned into features before any training.
-    train_file = (_tfds_file("train") if FLAGS.tfds_name else FLAGS.train_file) if FLAGS.do_train else None
-    predict_file = (_tfds_file("validation") if FLAGS.tfds_name else FLAGS.predict_file) if FLAGS.do_predict else None
-    train_records, num_examples = None, 0
-    if FLAGS.do_train:
-        train_records, num_examples = _features(train_file, True, tokenizer, "train_file")
-    if FLAGS.do_predict:
-        predict_records, _ = _features(predict_file, False, tokenizer, "predict_file")
+    strategy = common_flags.create_strategy(FLAGS)
+    fine_tuning.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)
+    created = not os.path.exists(FLAGS.output_dir)
+    try:
+        # Every input is read, checked and turned into features before any training.
+        train_file = (_tfds_file("train") if FLAGS.tfds_name else FLAGS.train_file) if FLAGS.do_train else None
+        predict_file = (_tfds_file("validation") if FLAGS.tfds_name else FLAGS.predict_file) if FLAGS.do_predict else None
+        evaluate = FLAGS.do_predict and _has_answers(predict_file)
+        train_records, num_examples = None, 0
+        if FLAGS.do_train:
+            train_records, num_examples = _features(train_file, True, tokenizer, "train_file")
+        if FLAGS.do_predict:
+            predict_records, _ = _features(predict_file, False, tokenizer, "predict_file")
+    except SystemExit:
+        if created and os.path.isdir(FLAGS.output_dir) and not os.listdir(FLAGS.output_dir):
+            os.rmdir(FLAGS.output_dir)  # a failed start leaves nothing
+        raise
 
     from bert_tf.tasks.question_answering import QuestionAnsweringTask
     from bert_tf.training.trainer import Trainer
 
     settings, num_train_steps = fine_tuning.fine_tuning_settings(FLAGS, num_examples)
-    strategy = common_flags.create_strategy(FLAGS)
     try:
         trainer = Trainer(QuestionAnsweringTask(config, FLAGS.max_seq_length), settings, strategy)
     except ValueError as e:
@@ -347,8 +382,13 @@ def main(argv):
     if FLAGS.do_predict:
         logging.info("***** Running predictions: %d features *****", predict_records.count)
         written = _predict(trainer, predict_file, predict_records, tokenizer)
-        if written is not None:
+        if written is not None and evaluate:
             _evaluate(trainer, predict_file, *written)
+        elif written is not None:
+            logging.info("%s carries no answers: no evaluation", predict_file)
+            for name in ("eval_results.json", "eval_results.txt"):  # another file's figures
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(FLAGS.output_dir, name))
 
 
 if __name__ == "__main__":

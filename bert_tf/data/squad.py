@@ -89,6 +89,7 @@ def read_squad_examples(input_file, is_training, version_2_with_negative, stats=
     if stats is not None:
         for key in _STAT_KEYS:
             stats.setdefault(key, 0)
+    seen = set()  # question ids: a repeated one would score one question with another's answer
     for article_index, article in enumerate(iter_squad_articles(input_file)):
         _bump(stats, "articles")
         where = f"{input_file}: article {article_index}"
@@ -106,6 +107,9 @@ def read_squad_examples(input_file, is_training, version_2_with_negative, stats=
             for question_index, qa in enumerate(questions):
                 qas_id = _field(qa, "id", f"{here} question {question_index}")
                 question = _field(qa, "question", f"{input_file}: question {qas_id!r}")
+                if qas_id in seen:
+                    raise ValueError(f"{input_file}: question id {qas_id!r} appears twice (in {here} again)")
+                seen.add(qas_id)
                 _bump(stats, "questions")
                 example = _example(input_file, is_training, version_2_with_negative, qa, qas_id, question,
                                    context, doc_tokens, word_starts, stats)
@@ -150,7 +154,7 @@ def _example(path, is_training, v2, qa, qas_id, question, context, doc_tokens, w
     actual_text = " ".join(doc_tokens[start : end + 1])
     cleaned_answer_text = " ".join(text.split())
     if actual_text.find(cleaned_answer_text) == -1:
-        logging.warning("Could not find answer: '%s' vs. '%s'", actual_text, cleaned_answer_text)
+        logging.warning("Could not find answer: '%s' vs. '%s' (%s)", actual_text, cleaned_answer_text, where)
         _bump(stats, "skipped_answer_mismatch")
         return None
     return SquadExample(qas_id, question, doc_tokens, text, start, end, False)

@@ -51,7 +51,7 @@ class _Buffer:
 
     def fail(self, message, pos=None):
         at = self.where(self.pos if pos is None else pos)
-        raise ValueError(f"{self.path} is not valid JSON: {message} at {at}")
+        raise ValueError(f"{self.path} is not valid JSON: {message.removesuffix(' at')} at {at}")
 
     def peek(self):
         """The next character that is not whitespace ('' at the end), left unread."""

@@ -133,6 +133,24 @@ def test_v2_tfds_and_bad_inputs_in_one_process(tmp_path, model_dir):
     shifted_file.write_text(json.dumps(shifted))
     malformed = tmp_path / "malformed.json"
     malformed.write_text(v1.read_text()[:-40])
+    duplicated = json.loads(dev2.read_text())
+    duplicated["data"][1]["paragraphs"][0]["qas"][0]["id"] = duplicated["data"][0]["paragraphs"][0]["qas"][0]["id"]
+    duplicated_file = tmp_path / "duplicated.json"
+    duplicated_file.write_text(json.dumps(duplicated))
+    partial = json.loads(dev2.read_text())
+    del partial["data"][2]["paragraphs"][1]["qas"][0]["answers"]
+    partial_file = tmp_path / "partial.json"
+    partial_file.write_text(json.dumps(partial))
+    unanswered = json.loads(dev2.read_text())  # a test set: no answers at all
+    for article in unanswered["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                for key in ("answers", "is_impossible", "plausible_answers"):
+                    qa.pop(key, None)
+    unanswered_file = tmp_path / "test-v2.0.json"
+    unanswered_file.write_text(json.dumps(unanswered))
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"version": "1.1", "data": []}))
     classifier_run = tmp_path / "classifier_run"
     classifier_run.mkdir()
     (classifier_run / "fine_tuning_task.json").write_text(json.dumps({"task_name": "MRPC", "do_lower_case": True, "max_seq_length": 32}))
@@ -174,9 +192,12 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
 
     config = tiny_config(vocab_size=len(VOCAB), max_position_embeddings=64)
     pretrained = write_tf1_checkpoint(tmp_path / "uncased_L-2_H-32" / "bert_model.ckpt", random_weights(original_shapes(config), seed=8))
-    v2, tfds1, tfds2 = tmp_path / "v2", tmp_path / "tfds1", tmp_path / "tfds2"
+    v2, tfds1, tfds2, relabelled = tmp_path / "v2", tmp_path / "tfds1", tmp_path / "tfds2", tmp_path / "relabelled"
     train_v2 = dict(do_train=True, train_file=train2, do_predict=True, predict_file=dev2, version_2_with_negative=True, num_train_epochs=6)
     bad = tmp_path / "bad"
+    (bad / "g").mkdir(parents=True)
+    (bad / "g" / ".train.tf_record.x1y2.tmp").write_bytes(b"left by a killed run")
+    predict_v2 = dict(do_predict=True, version_2_with_negative=True, init_checkpoint=v2)
     cases = [
         _flags(model_dir, v2, **train_v2),
         _flags(model_dir, tfds1, do_train=True, do_predict=True, tfds_name="squad/v1.1", num_train_epochs=1),
@@ -190,6 +211,14 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
         _flags(model_dir, bad / "f", do_train=True, train_file=tmp_path),
         _flags(model_dir, bad / "g", do_train=True, train_file=shifted_file, num_train_epochs=1, train_batch_size=2,
                init_checkpoint=pretrained),  # and Google's pre-trained layout starts the training
+        _flags(model_dir, bad / "h", predict_file=duplicated_file, **predict_v2),
+        _flags(model_dir, bad / "i", predict_file=partial_file, **predict_v2),
+        _flags(model_dir, bad / "j", do_train=True, train_file=empty),
+        _flags(model_dir, bad / "k", do_train=True, train_file=v1, gradient_accumulation_steps=3),
+        # Predicting a dev set, then a test set (no answers) into the same folder: the dev
+        # set's figures do not stay beside the test set's predictions.
+        _flags(model_dir, relabelled, predict_file=dev2, **predict_v2),
+        _flags(model_dir, relabelled, predict_file=unanswered_file, **predict_v2),
     ]
     outcomes = run_main_cases("run_squad", cases, prelude=prelude)
     assert outcomes[:3] == ["ok"] * 3, outcomes[:3]
@@ -202,7 +231,15 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
     assert "--train_file" in outcomes[9] and "is a directory" in outcomes[9]
     assert outcomes[10] == "ok"
     assert _json(bad / "g" / "train.tf_record.json")["stats"]["skipped_answer_mismatch"] == 1
-    assert not any((bad / name).exists() and any((bad / name).iterdir()) for name in "abcdef")
+    assert "question id 'q0-0' appears twice" in outcomes[11] and "duplicated.json" in outcomes[11]
+    assert "partial.json: question 'q2-1' has no 'answers' field" in outcomes[12]
+    assert "empty.json: no question to train on" in outcomes[13]
+    assert "--train_batch_size=16 is not divisible by 1 replica(s) x 3 accumulation step(s)" in outcomes[14]
+    assert outcomes[15:] == ["ok", "ok"]
+    assert not (relabelled / "eval_results.json").exists() and not (relabelled / "eval_results.txt").exists()
+    assert set(_json(relabelled / "predictions.json")) == set(_json(v2 / "predictions.json"))
+    assert not (bad / "g" / ".train.tf_record.x1y2.tmp").exists()  # a killed run's temporary, removed
+    assert not any((bad / name).exists() for name in "abcdefhijk")  # a failed start leaves nothing
 
     # v2.0: unanswerable questions answered "", the null odds written, the official v2.0 figures.
     predictions, null_odds = _json(v2 / "predictions.json"), _json(v2 / "null_odds.json")
