@@ -284,7 +284,8 @@ def _predict(trainer, input_file, records, tokenizer):
 
 def _has_answers(input_file):
     """Whether the file is a dev set (its questions carry answers or are marked unanswerable),
-    or a test set (none does); a question without the answers the others have is an error."""
+    or a test set (none does, or their answer lists are empty); a question without the answers
+    the others have is an error."""
     from bert_tf.data.squad_json import iter_squad_articles
 
     with_answers, without = 0, None
@@ -294,14 +295,14 @@ def _has_answers(input_file):
                 for qa in paragraph.get("qas", ()) if isinstance(paragraph, dict) else ():
                     if not isinstance(qa, dict):
                         continue  # the reader names what is wrong
-                    if "answers" in qa or "is_impossible" in qa:
+                    if qa.get("answers") or qa.get("is_impossible"):
                         with_answers += 1
                     elif without is None:
                         without = qa.get("id")
                 if with_answers and without is not None:
                     fail(
-                        f"--predict_file: {input_file}: question {without!r} has no 'answers' field while other "
-                        "questions have answers (a dev set needs them on every question, a test set on none)"
+                        f"--predict_file: {input_file}: question {without!r} has no answers (and is not marked "
+                        "is_impossible) while other questions have answers: a dev set needs them on every question"
                     )
     except ValueError as e:
         fail(f"--predict_file: {e}")

@@ -74,8 +74,6 @@ def _probabilities(out, name="test_results.tsv"):
     return np.array([[float(v) for v in line.split("\t")] for line in (out / name).read_text().splitlines()])
 
 
-
-
 def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_on_two_replicas(tmp_path, model_dir):
     data = tmp_path / "MRPC"
     test_rows = write_mrpc(data)

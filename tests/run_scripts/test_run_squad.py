@@ -232,7 +232,7 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
     assert outcomes[10] == "ok"
     assert _json(bad / "g" / "train.tf_record.json")["stats"]["skipped_answer_mismatch"] == 1
     assert "question id 'q0-0' appears twice" in outcomes[11] and "duplicated.json" in outcomes[11]
-    assert "partial.json: question 'q2-1' has no 'answers' field" in outcomes[12]
+    assert "partial.json: question 'q2-1' has no answers" in outcomes[12]
     assert "empty.json: no question to train on" in outcomes[13]
     assert "--train_batch_size=16 is not divisible by 1 replica(s) x 3 accumulation step(s)" in outcomes[14]
     assert outcomes[15:] == ["ok", "ok"]
