@@ -17,6 +17,7 @@ the test set is tagged, test_results.txt with its figures. Started again with th
 a run resumes from the latest checkpoint in --output_dir.
 """
 
+import contextlib
 import os
 
 from absl import app, flags, logging
@@ -97,6 +98,8 @@ def _predict(trainer, task, sentences, features):
     conll.write_predictions(path, sentences, predicted)
     logging.info("Predictions: %s", path)
     if any(s.tags is None for s in sentences):
+        with contextlib.suppress(FileNotFoundError):  # an earlier, tagged test set's figures
+            os.remove(os.path.join(FLAGS.output_dir, "test_results.txt"))
         return
     report = conlleval.evaluate([s.tags for s in sentences], predicted)
     results = {**report.as_dict("test_"), "global_step": trainer.global_step}

@@ -98,6 +98,8 @@ def test_learns_entities_writes_conlleval_figures_and_predictions_and_reads_tfds
     tfds_rows = [_sentence(rng, rng.randint(2, 6)) for _ in range(6)]
     tfds_rows = [(w, [TFDS_TAGS.index(t) for t in tags]) for w, tags in tfds_rows]
     trained, reused, tfds_out = tmp_path / "trained", tmp_path / "reused", tmp_path / "tfds"
+    reused.mkdir()
+    (reused / "test_results.txt").write_text("test_f1 = 0.5\n")  # an earlier, tagged test set's figures
     cases = [
         _flags(model_dir, data, trained),
         # The trained run's tags and weights (--init_checkpoint), predicting an untagged file.
@@ -124,7 +126,7 @@ def test_learns_entities_writes_conlleval_figures_and_predictions_and_reads_tfds
 
     # The untagged file: `word predicted` lines, the same predictions as the trained run's.
     assert _sentences(reused / "test_predictions.txt") == [[[line[0], line[2]] for line in b] for b in blocks[:5]]
-    assert not (reused / "test_results.txt").exists()
+    assert not (reused / "test_results.txt").exists()  # removed: they were not this test set's
 
     # TFDS: TFDS's tag names, every split read.
     assert json.loads((tfds_out / "fine_tuning_task.json").read_text())["labels"] == TFDS_TAGS
