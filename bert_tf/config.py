@@ -8,6 +8,7 @@ import copy
 import dataclasses
 import json
 import os
+import warnings
 from typing import Any
 
 from bert_tf.io_utils import atomic_write
@@ -26,6 +27,24 @@ _POSITIVE_INT_FIELDS = (
     "type_vocab_size",
 )
 _PROBABILITY_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+# What a bert_config.json must give: the sizes, which no default can guess (a missing one would
+# silently build BERT-Base's). The others default to the values of every released config.
+REQUIRED_FIELDS = _POSITIVE_INT_FIELDS
+
+
+def _one_edit_apart(a, b):
+    """Whether `a` becomes `b` by one insertion, deletion, substitution or swap of neighbours
+    (case ignored)."""
+    a, b = a.lower(), b.lower()
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long = sorted((a, b), key=len)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
 @dataclasses.dataclass
@@ -82,19 +101,36 @@ class BertConfig:
         return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
 
     @classmethod
+    def misspelt_keys(cls, json_object: dict) -> list:
+        """(key, field) for each unknown key one edit away from a field name (`num_hidden_layer`,
+        `hidden_size ` ...): probably meant as that field, which then takes its default."""
+        fields = cls.field_names()
+        return [(k, f) for k in json_object if k not in fields for f in fields if _one_edit_apart(k, f)]
+
+    @classmethod
     def from_dict(cls, json_object: dict) -> "BertConfig":
-        """Builds a config from a dict of `bert_config.json` keys; unknown keys go to `extra`."""
+        """Builds a config from a dict of `bert_config.json` keys; unknown keys go to `extra`
+        (Google's configs carry some). Every size field (`REQUIRED_FIELDS`) must be there; a
+        missing one is a ValueError naming it (and a key one edit away from it, if any)."""
         if not isinstance(json_object, dict):
             raise ValueError(f"a BERT config must be a JSON object, got {type(json_object).__name__}")
         known = set(cls.field_names())
-        if "vocab_size" not in json_object:
-            raise ValueError("a BERT config needs 'vocab_size'")
+        misspelt = dict((f, k) for k, f in cls.misspelt_keys(json_object))
+        missing = [name for name in REQUIRED_FIELDS if name not in json_object]
+        if missing:
+            hints = "".join(f" ('{misspelt[name]}' is a misspelling?)" for name in missing if name in misspelt)
+            raise ValueError(f"a BERT config needs {', '.join(repr(m) for m in missing)}{hints}")
         kwargs = {k: v for k, v in json_object.items() if k in known}
         extra = {k: copy.deepcopy(v) for k, v in json_object.items() if k not in known}
         return cls(**kwargs, extra=extra)
 
     @classmethod
     def from_json_file(cls, json_file: str) -> "BertConfig":
+        """The config of a `bert_config.json`. A missing size field is a ValueError naming the
+        file and the field; an unknown key one edit away from a field (which then takes its
+        default) is a UserWarning naming both."""
+        if os.path.isdir(json_file):
+            raise ValueError(f"BERT config file {json_file!r} is a directory")
         if not os.path.isfile(json_file):
             raise FileNotFoundError(f"BERT config file {json_file!r} does not exist")
         with open(json_file, encoding="utf-8") as f:
@@ -103,9 +139,16 @@ class BertConfig:
             except json.JSONDecodeError as e:
                 raise ValueError(f"BERT config file {json_file!r} is not valid JSON: {e}") from e
         try:
-            return cls.from_dict(data)
+            config = cls.from_dict(data)
         except (ValueError, TypeError) as e:
             raise ValueError(f"BERT config file {json_file!r}: {e}") from e
+        for key, field in cls.misspelt_keys(data):
+            warnings.warn(
+                f"BERT config file {json_file!r} has the unknown key '{key}', one edit away from '{field}' "
+                f"(which takes its default, {getattr(config, field)!r}): a misspelling?",
+                stacklevel=2,
+            )
+        return config
 
     def to_dict(self) -> dict:
         out = {name: getattr(self, name) for name in self.field_names()}

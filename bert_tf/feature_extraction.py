@@ -25,20 +25,31 @@ class Example:
     text_b: str | None = None
 
 
-def read_examples(input_file):
+def read_examples(input_file, on_invalid_utf8=None):
     """Yields one `Example` per line (blank lines too, as the original), ids from 0.
 
     A line `A ||| B` is a sentence pair. Lines are split on "\\n" only and decoded as UTF-8,
-    undecodable bytes replaced (the tokenizer then drops them).
+    undecodable bytes replaced (the tokenizer then drops them); `on_invalid_utf8(unique_id,
+    replaced)` is called for each line that had any (binary input, another encoding).
     """
     with open(input_file, "rb") as f:
         for unique_id, raw in enumerate(f):
-            line = raw.decode("utf-8", "replace").strip()
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                line = raw.decode("utf-8", "replace").strip()
+                if on_invalid_utf8 is not None:
+                    on_invalid_utf8(unique_id, _invalid_bytes(raw))
             match = _PAIR.match(line)
             if match:
                 yield Example(unique_id, match.group(1), match.group(2))
             else:
                 yield Example(unique_id, line)
+
+
+def _invalid_bytes(raw):
+    """How many bytes of `raw` are not valid UTF-8 (the valid ones survive "ignore")."""
+    return len(raw) - len(raw.decode("utf-8", "ignore").encode("utf-8"))
 
 
 def parse_layer_indexes(layers, num_hidden_layers):

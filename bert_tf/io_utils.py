@@ -1,8 +1,14 @@
-"""File helpers shared by the library: atomic writes, so no reader ever sees a partial file."""
+"""File helpers shared by the library: atomic writes (no reader ever sees a partial file, and no
+temporary file outlives the run that made it for long), and the checks scripts make on their
+input and output paths before any work."""
 
 import contextlib
+import hashlib
 import os
+import re
+import socket
 import tempfile
+import zipfile
 
 
 def _umask():
@@ -11,16 +17,56 @@ def _umask():
     return mask
 
 
+def owner_tag():
+    """`<host hash>-<pid>`: names temporary files and folders after the process that writes
+    them, so that a later run can tell a dead run's leftovers from a live writer's."""
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return f"{host}-{os.getpid()}"
+
+
+def owner_is_gone(tag):
+    """Whether the process that `owner_tag()` named is no longer running. Only a process of
+    this host can be checked; one of another host (a shared folder) counts as alive."""
+    host, _, pid = tag.rpartition("-")
+    if host != owner_tag().rpartition("-")[0] or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # e.g. another user's process: alive
+        return False
+    return False
+
+
+def _remove_stale_temporaries(directory, base):
+    """Removes the temporaries `atomic_write` left for `base` in `directory` when their writer
+    died (killed mid-write): the next write of the same file cleans up after it."""
+    prefix = f".{base}."
+    pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{8}-\d+)\.[A-Za-z0-9_]+\.tmp")
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            match = name.startswith(prefix) and pattern.fullmatch(name)
+            if match and owner_is_gone(match.group(1)):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(directory, name))
+
+
 @contextlib.contextmanager
-def atomic_write(path, mode="w", encoding="utf-8"):
+def atomic_write(path, mode="w", encoding="utf-8", remove_stale=True):
     """Opens a temporary file beside `path`; renames it onto `path` only if the block succeeds.
 
-    If the block raises (or the process dies), `path` is untouched and the temporary file is
-    removed (or left under a dot-name that never looks like the finished file).
+    If the block raises (a full disk included), `path` is untouched and the temporary file is
+    removed; if the process dies, the dot-named temporary (which never looks like the finished
+    file) is removed by the next write of `path` (unless `remove_stale=False`: for the many small
+    files of a folder that is removed whole, where listing it for every write would cost).
     """
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    base = os.path.basename(path)
+    if remove_stale:
+        _remove_stale_temporaries(directory, base)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.{owner_tag()}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding})) as f:
             yield f
@@ -37,8 +83,9 @@ def atomic_write(path, mode="w", encoding="utf-8"):
 def expand_patterns(spec, flag="input_file"):
     """Comma-separated files/glob patterns -> file list (each pattern sorted, in the given order).
 
-    A pattern that matches nothing is an error naming it (the original silently skipped it).
-    Globs go through tf.io.gfile, so gs:// patterns work as in the original.
+    A pattern that matches nothing is an error naming it (the original silently skipped it), and
+    so is a local directory among the matches (ValueError). Globs go through tf.io.gfile, so gs://
+    patterns work as in the original.
     """
     import tensorflow as tf  # only here: the rest of this module is TensorFlow-free
 
@@ -47,7 +94,95 @@ def expand_patterns(spec, flag="input_file"):
         matched = tf.io.gfile.glob(pattern)
         if not matched:
             raise FileNotFoundError(f"--{flag} pattern {pattern!r} matches no file")
-        files.extend(sorted(matched))
+        for path in sorted(matched):
+            if not _is_remote(path) and os.path.isdir(path):  # (a stat per remote file would be slow)
+                raise ValueError(f"--{flag}: {path} is a directory, not a file")
+            files.append(path)
     if not files:
         raise FileNotFoundError(f"--{flag}={spec!r} names no file")
     return files
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks of output paths, made before any work so that a bad path never costs a run. Remote
+# paths (gs://...) are left to the writer.
+
+
+def _is_remote(path):
+    return "://" in str(path)
+
+
+def _check_creatable(folder, flag, path):
+    """`folder` exists as a writable directory or can be made: its nearest existing ancestor is a
+    directory where files can be created."""
+    existing = os.path.abspath(folder)
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"--{flag}={path} is under {existing}, which is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
+        raise ValueError(f"--{flag}={path}: cannot write in {existing} ({e.strerror or e})") from None
+
+
+def check_output_file(path, flag="output_file"):
+    """ValueError naming `flag` unless `path` can be written as a file: not an existing
+    directory, not under a regular file, in a folder that exists or can be made and is writable."""
+    path = os.fspath(path)
+    if _is_remote(path):
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"--{flag}={path} is a directory; name a file to write")
+    _check_creatable(os.path.dirname(os.path.abspath(path)), flag, path)
+
+
+def check_output_dir(path, flag="output_dir"):
+    """ValueError naming `flag` unless `path` is a writable folder or one that can be made."""
+    path = os.fspath(path)
+    if _is_remote(path):
+        return
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ValueError(f"--{flag}={path} is a file, not a folder")
+    _check_creatable(path, flag, path)
+
+
+def _identity(path):
+    """What makes two paths the same file: (device, inode) when it exists (links included),
+    else the resolved absolute path."""
+    try:
+        st = os.stat(path)
+        return (st.st_dev, st.st_ino)
+    except OSError:
+        return os.path.realpath(path)
+
+
+def check_distinct_outputs(outputs, inputs=(), flag="output_file"):
+    """ValueError unless the output files are all different and none is an input file (which the
+    run would overwrite). `inputs`: (flag, path) pairs, named in the message."""
+    seen = {}
+    for path in outputs:
+        if _is_remote(path):
+            continue
+        key = _identity(path)
+        if key in seen:
+            raise ValueError(f"--{flag} names the same file twice: {seen[key]} and {path}")
+        seen[key] = path
+    for input_flag, path in inputs:
+        if not _is_remote(path) and _identity(path) in seen:
+            raise ValueError(
+                f"--{flag}={seen[_identity(path)]} is the input file --{input_flag}={path}: it would be overwritten"
+            )
+
+
+def check_keras_file(path, flag):
+    """ValueError naming `flag` when `path` names a `.keras` file that exists but is not one
+    (Keras would call it "not found")."""
+    path = os.fspath(path) if path else ""
+    if not path.endswith(".keras") or _is_remote(path) or not os.path.lexists(path):
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"--{flag}={path} is a directory, not a .keras file")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"--{flag}={path} is not a Keras model file (a .keras file is a zip archive that Keras writes)")

@@ -35,7 +35,8 @@ from bert_tf.models import (
     BertSpanLabeler,
     BertTokenClassifier,
 )
-from run_scripts.common_flags import fail, load_bert_config
+from bert_tf.io_utils import check_keras_file, check_output_file
+from run_scripts.common_flags import error_line, fail, load_bert_config
 from run_scripts.fine_tuning import TASK_FILE, task_model
 
 FLAGS = flags.FLAGS
@@ -85,7 +86,7 @@ def to_keras():
     config = load_bert_config(FLAGS.bert_config_file)
     try:
         names = checkpoints.list_original_variables(FLAGS.checkpoint_to_convert)
-    except FileNotFoundError as e:
+    except (ValueError, FileNotFoundError) as e:
         fail(f"--checkpoint_to_convert: {e}")
     kind = FLAGS.model
     if kind == "auto":
@@ -108,7 +109,7 @@ def to_keras():
         report = checkpoints.load_original_checkpoint(model, FLAGS.checkpoint_to_convert)
     except ValueError as e:
         fail(str(e))
-    checkpoints.save_keras_model(model, FLAGS.converted_checkpoint_path)
+    _writing(lambda: checkpoints.save_keras_model(model, FLAGS.converted_checkpoint_path))
     logging.info(
         "Loaded %d variables (%d unused, %d optimizer/step variables skipped) into a %s; wrote %s",
         len(report.loaded),
@@ -156,9 +157,10 @@ def to_original():
         model, config, step = _training_checkpoint_model(source)
     else:
         try:
+            check_keras_file(source, "checkpoint_to_convert")
             model = checkpoints.load_keras_model(source)
-        except FileNotFoundError as e:
-            fail(f"--checkpoint_to_convert: {e}")
+        except (ValueError, FileNotFoundError) as e:
+            fail(f"--checkpoint_to_convert: {e}" if not str(e).startswith("--") else str(e))
     if not isinstance(model, ORIGINAL_LAYOUT_MODELS):
         fail(
             f"--checkpoint_to_convert={source} holds a {type(model).__name__}, which has no original layout; "
@@ -172,15 +174,45 @@ def to_original():
                 f"--bert_config_file={FLAGS.bert_config_file} does not match the model: "
                 f"{config.encoder_kwargs()} vs {encoder.bert_config().encoder_kwargs()}"
             )
-    prefix = checkpoints.save_original_checkpoint(
-        model, FLAGS.converted_checkpoint_path, global_step=FLAGS.global_step if FLAGS.global_step is not None else step,
-        bert_config=config,
+    prefix = _writing(
+        lambda: checkpoints.save_original_checkpoint(
+            model, FLAGS.converted_checkpoint_path, global_step=FLAGS.global_step if FLAGS.global_step is not None else step,
+            bert_config=config,
+        )
     )
     logging.info("Wrote an original-layout checkpoint of a %s to %s", type(model).__name__, prefix)
 
 
+def _writing(work):
+    """`work()` (writing the converted checkpoint), with a failed write (a full disk) as one
+    line; the writers leave no partial file under the final names."""
+    import tensorflow as tf
+
+    try:
+        return work()
+    except (OSError, tf.errors.OpError) as e:
+        fail(f"writing --converted_checkpoint_path={FLAGS.converted_checkpoint_path} failed: {error_line(e)}")
+
+
+def _check_paths():
+    """Before any work: the output can be written and is not the checkpoint being converted."""
+    output = FLAGS.converted_checkpoint_path
+    if FLAGS.direction == "to_original" and os.path.isdir(output):
+        fail(
+            f"--converted_checkpoint_path={output} is a directory; give a checkpoint prefix such as "
+            f"{os.path.join(output, 'bert_model.ckpt')}"
+        )
+    try:
+        check_output_file(output, "converted_checkpoint_path")
+    except ValueError as e:
+        fail(str(e))
+    if os.path.abspath(output) == os.path.abspath(FLAGS.checkpoint_to_convert):
+        fail(f"--converted_checkpoint_path={output} is --checkpoint_to_convert: it would be overwritten")
+
+
 def main(argv):
     del argv
+    _check_paths()
     if FLAGS.direction == "to_keras":
         to_keras()
     else:

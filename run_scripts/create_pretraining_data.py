@@ -11,17 +11,20 @@ Input: one sentence per line, blank lines between documents. Output: the origina
 next_sentence_labels), so files cross between this and the original release both ways.
 
 Beyond the original: --num_workers processes, memory bounded by --shard_size_mb rather than by
-the corpus, output files written under temporary names and renamed when complete, and a run that
-is stopped resumes where it was when started again with the same command.
+the corpus (whatever the text: a document or line longer than twice the shard size is cut),
+output files written under temporary names and renamed when all are complete, and a run that
+is stopped resumes where it was when started again with the same command (the work folder of a
+stopped run with other inputs or flags is removed). Bad paths are errors before any work.
 """
 
+import os
 import time
 
 from absl import app, flags, logging
 
 from bert_tf.data.worker_pool import WorkerPool
-from bert_tf.io_utils import expand_patterns
-from run_scripts.common_flags import fail
+from bert_tf.io_utils import check_distinct_outputs, check_output_file, expand_patterns
+from run_scripts.common_flags import error_line, fail, is_disk_full
 
 FLAGS = flags.FLAGS
 
@@ -50,7 +53,7 @@ flags.DEFINE_float(
     1.0,
     "Input is processed in shards of about this many MB that end at document boundaries (new). "
     "Peak memory per worker grows with it, not with the corpus; next-sentence B and the instance "
-    "shuffle draw from within a shard.",
+    "shuffle draw from within a shard. A document (or line) longer than twice this is cut.",
 )
 flags.DEFINE_bool("progress", True, "Show a progress bar with instances/s.")
 
@@ -77,7 +80,10 @@ def _config(pretraining_data):
 def main(argv):
     del argv
     # Worker processes first: they import TensorFlow while this process does the same below.
-    workers = WorkerPool(max(0, FLAGS.num_workers - 1))
+    try:
+        workers = WorkerPool(max(0, FLAGS.num_workers - 1))
+    except OSError as e:  # e.g. no room for the shared counter
+        fail(f"cannot start --num_workers={FLAGS.num_workers} processes: {error_line(e)}")
     try:
         _run(workers)
     finally:
@@ -85,18 +91,27 @@ def main(argv):
 
 
 def _run(workers):
-    from bert_tf.data import pretraining_data  # TensorFlow: after the workers have started
+    import tensorflow as tf  # after the workers have started
+
+    from bert_tf.data import pretraining_data
 
     pretraining_data.freeze_imported_objects()
     start = time.time()
     config = _config(pretraining_data)
+    output_files = [f.strip() for f in FLAGS.output_file.split(",") if f.strip()]
     try:
         config.validate()
         files = expand_patterns(FLAGS.input_file)
+        if os.path.isdir(config.vocab_file):
+            raise ValueError(f"--vocab_file={config.vocab_file} is a directory, not a file")
         pretraining_data.ShardProcessor.check_vocab(config.vocab_file)
+        if not output_files:
+            raise ValueError(f"--output_file={FLAGS.output_file!r} names no file")
+        for path in output_files:
+            check_output_file(path)
+        check_distinct_outputs(output_files, [("input_file", f) for f in files] + [("vocab_file", config.vocab_file)])
     except (ValueError, FileNotFoundError) as e:
         fail(str(e))
-    output_files = [f.strip() for f in FLAGS.output_file.split(",") if f.strip()]
     expected = round(FLAGS.max_seq_length * FLAGS.masked_lm_prob)
     if FLAGS.max_predictions_per_seq < expected:
         logging.warning(
@@ -129,7 +144,9 @@ def _run(workers):
             on_shard_done=on_shard_done,
             workers=workers,
         )
-    except ValueError as e:
+    except (ValueError, pretraining_data.WorkerError, OSError, tf.errors.OpError) as e:
+        if isinstance(e, (OSError, tf.errors.OpError)) or is_disk_full(e):  # finished shards are kept
+            fail(f"writing --output_file={FLAGS.output_file} failed (rerun the command to resume): {error_line(e)}")
         fail(str(e))
     finally:
         if progress is not None:
@@ -140,6 +157,14 @@ def _run(workers):
         logging.info("Resumed: %d shard(s) were already done by an earlier run", resumed)
     if stats.invalid_utf8_bytes:
         logging.warning("Replaced %d invalid UTF-8 byte(s) in the input", stats.invalid_utf8_bytes)
+    if stats.cut_documents or stats.cut_lines:
+        logging.warning(
+            "%d document(s) and %d line(s) were longer than twice --shard_size_mb=%g and were cut "
+            "(each piece is a document of its own): is the input text, with blank lines between documents?",
+            stats.cut_documents,
+            stats.cut_lines,
+            FLAGS.shard_size_mb,
+        )
     if stats.long_lines:
         logging.warning(
             "%d line(s) have more than %d word pieces and were cut to fit; split long lines into sentences",

@@ -8,7 +8,10 @@
       --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
 
 One JSON line per input line (`A` or `A ||| B`), as the original writes it. `--init_checkpoint`
-takes Google's original checkpoints and this package's `.keras` files.
+takes Google's original checkpoints and this package's `.keras` files. Bad paths and flags are
+errors before any work; the output is written under a temporary name and renamed when complete
+(a failed write, a full disk included, leaves nothing); invalid UTF-8 in the input is replaced,
+with a warning.
 """
 
 import contextlib
@@ -18,7 +21,7 @@ import time
 from absl import app, flags, logging
 
 from bert_tf import checkpoints, feature_extraction, tokenization
-from bert_tf.io_utils import atomic_write
+from bert_tf.io_utils import atomic_write, check_distinct_outputs, check_keras_file, check_output_file
 from bert_tf.models import BertEncoder
 from run_scripts import common_flags
 from run_scripts.common_flags import fail, load_bert_config
@@ -85,8 +88,17 @@ def _check_inputs(config, tokenizer):
     missing = [t for t in ("[CLS]", "[SEP]", "[UNK]") if t not in tokenizer.vocab]
     if missing:
         fail(f"--vocab_file={FLAGS.vocab_file} lacks {', '.join(missing)}")
+    if os.path.isdir(FLAGS.input_file):
+        fail(f"--input_file={FLAGS.input_file} is a directory, not a file")
     if not os.path.isfile(FLAGS.input_file):
         fail(f"--input_file={FLAGS.input_file} does not exist")
+    try:
+        check_output_file(FLAGS.output_file)
+        inputs = ("input_file", "vocab_file", "bert_config_file")
+        check_distinct_outputs([FLAGS.output_file], [(flag, FLAGS[flag].value) for flag in inputs])
+        check_keras_file(FLAGS.init_checkpoint, "init_checkpoint")
+    except ValueError as e:
+        fail(str(e))
 
 
 def main(argv):
@@ -96,6 +108,8 @@ def main(argv):
     except ValueError as e:
         fail(str(e))
     config = load_bert_config(FLAGS.bert_config_file)
+    if os.path.isdir(FLAGS.vocab_file):
+        fail(f"--vocab_file={FLAGS.vocab_file} is a directory, not a file")
     try:
         tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     except (ValueError, FileNotFoundError) as e:
@@ -117,18 +131,36 @@ def main(argv):
         logging.info("Checkpoint variables not used by the encoder: %d", len(report.unused))
 
     start, count = time.time(), 0
-    examples = feature_extraction.read_examples(FLAGS.input_file)
+    invalid = {"lines": 0, "bytes": 0}  # with invalid UTF-8
+
+    def on_invalid_utf8(unique_id, replaced):
+        if not invalid["lines"]:
+            logging.warning(
+                "--input_file=%s: line %d is not valid UTF-8 (binary input, another encoding?); "
+                "its invalid bytes are replaced and then dropped by the tokenizer",
+                FLAGS.input_file,
+                unique_id + 1,
+            )
+        invalid["lines"] += 1
+        invalid["bytes"] += replaced
+
+    examples = feature_extraction.read_examples(FLAGS.input_file, on_invalid_utf8)
     results = feature_extraction.extract_features(
         encoder, tokenizer, examples, FLAGS.max_seq_length, layer_indexes, FLAGS.batch_size
     )
-    with atomic_write(FLAGS.output_file) as writer:
-        for example, tokens, layers in results:
-            if example.unique_id < 5:
-                logging.info("unique_id: %d tokens: %s", example.unique_id, " ".join(tokens))
-            writer.write(feature_extraction.feature_json_line(example.unique_id, tokens, layers))
-            count += 1
-            if count % 1000 == 0:
-                logging.info("%d lines, %.1f lines/s", count, count / (time.time() - start))
+    try:
+        with atomic_write(FLAGS.output_file) as writer:
+            for example, tokens, layers in results:
+                if example.unique_id < 5:
+                    logging.info("unique_id: %d tokens: %s", example.unique_id, " ".join(tokens))
+                writer.write(feature_extraction.feature_json_line(example.unique_id, tokens, layers))
+                count += 1
+                if count % 1000 == 0:
+                    logging.info("%d lines, %.1f lines/s", count, count / (time.time() - start))
+    except OSError as e:  # e.g. a full disk: atomic_write has removed the partial file
+        fail(f"writing --output_file={FLAGS.output_file} failed: {e.strerror or e}")
+    if invalid["lines"]:
+        logging.warning("Replaced %d invalid UTF-8 byte(s) in %d line(s) of --input_file", invalid["bytes"], invalid["lines"])
     logging.info(
         "Wrote %d lines to %s in %.1f s", count, FLAGS.output_file, time.time() - start
     )

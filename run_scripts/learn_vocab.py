@@ -6,14 +6,15 @@
 The output has the original's layout: [PAD] = 0, [unused0..98], [UNK] [CLS] [SEP] [MASK]
 (= 100..103 with 99 or more unused slots), the remaining [unusedN], then the learned pieces
 (single characters first, then pieces by frequency). `--vocab_size` is an upper bound: the
-learner stops within `--slack_ratio` below it.
+learner stops within `--slack_ratio` below it. Bad paths and flags are errors before any work;
+the vocab is written under a temporary name and renamed when complete.
 """
 
 import time
 
 from absl import app, flags, logging
 
-from bert_tf.io_utils import expand_patterns
+from bert_tf.io_utils import check_distinct_outputs, check_output_file, expand_patterns
 from bert_tf.preprocessing import vocab_learning
 from run_scripts.common_flags import fail
 
@@ -37,9 +38,16 @@ for _name in ("input_file", "output_file"):
 
 def main(argv):
     del argv
+    if FLAGS.num_unused_tokens < 0:
+        fail(f"--num_unused_tokens={FLAGS.num_unused_tokens} must not be negative")
+    reserved = len(vocab_learning.reserved_tokens(FLAGS.num_unused_tokens))
+    if FLAGS.vocab_size <= reserved:
+        fail(f"--vocab_size={FLAGS.vocab_size} leaves no room after {reserved} reserved tokens (--num_unused_tokens={FLAGS.num_unused_tokens})")
     try:
+        check_output_file(FLAGS.output_file)
         files = expand_patterns(FLAGS.input_file)
-    except FileNotFoundError as e:
+        check_distinct_outputs([FLAGS.output_file], [("input_file", f) for f in files])
+    except (ValueError, FileNotFoundError) as e:
         fail(str(e))
     start = time.time()
     counts = vocab_learning.count_words(files, do_lower_case=FLAGS.do_lower_case)
@@ -61,7 +69,10 @@ def main(argv):
         )
     except ValueError as e:
         fail(str(e))
-    vocab_learning.write_vocab(vocab, FLAGS.output_file)
+    try:
+        vocab_learning.write_vocab(vocab, FLAGS.output_file)
+    except OSError as e:  # e.g. a full disk: the partial file is removed
+        fail(f"writing --output_file={FLAGS.output_file} failed: {e.strerror or e}")
     logging.info("Wrote %d tokens to %s in %.1f s", len(vocab), FLAGS.output_file, time.time() - start)
 
 

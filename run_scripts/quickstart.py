@@ -17,6 +17,9 @@ import sys
 
 from absl import app, flags
 
+from bert_tf.io_utils import check_output_dir
+from run_scripts.common_flags import fail
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", "/tmp/bert_tf_quickstart", "Where to write everything.")
 flags.DEFINE_integer("num_train_steps", 1500, "Pre-training steps.")
@@ -26,9 +29,12 @@ DATA = os.path.join(REPO, "data")
 
 
 def _run(script, *args):
+    """Runs a step; a failed one stops the quickstart with one line (its own error is above)."""
     command = [sys.executable, os.path.join(REPO, "run_scripts", script), *args]
     print("\n$ " + " ".join(["python", f"run_scripts/{script}", *args]), flush=True)
-    subprocess.run(command, check=True)
+    code = subprocess.run(command).returncode
+    if code:
+        fail(f"{script} failed (exit code {code}); its error is above")
 
 
 def _majority_baseline(eval_file):
@@ -51,7 +57,13 @@ def _majority_baseline(eval_file):
 def main(argv):
     del argv
     out = FLAGS.output_dir
-    os.makedirs(out, exist_ok=True)
+    if FLAGS.num_train_steps < 1:
+        fail(f"--num_train_steps={FLAGS.num_train_steps} must be at least 1")
+    try:  # before any work: a bad folder would otherwise fail in the first step
+        check_output_dir(out)
+        os.makedirs(out, exist_ok=True)
+    except (ValueError, OSError) as e:
+        fail(str(e))
     data = os.path.join(out, "train.tfrecord")
     _run(
         "create_pretraining_data.py",

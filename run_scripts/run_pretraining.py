@@ -8,15 +8,19 @@
       --num_warmup_steps=10 --learning_rate=2e-5
 
 A command line written for the original runs unchanged. Started again with the same command,
-a run resumes from the latest checkpoint in --output_dir (same step, optimizer state, schedule
-and, with --random_seed, data position); a run whose num_train_steps is reached only evaluates.
+a run resumes from the latest checkpoint in --output_dir (same step, optimizer state, schedule,
+data position and dropout seeds: it ends as an uninterrupted run does); a run whose
+num_train_steps is reached only evaluates. Bad flags, paths and files are one-line errors before
+training (the first record of every train and eval file is checked: a TFRecord at all, the
+flags' lengths, ids below vocab_size); a record found damaged later, or a full disk, is one line
+naming the file.
 """
 
 import os
 
 from absl import app, flags, logging
 
-from bert_tf.io_utils import expand_patterns
+from bert_tf.io_utils import check_keras_file, check_output_dir, expand_patterns
 from bert_tf.training import distribution
 from run_scripts import common_flags
 from run_scripts.common_flags import fail
@@ -38,26 +42,44 @@ for _name in ("input_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
 
-def _check_records(files, vocab_size):
-    """The first record's lengths must match the flags and its ids the config (before training)."""
+def _check_files(train_files, eval_files, vocab_size):
+    """Before training: every train file's first record and every eval file's must be
+    pre-training data of the flags' lengths, with ids the config's vocab holds (the lengths of
+    every record are checked again as it is read)."""
+    from bert_tf.data import tfrecords
+
+    checked = set()
+    eval_flag = "eval_input_file" if FLAGS.eval_input_file else "input_file"
+    for flag, files in (("input_file", train_files), (eval_flag, eval_files)):
+        for path in files:
+            if path in checked:
+                continue
+            checked.add(path)
+            try:
+                tfrecords.check_pretraining_file(path, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, vocab_size)
+            except ValueError as e:
+                fail(f"--{flag}: {e}".replace("but vocab_size=", f"but --bert_config_file={FLAGS.bert_config_file} has vocab_size="))
+
+
+def _guarded(files, work):
+    """`work()`, with an error met while reading `files` (corrupted, truncated) or writing to
+    output_dir (a full disk) as one line; a rerun resumes from the last checkpoint written."""
     import tensorflow as tf
 
-    record = next(iter(tf.data.TFRecordDataset(files[:1])), None)
-    if record is None:
-        fail(f"--input_file: {files[0]} has no records")
-    example = tf.train.Example.FromString(record.numpy()).features.feature
-    for name, flag in (("input_ids", "max_seq_length"), ("masked_lm_positions", "max_predictions_per_seq")):
-        if name not in example:
-            fail(f"--input_file: {files[0]} has no '{name}' feature: not pre-training data")
-        length = len(example[name].int64_list.value)
-        if length != FLAGS[flag].value:
-            fail(f"--input_file: {files[0]} has {name} of length {length}, but --{flag}={FLAGS[flag].value}")
-    largest = max(max(example[n].int64_list.value, default=0) for n in ("input_ids", "masked_lm_ids"))
-    if largest >= vocab_size:
-        fail(
-            f"--input_file: {files[0]} has token id {largest}, but --bert_config_file={FLAGS.bert_config_file} "
-            f"has vocab_size={vocab_size}: the data was made with another vocab"
-        )
+    from bert_tf.data import tfrecords
+
+    try:
+        return work()
+    except tf.errors.DataLossError as e:
+        fail(f"reading the input failed: {tfrecords.read_error_message(e, files)}")
+    except tf.errors.InvalidArgumentError as e:
+        if "TFRecord" not in e.message:  # not one of the pipeline's checks of the records
+            raise
+        fail(f"reading the input failed: {tfrecords.read_error_message(e, files)}")
+    except (OSError, tf.errors.OpError) as e:
+        if not common_flags.is_disk_full(e):
+            raise
+        fail(f"writing to --output_dir={FLAGS.output_dir} failed (rerun the command to resume): {common_flags.error_line(e)}")
 
 
 def main(argv):
@@ -67,6 +89,8 @@ def main(argv):
     distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
     config = common_flags.load_bert_config(FLAGS.bert_config_file)
     try:
+        check_output_dir(FLAGS.output_dir)
+        check_keras_file(FLAGS.init_checkpoint, "init_checkpoint")
         train_files = expand_patterns(FLAGS.input_file)
         eval_files = expand_patterns(FLAGS.eval_input_file, "eval_input_file") if FLAGS.eval_input_file else train_files
     except (ValueError, FileNotFoundError) as e:
@@ -84,8 +108,11 @@ def main(argv):
         max_eval_steps=FLAGS.max_eval_steps,
     )
     strategy = common_flags.create_strategy(FLAGS)
-    _check_records(train_files, config.vocab_size)
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    _check_files(train_files if FLAGS.do_train else [], eval_files if FLAGS.do_eval else [], config.vocab_size)
+    try:
+        os.makedirs(FLAGS.output_dir, exist_ok=True)
+    except OSError as e:
+        fail(f"--output_dir={FLAGS.output_dir}: {e.strerror or e}")
     logging.info("Strategy %s with %d replica(s)", common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)
     try:
         run = Pretraining(config, settings, strategy)
@@ -97,13 +124,13 @@ def main(argv):
             FLAGS.progress, FLAGS.num_train_steps, FLAGS.iterations_per_loop,
             {"loss": "loss", "mlm_acc": "masked_lm_accuracy", "seq_per_s": "examples_per_second"},
         )
-        common_flags.train(run, train_files, FLAGS.init_checkpoint, progress, progress)
+        _guarded(train_files, lambda: common_flags.train(run, train_files, FLAGS.init_checkpoint, progress, progress))
     else:
         logging.info("Evaluating: %s", common_flags.restore_trained(run, FLAGS.init_checkpoint, FLAGS.output_dir))
 
     if FLAGS.do_eval:
         try:
-            results = run.evaluate(eval_files)
+            results = _guarded(eval_files, lambda: run.evaluate(eval_files))
         except ValueError as e:
             fail(str(e))
         logging.info("***** Eval results *****")

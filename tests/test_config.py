@@ -75,3 +75,41 @@ def test_bad_files_name_the_file(tmp_path):
     no_vocab.write_text('{"hidden_size": 8}')
     with pytest.raises(ValueError, match="nv.json.*vocab_size"):
         BertConfig.from_json_file(str(no_vocab))
+
+
+def test_a_missing_size_field_is_an_error_naming_the_file_and_the_field(tmp_path):
+    missing = {k: v for k, v in RELEASED.items() if k != "num_hidden_layers"}
+    path = tmp_path / "missing.json"
+    path.write_text(json.dumps(missing))
+    with pytest.raises(ValueError, match=r"missing.json.*needs 'num_hidden_layers'"):
+        BertConfig.from_json_file(str(path))
+    # Misspelt, it is both missing and named as the likely cause.
+    misspelt = {**missing, "num_hidden_layer": 2}
+    path.write_text(json.dumps(misspelt))
+    with pytest.raises(ValueError, match=r"needs 'num_hidden_layers' \('num_hidden_layer' is a misspelling\?\)"):
+        BertConfig.from_json_file(str(path))
+    # The fields every released config shares but which have the originals' defaults may be left out.
+    sizes_only = {k: RELEASED[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                           "intermediate_size", "max_position_embeddings", "type_vocab_size")}
+    path.write_text(json.dumps(sizes_only))
+    assert BertConfig.from_json_file(str(path)).hidden_dropout_prob == 0.1
+
+
+def test_an_unknown_key_one_edit_from_a_field_warns_naming_both(tmp_path):
+    path = tmp_path / "bert_config.json"
+    odd = {k: v for k, v in RELEASED.items() if k != "hidden_dropout_prob"}
+    path.write_text(json.dumps({**odd, "hidden_dropout_probs": 0.3, "Initializer_range": 0.5}))
+    with pytest.warns(UserWarning) as caught:
+        config = BertConfig.from_json_file(str(path))
+    messages = sorted(str(w.message) for w in caught)
+    assert len(messages) == 2 and config.hidden_dropout_prob == 0.1
+    assert "'Initializer_range', one edit away from 'initializer_range'" in messages[0]
+    assert "'hidden_dropout_probs', one edit away from 'hidden_dropout_prob' (which takes its default, 0.1)" in messages[1]
+    assert "bert_config.json" in messages[0]
+    # Google's extra keys (pooler_*, directionality) are nowhere near a field: no warning.
+    path.write_text(json.dumps(RELEASED))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BertConfig.from_json_file(str(path))

@@ -42,11 +42,28 @@ def _check_lengths(features, filename, seq_length, max_predictions_per_seq):
     return tf.debugging.Assert(ok, [message])
 
 
-def _parse(filename, records, seq_length, max_predictions_per_seq):
+def _check_ids(features, filenames, vocab_size):
+    """Token ids outside the vocab stop the pipeline with the file's name: on an accelerator an
+    embedding gather does not fail on them, it silently reads garbage."""
+    ids = tf.concat([features["input_ids"], features["masked_lm_ids"]], axis=1)  # ragged [batch, (ids)]
+    outside = (ids < 0) | (ids >= vocab_size)
+    bad_rows = tf.reduce_any(outside, axis=1)
+    message = tf.strings.format(
+        "TFRecord {} has token ids {} outside [0, vocab_size={}): the data was made with another vocab",
+        (tf.strings.reduce_join(tf.boolean_mask(filenames, bad_rows)[:1]), tf.boolean_mask(ids.flat_values, outside.flat_values), vocab_size),
+        summarize=3,
+    )
+    return tf.debugging.Assert(~tf.reduce_any(bad_rows), [message])
+
+
+def _parse(filename, records, seq_length, max_predictions_per_seq, vocab_size=None):
     fixed = tfrecords.pretraining_feature_spec(seq_length, max_predictions_per_seq)
     # Ragged first, so that a wrong length is reported with its file instead of a parse error.
     parsed = tf.io.parse_example(records, {name: tf.io.RaggedFeature(f.dtype) for name, f in fixed.items()})
-    with tf.control_dependencies([_check_lengths(parsed, filename[0], seq_length, max_predictions_per_seq)]):
+    checks = [_check_lengths(parsed, filename[0], seq_length, max_predictions_per_seq)]
+    if vocab_size is not None:
+        checks.append(_check_ids(parsed, filename, vocab_size))
+    with tf.control_dependencies(checks):
         dense = {
             name: tf.identity(tf.reshape(values.to_tensor(), [-1, fixed[name].shape[0]]))
             for name, values in parsed.items()
@@ -82,6 +99,7 @@ def pretraining_dataset(
     cycle_length=4,
     seed=None,
     skip_batches=0,
+    vocab_size=None,
 ):
     """Batches `(x, y)` for `BertPretrainer` from the original pre-training TFRecords.
 
@@ -94,7 +112,8 @@ def pretraining_dataset(
     with an error naming its file and both lengths.
 
     With a `seed`, the training order is reproducible, and `skip_batches` (before parsing, so
-    cheaply) continues it where a run that consumed that many batches stopped.
+    cheaply) continues it where a run that consumed that many batches stopped. With a
+    `vocab_size`, a token id outside [0, vocab_size) stops the pipeline naming its file.
     """
     if isinstance(file_patterns, str):
         files = expand_patterns(file_patterns)
@@ -123,7 +142,7 @@ def pretraining_dataset(
     ds = ds.batch(batch_size, drop_remainder=True)
     if skip_batches:
         ds = ds.skip(skip_batches)
-    ds = ds.map(lambda f, r: _parse(f, r, seq_length, max_predictions_per_seq), num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(lambda f, r: _parse(f, r, seq_length, max_predictions_per_seq, vocab_size), num_parallel_calls=tf.data.AUTOTUNE)
     if dynamic_masking is not None:
         ds = ds.map(lambda f: remask(f, dynamic_masking, seed=seed), num_parallel_calls=tf.data.AUTOTUNE)
     return ds.map(_model_inputs).prefetch(tf.data.AUTOTUNE)

@@ -5,16 +5,19 @@ The corpus (one sentence per line, blank lines between documents) is cut into sh
 (`BertTokenizer`, exactly FullTokenizer's ids) into one flat id array, turned into instances with
 the original rules (`pretraining_instances`: segments are ranges of that array, so the
 per-instance Python work is a few integer decisions), masked, serialised (`tfrecords`,
-TensorFlow's proto encoder) and written as one part file per output file, under a temporary
-name, renamed when complete, with a marker holding its statistics. Two shards are in work at
-once per process (threads) and `num_workers` processes share the shards. Once every shard is
-done, each output file is assembled by interleaving its parts record by record (as bytes),
-written under a temporary name and renamed. Every shard has its own seed (from `random_seed` and
-its index), so the result does not depend on the number of workers, and a run started again
-after an interruption skips the finished shards and produces the same files.
+TensorFlow's proto encoder) and written to the run's work folder (`work_folder`) as one part
+file per output file, under a temporary name, renamed when complete, with a marker holding its
+statistics. Two shards are in work at once per process (threads) and `num_workers` processes
+share the shards. Once every shard is done, each output file is assembled by interleaving its
+parts record by record (as bytes) under a temporary name; the outputs are renamed into place
+when all are complete. Every shard has its own seed (from `random_seed` and its index), so the
+result does not depend on the number of workers, and a run started again after an interruption
+(a kill, a full disk) skips the finished shards and produces the same files.
 
 Differences from the original, all forced by bounded memory: next-sentence B and the final
-instance shuffle draw from the shard, not the whole corpus; a document never spans two files.
+instance shuffle draw from the shard, not the whole corpus; a document never spans two files; a
+document longer than twice the shard size is cut into several (and a line that long into
+pieces), so that no shard holds more than `2 * shard_bytes` of text.
 """
 
 import collections
@@ -22,7 +25,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import gc
-import hashlib
 import json
 import os
 import queue
@@ -34,10 +36,11 @@ import tensorflow as tf
 
 from bert_tf import tokenization
 from bert_tf.data import pretraining_instances as instances_lib
-from bert_tf.data import tfrecords
+from bert_tf.data import tfrecords, work_folder
 from bert_tf.data.shards import Shard, plan_shards, read_shard_lines  # noqa: F401 (re-exported)
+from bert_tf.data.work_folder import work_dir  # noqa: F401 (re-exported)
 from bert_tf.data.worker_pool import WorkerPool
-from bert_tf.io_utils import atomic_write
+from bert_tf.io_utils import atomic_write, check_distinct_outputs
 from bert_tf.preprocessing import BertTokenizer
 
 _SERIALIZE_BATCH = 4096
@@ -78,6 +81,8 @@ class Stats:
     unknown_tokens: int = 0
     long_lines: int = 0  # lines with more word pieces than fit in one instance
     invalid_utf8_bytes: int = 0
+    cut_documents: int = 0  # documents cut at a line end to keep a shard under 2 * shard_bytes
+    cut_lines: int = 0  # lines cut (at a space, else between characters) for the same reason
     instances: int = 0
     instance_tokens: int = 0
     masked_tokens: int = 0
@@ -191,24 +196,28 @@ class ShardProcessor:
     def process(self, shard, num_outputs, workdir):
         """Reads, tokenizes, makes and masks the shard's instances, writes its part files (one
         per output, records round robin as the original) and its marker; returns its Stats."""
-        stats = Stats()
+        stats = Stats(cut_documents=int(shard.cut == "document"), cut_lines=int(shard.cut == "line"))
         lines, stats.invalid_utf8_bytes = read_shard_lines(shard)
         tokens, documents = self.documents(lines, stats)
         seed = int(np.random.SeedSequence([self.config.random_seed, shard.index]).generate_state(1)[0])
         features = self.instances(tokens, documents, seed, stats) if documents else None
         temporary = [os.path.join(workdir, f".part-{shard.index:06d}-{k:04d}.tmp") for k in range(num_outputs)]
-        writers = [tf.io.TFRecordWriter(path) for path in temporary]
         try:
-            for i in range(0, stats.instances, _SERIALIZE_BATCH):
-                batch = {name: values[i : i + _SERIALIZE_BATCH] for name, values in features.items()}
-                for j, record in enumerate(self._serialize(batch).numpy()):
-                    writers[(i + j) % num_outputs].write(record)
-        finally:
-            for writer in writers:
-                writer.close()
+            writers = [tf.io.TFRecordWriter(path) for path in temporary]
+            try:
+                for i in range(0, stats.instances, _SERIALIZE_BATCH):
+                    batch = {name: values[i : i + _SERIALIZE_BATCH] for name, values in features.items()}
+                    for j, record in enumerate(self._serialize(batch).numpy()):
+                        writers[(i + j) % num_outputs].write(record)
+            finally:
+                for writer in writers:
+                    writer.close()
+        except BaseException:  # e.g. a full disk: no partial part is left behind
+            work_folder.remove(temporary)
+            raise
         for k, path in enumerate(temporary):
-            os.replace(path, _part_path(workdir, shard.index, k))
-        with atomic_write(_marker_path(workdir, shard.index)) as f:
+            os.replace(path, work_folder.part_path(workdir, shard.index, k))
+        with atomic_write(work_folder.marker_path(workdir, shard.index), remove_stale=False) as f:
             json.dump(dataclasses.asdict(stats), f)
         return stats
 
@@ -229,14 +238,6 @@ class ShardProcessor:
                 if not pending:
                     return
                 yield pending.popleft().result()
-
-
-def _part_path(workdir, shard_index, output_index):
-    return os.path.join(workdir, f"part-{shard_index:06d}-{output_index:04d}.tfrecord")
-
-
-def _marker_path(workdir, shard_index):
-    return os.path.join(workdir, f"shard-{shard_index:06d}.done.json")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,42 +293,6 @@ def work_on_shards(counter, config, shards, num_outputs, workdir, results):
 # The whole run
 
 
-def _fingerprint(config, files, output_files, shard_bytes):
-    """Identifies the work so that a resumed run only reuses parts made for the same job."""
-    state = {
-        "config": dataclasses.asdict(config),
-        "inputs": [(p, tf.io.gfile.stat(p).length, tf.io.gfile.stat(p).mtime_nsec) for p in files],
-        "vocab": (os.path.getsize(config.vocab_file), os.stat(config.vocab_file).st_mtime_ns),
-        "outputs": list(output_files),
-        "shard_bytes": shard_bytes,
-    }
-    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def work_dir(config, files, output_files, shard_bytes):
-    first = os.path.abspath(output_files[0])
-    tag = _fingerprint(config, files, output_files, shard_bytes)
-    return os.path.join(os.path.dirname(first), f".{os.path.basename(first)}.work-{tag}")
-
-
-def _assemble(parts, output_file):
-    """Interleaves the parts record by record into `output_file` (temporary name, then rename)."""
-    directory = os.path.dirname(os.path.abspath(output_file))
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{os.path.basename(output_file)}.tmp")
-    if len(parts) == 1:  # a hard link: no copy, and the part stays whole if we are stopped now
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(temporary)
-        try:
-            os.link(parts[0], temporary)
-        except OSError:
-            shutil.copyfile(parts[0], temporary)
-    else:
-        # At most 16 parts open, read 1 MB at a time: memory stays flat however many shards there are.
-        tfrecords.interleave_files(parts, temporary, cycle_length=16)
-    os.replace(temporary, output_file)
-
-
 # Shards in work at once in a process working alone, one per thread. With worker processes, each
 # process (this one too) takes one at a time: with one process per core they have the cores to
 # themselves (22 MB, 2 processes on 2 cores: 4.9-5.0 s vs 5.2-5.6 s with two threads here).
@@ -335,6 +300,15 @@ _THREADS = 2
 # A worker process started here spends ~4 s importing TensorFlow before it helps: one per this
 # much input. (A WorkerPool started before the caller's own TensorFlow import has no such cost.)
 _BYTES_PER_EXTRA_WORKER = 8 << 20
+
+
+class WorkerError(RuntimeError):
+    """A worker process failed: the message is the last line of its traceback (the error
+    itself, e.g. a full disk); `traceback` is all of it."""
+
+    def __init__(self, traceback):
+        self.traceback = traceback
+        super().__init__(f"a worker process failed: {traceback.strip().splitlines()[-1]}")
 
 
 def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_shard_done, pool):
@@ -384,7 +358,7 @@ def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_sha
     finally:
         pool.close(terminate=bool(errors))
     if errors:
-        raise RuntimeError("create_pretraining_data worker failed:\n" + errors[0])
+        raise WorkerError(errors[0])
 
 
 def create_pretraining_data(
@@ -397,12 +371,13 @@ def create_pretraining_data(
     `num_workers - 1` processes this would start, when the input is big enough to repay them.
     """
     config.validate()
+    check_distinct_outputs(output_files, [("input_file", f) for f in files] + [("vocab_file", config.vocab_file)])
     shards = plan_shards(files, shard_bytes)
-    workdir = work_dir(config, files, output_files, shard_bytes)
-    os.makedirs(workdir, exist_ok=True)
+    workdir = work_folder.work_dir(config, files, output_files, shard_bytes)
+    work_folder.claim(workdir)
     total, pending = Stats(), []
     for shard in shards:
-        marker = _marker_path(workdir, shard.index)
+        marker = work_folder.marker_path(workdir, shard.index)
         if os.path.exists(marker):  # finished by an earlier, interrupted run
             with open(marker, encoding="utf-8") as f:
                 done = Stats(**json.load(f))
@@ -424,12 +399,18 @@ def create_pretraining_data(
         raise ValueError(f"the input has no documents with any tokens: {', '.join(files)}")
     # One thread per output file: the byte copies (reads, joins, writes) release the GIL, so two
     # 147 MB outputs take 0.4 s together against 0.47 s for one alone.
+    # The outputs are renamed into place only once all are complete: all or none.
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(_THREADS, num_workers)) as pool:
         jobs = [
-            pool.submit(_assemble, [_part_path(workdir, s.index, k) for s in shards], output_file)
+            pool.submit(work_folder.assemble, [work_folder.part_path(workdir, s.index, k) for s in shards], output_file)
             for k, output_file in enumerate(output_files)
         ]
-        for job in jobs:
-            job.result()
+        concurrent.futures.wait(jobs)
+    failed = [job.exception() for job in jobs if job.exception() is not None]
+    if failed:
+        work_folder.remove(job.result() for job in jobs if job.exception() is None)
+        raise failed[0]
+    for job, output_file in zip(jobs, output_files, strict=True):
+        os.replace(job.result(), output_file)
     shutil.rmtree(workdir)
     return total, resumed

@@ -1,8 +1,9 @@
 """The original pre-training TFRecord format: names, types and fixed lengths of its features,
-batched serialisation (TensorFlow's own proto encoder, in graph) and the parsing spec; and
-interleaving TFRecord files record by record as raw bytes."""
+batched serialisation (TensorFlow's own proto encoder, in graph) and the parsing spec;
+interleaving TFRecord files record by record as raw bytes; and checking files before training."""
 
 import itertools
+import os
 import struct
 
 import tensorflow as tf
@@ -104,3 +105,85 @@ def interleave_files(paths, output_path, cycle_length=16):
             f.write(b"".join(itertools.chain.from_iterable(zip(*(pending[:rounds] for _, pending in slots), strict=True))))
             for slot in slots:
                 del slot[1][:rounds]
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks of pre-training files, made before training: a wrong file fails in a second with its
+# name instead of after training started, deep in a graph traceback.
+
+
+def _first_record(path):
+    """The first record of `path` as bytes (None for an empty file), or ValueError naming it."""
+    try:
+        for record in tf.data.TFRecordDataset(path).take(1):
+            return record.numpy()
+    except tf.errors.DataLossError:
+        raise ValueError(f"{path} is not a TFRecord file (or its first record is corrupted)") from None
+    except tf.errors.OpError as e:
+        raise ValueError(f"{path} cannot be read: {e.message.strip().splitlines()[-1]}") from None
+    if tf.io.gfile.stat(path).length:
+        raise ValueError(f"{path} is not a TFRecord file (or is truncated inside its first record)")
+    return None
+
+
+def check_pretraining_file(path, seq_length, max_predictions_per_seq, vocab_size):
+    """ValueError naming `path` unless its first record is an original pre-training example
+    with these lengths and token ids below `vocab_size` (see `pipelines.pretraining_dataset`
+    for the check of every record's lengths and ids while reading)."""
+    record = _first_record(path)
+    if record is None:
+        raise ValueError(f"{path} has no records")
+    try:
+        example = tf.train.Example.FromString(record).features.feature
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise ValueError(f"{path} holds records that are not tf.train.Example protos") from None
+    for name in FEATURE_ORDER:
+        if name not in example:
+            raise ValueError(f"{path} has no '{name}' feature: not pre-training data")
+    for name, flag, expected in (
+        ("input_ids", "max_seq_length", seq_length),
+        ("masked_lm_positions", "max_predictions_per_seq", max_predictions_per_seq),
+    ):
+        length = len(example[name].int64_list.value)
+        if length != expected:
+            raise ValueError(f"{path} has {name} of length {length}, but --{flag}={expected}")
+    ids = [*example["input_ids"].int64_list.value, *example["masked_lm_ids"].int64_list.value]
+    if min(ids, default=0) < 0 or max(ids, default=0) >= vocab_size:
+        bad = max(ids) if max(ids) >= vocab_size else min(ids)
+        raise ValueError(f"{path} has token id {bad}, but vocab_size={vocab_size}: the data was made with another vocab")
+
+
+def truncated_at(path):
+    """For a local TFRecord file, the offset of a last record cut short (None if its records
+    end where the file does); reads only the length fields."""
+    with open(path, "rb", buffering=0) as f:
+        size, position = os.fstat(f.fileno()).st_size, 0
+        while position < size:
+            f.seek(position)
+            header = f.read(_LENGTH.size)
+            if len(header) < _LENGTH.size:
+                return position
+            end = position + _FRAMING_BYTES + _LENGTH.unpack(header)[0]
+            if end > size:
+                return position
+            position = end
+    return None
+
+
+def read_error_message(error, files):
+    """One line for a TensorFlow error raised while reading `files` (a corrupted or truncated
+    file, a record of other lengths): the assertion's own text, or the file found truncated."""
+    text = error.message if isinstance(error, tf.errors.OpError) else str(error)
+    if "assertion failed: [" in text:  # pipelines' checks name the file themselves
+        return text.split("assertion failed: [", 1)[1].split("]\n", 1)[0].rstrip("]").replace('\\"', '"')
+    if isinstance(error, tf.errors.DataLossError):
+        for path in files:
+            if "://" not in path and os.path.isfile(path):
+                offset = truncated_at(path)
+                if offset is not None:
+                    return f"{path} is truncated: its record at byte {offset} is cut short"
+        lines = [line.strip() for line in text.splitlines()]
+        detail = next((line for line in lines if "record at" in line), lines[-1] if lines else "")
+        return f"one of {', '.join(files)} is corrupted: {detail}"
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith(("[[", "File ", "Detected at", "Graph execution"))]
+    return lines[0] if lines else type(error).__name__

@@ -21,6 +21,8 @@ _UNUSED_BEFORE_SPECIALS = 99
 
 def reserved_tokens(num_unused=0):
     """[PAD] (id 0), up to 99 [unusedN], [UNK] [CLS] [SEP] [MASK], then the other [unusedN]."""
+    if isinstance(num_unused, bool) or not isinstance(num_unused, int) or num_unused < 0:
+        raise ValueError(f"num_unused_tokens {num_unused!r} must be a non-negative integer")
     unused = [f"[unused{i}]" for i in range(num_unused)]
     head = min(num_unused, _UNUSED_BEFORE_SPECIALS)
     return ["[PAD]", *unused[:head], *SPECIAL_TOKENS, *unused[head:]]

@@ -78,6 +78,8 @@ class PretrainingTask(Task):
             input_context=input_context,
             seed=seed,
             skip_batches=skip_batches,
+            # Every record's ids checked: on an accelerator a gather out of range does not fail.
+            vocab_size=self.bert_config.vocab_size,
         )
 
     def normalizers(self, labels):

@@ -146,6 +146,60 @@ def test_a_length_mismatch_names_the_file_and_both_lengths(tmp_path):
         next(iter(ds))
 
 
+def test_ids_outside_the_vocab_stop_the_pipeline_naming_the_file(tmp_path):
+    good = _write(tmp_path / "good.tfrecord", _records(4))  # ids < 40
+    assert len(list(pipelines.pretraining_dataset(good, 2, SEQ, PRED, is_training=False, vocab_size=40))) == 2
+    ds = pipelines.pretraining_dataset(f"{good}", 2, SEQ, PRED, is_training=False, vocab_size=35)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"good.tfrecord.*has token ids \[.*\] outside \[0, vocab_size=35\)"):
+        list(ds)
+
+
+def test_files_are_checked_before_training_with_their_names(tmp_path):
+    good = _write(tmp_path / "good.tfrecord", _records(4))
+    tfrecords.check_pretraining_file(good, SEQ, PRED, vocab_size=40)
+    (tmp_path / "text.txt").write_text("The cat sat on the mat.\n" * 20)
+    (tmp_path / "tiny.txt").write_text("cat\n")
+    (tmp_path / "empty.tfrecord").write_bytes(b"")
+    data = open(good, "rb").read()
+    (tmp_path / "cut.tfrecord").write_bytes(data[:40])  # inside the first record
+    (tmp_path / "garbage.tfrecord").write_bytes(data[:12] + b"x" * (len(data) - 12))
+    _write(tmp_path / "not_examples.tfrecord", [(None, b"\xff\xfe not a proto")])
+    other = tf.train.Example(features=tf.train.Features(feature={"label": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))}))
+    _write(tmp_path / "other.tfrecord", [(None, other.SerializeToString())])
+    cases = [
+        ("text.txt", "is not a TFRecord file"),
+        ("tiny.txt", "is not a TFRecord file"),
+        ("empty.tfrecord", "has no records"),
+        ("cut.tfrecord", "is not a TFRecord file"),
+        ("garbage.tfrecord", "is not a TFRecord file"),
+        ("not_examples.tfrecord", "holds records that are not tf.train.Example protos"),
+        ("other.tfrecord", "has no 'input_ids' feature: not pre-training data"),
+    ]
+    for name, message in cases:
+        with pytest.raises(ValueError, match=f"{name} {message}"):
+            tfrecords.check_pretraining_file(str(tmp_path / name), SEQ, PRED, vocab_size=40)
+    with pytest.raises(ValueError, match=r"good.tfrecord has input_ids of length 16, but --max_seq_length=32"):
+        tfrecords.check_pretraining_file(good, 32, PRED, vocab_size=40)
+    with pytest.raises(ValueError, match=r"good.tfrecord has masked_lm_positions of length 4, but --max_predictions_per_seq=5"):
+        tfrecords.check_pretraining_file(good, SEQ, 5, vocab_size=40)
+    with pytest.raises(ValueError, match=r"good.tfrecord has token id 3\d, but vocab_size=30"):
+        tfrecords.check_pretraining_file(good, SEQ, PRED, vocab_size=30)
+
+
+def test_a_truncated_file_is_found_and_named_when_reading_fails(tmp_path):
+    good = _write(tmp_path / "good.tfrecord", _records(6))
+    data = open(good, "rb").read()
+    (tmp_path / "cut.tfrecord").write_bytes(data[:-5])
+    cut = str(tmp_path / "cut.tfrecord")
+    assert tfrecords.truncated_at(good) is None
+    record_start = tfrecords.truncated_at(cut)
+    assert 0 < record_start < len(data) - 5
+    ds = pipelines.pretraining_dataset(f"{good},{cut}", 2, SEQ, PRED, is_training=False)
+    with pytest.raises(tf.errors.DataLossError) as caught:
+        list(ds)
+    assert tfrecords.read_error_message(caught.value, [good, cut]) == f"{cut} is truncated: its record at byte {record_start} is cut short"
+
+
 def _parsed(records):
     return {
         name: tf.constant([f[name] for f, _ in records], tf.float32 if name == "masked_lm_weights" else tf.int32)

@@ -1,13 +1,17 @@
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+from bert_tf import io_utils
 from bert_tf.data import pipelines
 from bert_tf.data import pretraining_data as pd
 from bert_tf.tokenization import FullTokenizer
 from tests.run_scripts.conftest import run_script
+from tests.run_scripts.script_cases import run_cases
 from tests.tiny import write_vocab
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data")
@@ -174,8 +178,9 @@ def test_worker_function_writes_the_same_parts(tmp_path):
 def test_shards_end_at_document_boundaries(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("a b\nc d\n\ne f\n \u3000\ng h\n\n\ni j\n", encoding="utf-8")
-    shards = pd.plan_shards([str(path)], 3)
+    shards = pd.plan_shards([str(path)], 5)
     data = path.read_bytes()
+    assert len(shards) == 3 and not any(s.cut for s in shards)
     assert shards[0].start == 0 and shards[-1].end == len(data)
     for left, right in zip(shards, shards[1:], strict=False):
         assert left.end == right.start
@@ -233,3 +238,107 @@ def test_bad_input_is_reported(tmp_path):
         "create_pretraining_data.py", f"--input_file={corpus}", f"--output_file={tmp_path / 'v.tfrecord'}", f"--vocab_file={no_mask}"
     )
     assert result.returncode != 0 and re.search(r"v.txt' lacks \[MASK\]", result.stderr)
+
+
+def test_shards_stay_under_twice_the_shard_size_whatever_the_text(tmp_path):
+    """Long documents, one endless line, binary junk: every shard holds at most 2 * shard_bytes
+    (the memory bound), cut at a blank line when there is one, else at a line end, else at a space
+    or between UTF-8 characters; the shards cover the file exactly."""
+    texts = {
+        "document": ("word " * 9 + "\n") * 200 + "\nshort\n",  # one 2 kB document
+        "line": "é " * 3000 + "\n",
+        "chars": "日本語" * 1000,
+        "binary": bytes(range(256)) * 20,
+        "blank_before": "a\n\n" + "x" * 700 + "\n",  # ends at the blank line, not in the document
+    }
+    for name, text in texts.items():
+        path = tmp_path / name
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        data = path.read_bytes()
+        shards = pd.plan_shards([str(path)], 100)
+        assert [(s.start, s.end) for s in shards] == list(zip([0] + [s.end for s in shards[:-1]], [s.end for s in shards], strict=True))
+        assert shards[-1].end == len(data) and all(0 < s.end - s.start <= 200 for s in shards), name
+        for left in shards[:-1]:
+            if name == "document":  # cut at line ends, but where the document really ends
+                assert (left.cut, data[left.end - 1 : left.end]) == ("document", b"\n") or data[: left.end].endswith(b"\n\n")
+            if name == "line":
+                assert left.cut == "line" and data[left.end - 1 : left.end] == b" "
+            if name == "chars":
+                assert left.cut == "line" and data[left.end] & 0xC0 != 0x80  # a character starts the next
+    assert [s.cut for s in pd.plan_shards([str(tmp_path / "blank_before")], 100)][:1] == [""]
+    # A cut ends the document: the next shard's text is another one.
+    line = pd.plan_shards([str(tmp_path / "line")], 100)
+    first, end = pd.read_shard_lines(line[0])[0]
+    assert set(first.split(" ")) == {"é"} and end == ""
+    assert "".join(t for s in line for t in pd.read_shard_lines(s)[0]).replace(" ", "") == "é" * 3000
+
+
+def test_work_folders_of_stopped_runs_with_other_settings_are_removed(tmp_path):
+    """A run reuses its own work folder (resume) and removes the ones that stopped runs with the
+    same output but other inputs or settings left (never resumable), unless their run is alive."""
+    out = tmp_path / "x.tfrecord"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    stale = {
+        "dead": f"{io_utils.owner_tag().rpartition('-')[0]}-{dead}",
+        "ownerless": None,  # a run from before owners were recorded
+        "alive": io_utils.owner_tag(),
+    }
+    for name, owner in stale.items():
+        folder = tmp_path / f".x.tfrecord.work-{name}"
+        folder.mkdir()
+        (folder / "part-000000-0000.tfrecord").write_bytes(b"x" * 10)
+        if owner:
+            (folder / "owner").write_text(owner)
+    (tmp_path / ".x.tfrecord.tmp").write_bytes(b"partial")  # a killed run's assembly
+    pd.create_pretraining_data(_config(), [CORPUS], [str(out)], shard_bytes=1 << 20)
+    assert sorted(os.listdir(tmp_path)) == [".x.tfrecord.work-alive", "x.tfrecord"]
+
+
+@pytest.mark.slow
+def test_bad_paths_fail_before_any_work_memory_follows_the_shard_size_and_a_full_disk_leaves_nothing(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(open(CORPUS, "rb").read())
+    # One 8.4 MB line of accented, Greek, Cyrillic and CJK words (the code-point road of the
+    # tokenizer), no blank line anywhere.
+    rng = np.random.default_rng(0)
+    words = np.array(["élève", "café", "forêt", "garçon", "noël", "Ελλάδα", "москва", "日本語"])
+    (tmp_path / "long.txt").write_text("Première.\n" + " ".join(rng.choice(words, 1_000_000)) + "\nFin.\n", encoding="utf-8")
+    common = [f"--vocab_file={VOCAB}", "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1", "--noprogress"]
+    out = tmp_path / "o.tfrecord"
+    cases = [
+        [f"--input_file={corpus}", f"--output_file={out},{tmp_path}/./o.tfrecord", *common],
+        [f"--input_file={corpus}", f"--output_file={out},{corpus}", *common],
+        [f"--input_file={corpus}", f"--output_file={VOCAB}", *common],
+        [f"--input_file={corpus}", f"--output_file={tmp_path / 'folder'}", *common],
+        [f"--input_file={corpus}", f"--output_file={tmp_path / 'file' / 'o.tfrecord'}", *common],
+        [f"--input_file={tmp_path / 'folder'}", f"--output_file={out}", *common],
+        [f"--input_file={corpus}", f"--output_file={out}", *common, f"--vocab_file={tmp_path / 'folder'}"],
+        [f"--input_file={corpus}", f"--output_file={out}", *common],  # the baseline: 11 kB of prose
+        [f"--input_file={tmp_path / 'long.txt'}", f"--output_file={out}", *common, "--shard_size_mb=0.25"],
+        [f"--input_file={corpus}", f"--output_file={tmp_path / 'full.tfrecord'}", *common, "--dupe_factor=3"],
+    ]
+    outcomes, peaks, _ = run_cases("create_pretraining_data", cases)
+    error = "create_pretraining_data.py: error: "
+    assert outcomes[:7] == [
+        f"{error}--output_file names the same file twice: {out} and {tmp_path}/./o.tfrecord",
+        f"{error}--output_file={corpus} is the input file --input_file={corpus}: it would be overwritten",
+        f"{error}--output_file={VOCAB} is the input file --vocab_file={VOCAB}: it would be overwritten",
+        f"{error}--output_file={tmp_path / 'folder'} is a directory; name a file to write",
+        f"{error}--output_file={tmp_path / 'file' / 'o.tfrecord'} is under {tmp_path / 'file'}, which is a file, not a folder",
+        f"{error}--input_file: {tmp_path / 'folder'} is a directory, not a file",
+        f"{error}--vocab_file={tmp_path / 'folder'} is a directory, not a file",
+    ]
+    assert outcomes[7:9] == ["ok", "ok"]
+    assert re.fullmatch(
+        f"{error}writing --output_file={tmp_path / 'full.tfrecord'} failed \\(rerun the command to resume\\): .*File too large",
+        outcomes[9],
+    )
+    # The long line is cut into shards of at most 0.5 MB: the peak grows by what such a shard
+    # takes (measured: +86 MB), not with the line (as one shard: +480 MB).
+    assert (peaks[8] - peaks[7]) / 1024 < 150, peaks
+    assert not os.path.exists(tmp_path / "full.tfrecord")
+    assert sorted(f for f in os.listdir(tmp_path) if not f.startswith(".full.tfrecord.work-")) == [
+        "corpus.txt", "file", "folder", "long.txt", "o.tfrecord"
+    ]  # nothing partial beside the work folder, which a rerun resumes from

@@ -1,4 +1,5 @@
 import json
+import os
 import re
 
 import numpy as np
@@ -6,6 +7,7 @@ import pytest
 
 from tests import numpy_bert
 from tests.run_scripts.conftest import run_script
+from tests.run_scripts.script_cases import run_cases
 from tests.tiny import VOCAB, tiny_config
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 
@@ -70,38 +72,56 @@ def test_original_command_line_gives_the_original_numbers(google_model_dir, tmp_
                 np.testing.assert_allclose(entry["values"], expected, atol=2.1e-6, rtol=0)
 
 
-@pytest.mark.parametrize(
-    "case, message",
-    [
-        ("missing_input", "--input_file=.*nope.txt does not exist"),
-        ("vocab_mismatch", "has 25 tokens but --bert_config_file=.* says vocab_size=30"),
-        ("checkpoint_mismatch", r"bert/encoder/layer_0/intermediate/dense/kernel: checkpoint has shape \(32, 48\), model expects \(32, 64\)"),
-        ("seq_too_long", "--max_seq_length=100 exceeds max_position_embeddings=24"),
-        ("bad_layers", "layer index -5 is out of range for a model with 2 layers"),
-        ("casing", r"`--do_lower_case=True` with .*cased_L-12_H-768_A-12.* seems to be a cased model"),
-    ],
-)
-def test_bad_input_fails_before_any_work(google_model_dir, tmp_path, case, message):
+def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_model_dir, tmp_path):
+    """Every case in one process; none may leave an output file."""
     model = google_model_dir
-    input_file, output_file = tmp_path / "input.txt", tmp_path / "out.jsonl"
+    input_file = tmp_path / "input.txt"
     input_file.write_text("the cat\n")
-    overrides = {}
-    if case == "missing_input":
-        overrides["input_file"] = tmp_path / "nope.txt"
-    elif case == "vocab_mismatch":
-        config_file = tmp_path / "bert_config.json"
-        config_file.write_text(json.dumps(tiny_config(vocab_size=30).to_dict()))
-        overrides["bert_config_file"] = config_file
-    elif case == "checkpoint_mismatch":
-        other = tiny_config(intermediate_size=48)
-        overrides["init_checkpoint"] = write_tf1_checkpoint(tmp_path / "other.ckpt", random_weights(original_shapes(other)))
-    elif case == "seq_too_long":
-        overrides["max_seq_length"] = 100
-    elif case == "bad_layers":
-        overrides["layers"] = "-1,-5"
-    elif case == "casing":  # checked on the name alone, before anything is read
-        overrides["init_checkpoint"] = tmp_path / "cased_L-12_H-768_A-12" / "bert_model.ckpt"
-    result = run_script("extract_features.py", *_flags(model, input_file, output_file, overrides))
-    assert result.returncode != 0
-    assert re.search(message, result.stderr), result.stderr[-2000:]
-    assert not output_file.exists()
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    config_file = tmp_path / "bert_config.json"
+    config_file.write_text(json.dumps(tiny_config(vocab_size=30).to_dict()))
+    other = tiny_config(intermediate_size=48)
+    other_checkpoint = write_tf1_checkpoint(tmp_path / "other.ckpt", random_weights(original_shapes(other)))
+    damaged = write_tf1_checkpoint(tmp_path / "damaged.ckpt", model.weights)
+    data_file = tmp_path / "damaged.ckpt.data-00000-of-00001"
+    data_file.write_bytes(data_file.read_bytes()[:1000])
+    fake_keras = tmp_path / "model.keras"
+    fake_keras.write_text("not a zip archive")
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"the cat\n\xff\xfe\x00\x01 sat\n")
+    many = tmp_path / "many.txt"
+    many.write_text("the red cat sat on the mat ||| a dog runs\n" * 40)
+    out = tmp_path / "out.jsonl"
+    cases = [
+        ({"input_file": tmp_path / "nope.txt"}, "--input_file=.*nope.txt does not exist"),
+        ({"bert_config_file": config_file}, "has 25 tokens but --bert_config_file=.* says vocab_size=30"),
+        ({"init_checkpoint": other_checkpoint}, r"bert/encoder/layer_0/intermediate/dense/kernel: checkpoint has shape \(32, 48\), model expects \(32, 64\)"),
+        ({"max_seq_length": 100}, "--max_seq_length=100 exceeds max_position_embeddings=24"),
+        ({"layers": "-1,-5"}, "layer index -5 is out of range for a model with 2 layers"),
+        # Checked on the name alone, before anything is read.
+        ({"init_checkpoint": tmp_path / "cased_L-12_H-768_A-12" / "bert_model.ckpt"}, r"`--do_lower_case=True` with .*cased_L-12_H-768_A-12.* seems to be a cased model"),
+        ({"output_file": tmp_path / "folder"}, r"--output_file=.*folder is a directory; name a file to write"),
+        ({"output_file": tmp_path / "file" / "out.jsonl"}, r"--output_file=.*out.jsonl is under .*file, which is a file"),
+        ({"input_file": tmp_path / "folder"}, r"--input_file=.*folder is a directory, not a file"),
+        ({"output_file": input_file}, r"--output_file=.*input.txt is the input file --input_file=.*input.txt: it would be overwritten"),
+        ({"vocab_file": tmp_path / "folder"}, r"--vocab_file=.*folder is a directory, not a file"),
+        ({"init_checkpoint": damaged}, r"--init_checkpoint=.*damaged.ckpt: checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted"),
+        ({"init_checkpoint": fake_keras}, r"--init_checkpoint=.*model.keras is not a Keras model file"),
+        ({"input_file": many, "output_file": tmp_path / "full.jsonl"}, r"writing --output_file=.*full.jsonl failed: File too large"),
+        ({"input_file": binary, "output_file": tmp_path / "binary.jsonl"}, None),
+    ]
+    outcomes, _, stderr = run_cases(
+        "extract_features", [_flags(model, input_file, out, overrides) for overrides, _ in cases]
+    )
+    for (overrides, message), outcome in zip(cases, outcomes, strict=True):
+        if message is None:
+            assert outcome == "ok"
+        else:
+            assert outcome.startswith("extract_features.py: error: ") and re.search(message, outcome), (overrides, outcome)
+    assert not out.exists() and not (tmp_path / "full.jsonl").exists()
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temporary left behind
+    # Binary input: a warning naming the first bad line, then how much was replaced.
+    assert re.search(r"--input_file=.*binary.txt: line 2 is not valid UTF-8", stderr)
+    assert "Replaced 2 invalid UTF-8 byte(s) in 1 line(s) of --input_file" in stderr
+    assert [json.loads(line)["linex_index"] for line in (tmp_path / "binary.jsonl").read_text().splitlines()] == [0, 1]

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -7,6 +8,8 @@ import time
 import pytest
 
 from tests.run_scripts.conftest import REPO, run_script
+from tests.run_scripts.script_cases import run_cases
+from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config
 from tests.training.test_pretraining import write_records
 
@@ -35,7 +38,8 @@ def _flags(config_file, data, out, **overrides):
 def test_killed_run_resumes_with_the_same_command(tmp_path):
     config_file, data = _setup(tmp_path)
     out = tmp_path / "out"
-    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_pretraining.py"), *_flags(config_file, data, out)]
+    steps = {"num_train_steps": 150}
+    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_pretraining.py"), *_flags(config_file, data, out, **steps)]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
     deadline = time.time() + 240
@@ -53,38 +57,78 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Training resumed from" in result.stderr and "ckpt-" in result.stderr
     results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
-    assert results["global_step"] == "400"
+    assert results["global_step"] == "150"
     assert set(results) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"}
     assert os.path.isdir(out / "train") and os.listdir(out / "train")  # TensorBoard events
 
     # num_train_steps already reached: the same command just evaluates again.
     again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert again.returncode == 0 and "now at step 400" in again.stderr
+    assert again.returncode == 0 and "now at step 150" in again.stderr
+
+    # The resumed run ends where an uninterrupted one does: the same eval figures, to the last digit.
+    straight = tmp_path / "straight"
+    uninterrupted = subprocess.run(
+        [*command[:2], *_flags(config_file, data, straight, **steps)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+    )
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+    assert (straight / "eval_results.txt").read_text() == (out / "eval_results.txt").read_text()
 
 
-@pytest.mark.parametrize(
-    "overrides, message",
-    [
+def test_bad_input_fails_before_training_with_one_line(tmp_path):
+    """Every case in one process (one TensorFlow start), each with its own output folder, none of
+    which may get a checkpoint."""
+    config_file, data = _setup(tmp_path)
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps(tiny_config(vocab_size=6).to_dict()))
+    no_layers = tmp_path / "no_layers.json"
+    no_layers.write_text(json.dumps({k: v for k, v in tiny_config().to_dict().items() if k != "num_hidden_layers"}))
+    text = tmp_path / "corpus.txt"
+    text.write_text("The cat sat on the mat.\n" * 40)
+    truncated = tmp_path / "truncated.tfrecord"
+    truncated.write_bytes(open(data, "rb").read()[:8000])  # its first half, the last record cut short
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    damaged = write_tf1_checkpoint(tmp_path / "damaged.ckpt", random_weights(original_shapes(tiny_config())))
+    data_file = tmp_path / "damaged.ckpt.data-00000-of-00001"
+    data_file.write_bytes(data_file.read_bytes()[:1000])
+    fake_keras = tmp_path / "model.keras"
+    fake_keras.write_text("not a zip archive")
+    misspelt = tmp_path / "misspelt.json"
+    misspelt.write_text(json.dumps({**tiny_config().to_dict(), "hidden_dropout_probs": 0.5}))
+    cases = [
         ({"max_seq_length": 32}, "has input_ids of length 16, but --max_seq_length=32"),
         ({"do_train": False, "do_eval": False}, "At least one of `do_train` or `do_eval` must be True"),
         ({"train_batch_size": 10, "gradient_accumulation_steps": 4}, "train_batch_size 10 is not divisible"),
         ({"input_file": "/nonexistent/*.tfrecord"}, "matches no file"),
-        ({"bert_config_file": "SMALL_VOCAB"}, r"has token id \d+, but --bert_config_file=.* has vocab_size=6"),
+        ({"bert_config_file": small}, r"has token id \d+, but --bert_config_file=.*small.json has vocab_size=6"),
         ({"do_train": False}, r"nothing to evaluate or predict with: --output_dir=.* has no checkpoint and no --init_checkpoint"),
         ({"train_batch_size": 0}, r"--train_batch_size must be a positive integer, got 0"),
-    ],
-)
-def test_bad_input_fails_before_training(tmp_path, overrides, message):
-    import re
-
-    config_file, data = _setup(tmp_path)
-    if overrides.get("bert_config_file") == "SMALL_VOCAB":
-        small = tmp_path / "small.json"
-        small.write_text(json.dumps(tiny_config(vocab_size=6).to_dict()))
-        overrides = {"bert_config_file": small}
-    result = run_script("run_pretraining.py", *_flags(config_file, data, tmp_path / "o", **overrides))
-    assert result.returncode != 0 and re.search(message, result.stderr), result.stderr[-2000:]
-    assert not (tmp_path / "o" / "checkpoint").exists()
+        ({"learning_rate": -1}, r"--learning_rate must not be negative"),
+        ({"input_file": text}, r"--input_file: .*corpus.txt is not a TFRecord file"),
+        ({"input_file": f"{data},{text}"}, r"--input_file: .*corpus.txt is not a TFRecord file"),  # every file
+        ({"eval_input_file": text}, r"--eval_input_file: .*corpus.txt is not a TFRecord file"),
+        ({"input_file": tmp_path / "folder"}, r"--input_file: .*folder is a directory, not a file"),
+        ({"output_dir": tmp_path / "file"}, r"--output_dir=.*file is a file, not a folder"),
+        ({"output_dir": tmp_path / "file" / "run"}, r"--output_dir=.*run is under .*file, which is a file"),
+        ({"init_checkpoint": damaged}, r"checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted"),
+        ({"init_checkpoint": fake_keras}, r"--init_checkpoint=.*model.keras is not a Keras model file"),
+        ({"bert_config_file": misspelt, "input_file": "/nonexistent/*.tfrecord"}, "matches no file"),  # after a warning
+        ({"bert_config_file": no_layers}, r"--bert_config_file: BERT config file .*no_layers.json.*needs 'num_hidden_layers'"),
+        # Cut short after its first record: found while reading (a whole-file check up front would
+        # read every byte of a corpus), still one line naming the file.
+        ({"input_file": truncated, "num_train_steps": 40}, r"reading the input failed: .*truncated.tfrecord is truncated: its record at byte \d+ is cut short"),
+        # A full disk at the first checkpoint (see script_cases).
+        ({"output_dir": tmp_path / "full.run", "num_train_steps": 10, "save_checkpoints_steps": 5},
+         r"writing to --output_dir=.*full.run failed \(rerun the command to resume\): .*File too large"),
+    ]
+    outcomes, _, stderr = run_cases(
+        "run_pretraining", [_flags(config_file, data, tmp_path / f"o{i}", **overrides) for i, (overrides, _) in enumerate(cases)]
+    )
+    for (overrides, message), outcome in zip(cases, outcomes, strict=True):
+        assert outcome.startswith("run_pretraining.py: error: ") and re.search(message, outcome), (overrides, outcome)
+        assert "\n" not in outcome
+    assert not [d for d in os.listdir(tmp_path) if (tmp_path / d / "checkpoint").exists()]
+    assert re.search(r"--bert_config_file: BERT config file .*misspelt.json' has the unknown key 'hidden_dropout_probs', one edit away from 'hidden_dropout_prob'", stderr)
 
 
 def _free_port():

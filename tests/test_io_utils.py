@@ -1,0 +1,97 @@
+import errno
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from bert_tf import io_utils
+
+
+def _dead_owner():
+    """The owner tag of a process of this host that has ended."""
+    process = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    return f"{io_utils.owner_tag().rpartition('-')[0]}-{process.stdout.strip()}"
+
+
+def test_atomic_write_removes_its_temporary_on_failure_and_a_dead_runs_on_the_next_write(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(OSError, match="No space"):
+        with io_utils.atomic_write(str(target)) as f:
+            f.write("partial")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # a full disk mid-write
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.txt"]
+
+    # A writer killed mid-write leaves its dot-named temporary: the next write of the file
+    # removes it; a live writer's (this process's) and other files' are left alone.
+    dead = tmp_path / f".out.txt.{_dead_owner()}.abc123xy.tmp"
+    live = tmp_path / f".out.txt.{io_utils.owner_tag()}.zz99zz99.tmp"
+    other = tmp_path / f".other.txt.{_dead_owner()}.abc123xy.tmp"
+    for path in (dead, live, other):
+        path.write_text("x")
+    with io_utils.atomic_write(str(target)) as f:
+        f.write("new")
+    assert target.read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == sorted(["out.txt", live.name, other.name])
+
+
+def test_owner_is_gone():
+    assert not io_utils.owner_is_gone(io_utils.owner_tag())
+    assert io_utils.owner_is_gone(_dead_owner())
+    assert not io_utils.owner_is_gone("0123abcd-1")  # another host's process: assumed alive
+
+
+def test_output_path_checks_name_the_flag_and_the_reason(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    io_utils.check_output_file(tmp_path / "new" / "deeper" / "out.txt")  # folders to be made
+    io_utils.check_output_dir(tmp_path / "new" / "run")
+    io_utils.check_output_dir(tmp_path / "folder")
+    io_utils.check_output_file("gs://bucket/out.txt")  # remote: left to the writer
+    cases = [
+        (io_utils.check_output_file, tmp_path / "folder", "output_file", r"--output_file=.*folder is a directory"),
+        (io_utils.check_output_file, tmp_path / "file" / "x.txt", "output_file", r"x.txt is under .*file, which is a file"),
+        (io_utils.check_output_dir, tmp_path / "file", "output_dir", r"--output_dir=.*file is a file, not a folder"),
+        (io_utils.check_output_dir, tmp_path / "file" / "run", "output_dir", r"run is under .*file, which is a file"),
+        (io_utils.check_output_dir, "/proc/bert_tf_run", "output_dir", r"cannot write in /proc"),
+    ]
+    for check, path, flag, message in cases:
+        with pytest.raises(ValueError, match=message):
+            check(path, flag)
+    assert sorted(os.listdir(tmp_path)) == ["file", "folder"]  # nothing was created
+
+
+def test_distinct_outputs(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("x")
+    os.link(corpus, tmp_path / "same.txt")
+    io_utils.check_distinct_outputs([str(tmp_path / "a"), str(tmp_path / "b")], [("input_file", str(corpus))])
+    with pytest.raises(ValueError, match="names the same file twice"):
+        io_utils.check_distinct_outputs([str(tmp_path / "a"), str(tmp_path / "x" / ".." / "a")])
+    with pytest.raises(ValueError, match=r"--output_file=.*same.txt is the input file --input_file=.*corpus.txt"):
+        io_utils.check_distinct_outputs([str(tmp_path / "same.txt")], [("input_file", str(corpus))])
+
+
+def test_keras_file_check(tmp_path):
+    fake = tmp_path / "model.keras"
+    fake.write_text("not a zip")
+    with pytest.raises(ValueError, match="is not a Keras model file"):
+        io_utils.check_keras_file(str(fake), "init_checkpoint")
+    (tmp_path / "dir.keras").mkdir()
+    with pytest.raises(ValueError, match="is a directory"):
+        io_utils.check_keras_file(str(tmp_path / "dir.keras"), "init_checkpoint")
+    with zipfile.ZipFile(tmp_path / "real.keras", "w") as z:
+        z.writestr("config.json", "{}")
+    io_utils.check_keras_file(str(tmp_path / "real.keras"), "init_checkpoint")
+    io_utils.check_keras_file(str(tmp_path / "missing.keras"), "init_checkpoint")  # the loader says "not found"
+    io_utils.check_keras_file(str(tmp_path / "bert_model.ckpt"), "init_checkpoint")  # not a .keras name
+
+
+def test_expand_patterns_refuses_a_directory(tmp_path):
+    (tmp_path / "a.txt").write_text("x")
+    (tmp_path / "sub").mkdir()
+    assert io_utils.expand_patterns(str(tmp_path / "a.txt")) == [str(tmp_path / "a.txt")]
+    with pytest.raises(ValueError, match=r"--input_file: .*sub is a directory, not a file"):
+        io_utils.expand_patterns(str(tmp_path / "*"))
