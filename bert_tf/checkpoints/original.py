@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.io_utils import owner_is_gone, owner_tag
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
@@ -244,7 +245,11 @@ def save_original_checkpoint(model, checkpoint_prefix, global_step=None, bert_co
         weights["global_step"] = np.asarray(global_step, dtype=np.int64)
     names = sorted(weights)
 
-    tmp_dir = tempfile.mkdtemp(prefix=".tmp_ckpt_", dir=directory)
+    for name in os.listdir(directory):  # folders of runs killed while writing
+        owner = re.fullmatch(r"\.tmp_ckpt_([0-9a-f]{8}-\d+)_.*", name)
+        if owner and owner_is_gone(owner.group(1)):
+            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+    tmp_dir = tempfile.mkdtemp(prefix=f".tmp_ckpt_{owner_tag()}_", dir=directory)
     try:
         tmp_prefix = os.path.join(tmp_dir, base)
         with tf.device("CPU:0"):

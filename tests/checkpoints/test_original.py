@@ -109,3 +109,25 @@ def test_export_is_readable_by_tf1_saver_and_round_trips(tmp_path, original, con
     restore(again, out_prefix)
     x = tiny_inputs(config)
     np.testing.assert_array_equal(again(x)["masked_lm_logits"], model(x)["masked_lm_logits"])
+
+
+def test_save_removes_the_temporary_folder_a_killed_save_left(tmp_path, config):
+    """A save killed mid-write leaves a dot-named folder; the next save into the folder removes
+    it (its writer is gone) but not a live writer's."""
+    import subprocess
+    import sys
+
+    from bert_tf import BertEncoder
+    from bert_tf.checkpoints import save_original_checkpoint
+    from bert_tf.io_utils import owner_tag
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = owner_tag().rpartition("-")[0]
+    left = tmp_path / f".tmp_ckpt_{host}-{dead.stdout.strip()}_abc"
+    left.mkdir()
+    (left / "bert_model.ckpt.index").write_bytes(b"partial")
+    alive = tmp_path / f".tmp_ckpt_{owner_tag()}_xyz"  # this process: a save in progress
+    alive.mkdir()
+    save_original_checkpoint(BertEncoder.from_bert_config(config), str(tmp_path / "bert_model.ckpt"))
+    assert not left.exists() and alive.exists()
+    assert (tmp_path / "bert_model.ckpt.index").exists()
