@@ -1,26 +1,40 @@
 """bert_tf: BERT (Devlin et al., 2018) in TensorFlow / Keras 3, compatible with Google's release.
 
 The modeling code (`bert_tf.layers`, `bert_tf.models`) uses keras.ops only and runs on every
-Keras backend; TensorFlow-specific parts (checkpoints, tf.data, tensorflow-text) live in their
-own modules and are imported explicitly.
+Keras backend; TensorFlow-specific parts (checkpoints, tf.data, tensorflow-text, SavedModel
+export) live in their own modules and are imported explicitly.
+
+Importing the package registers every layer, model and optimizer for Keras serialization, so
+`keras.saving.load_model("model.keras")` works after `import bert_tf` alone, on any backend:
+Keras finds a registered class by name only once the module defining it has run. The in-graph
+preprocessing layers (TensorFlow + tensorflow-text) are registered on the TensorFlow backend,
+where they can run; on the others importing them would load TensorFlow for nothing.
 """
 
-import importlib
+import keras
 
+from bert_tf import layers, models, training  # noqa: F401 - registers them with Keras
 from bert_tf.config import BertConfig
+from bert_tf.models import (
+    BertClassifier,
+    BertEncoder,
+    BertMultipleChoice,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
+
+if keras.backend.backend() == "tensorflow":
+    from bert_tf import preprocessing  # noqa: F401 - registers BertTokenizer, BertPackInputs, ...
 
 __version__ = "0.1.0"
-_MODELS = (
-    "BertClassifier", "BertEncoder", "BertMultipleChoice", "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier",
-)
-__all__ = [*_MODELS, "BertConfig", "__version__"]
-
-# The models load Keras (and its backend) on first use, so that `import bert_tf.data...` or
-# `bert_tf.tokenization` stay light.
-_LAZY = {name: "bert_tf.models" for name in _MODELS}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
+__all__ = [
+    "BertClassifier",
+    "BertConfig",
+    "BertEncoder",
+    "BertMultipleChoice",
+    "BertPretrainer",
+    "BertSpanLabeler",
+    "BertTokenClassifier",
+    "__version__",
+]

@@ -8,7 +8,7 @@
 import contextlib
 import gc
 import os
-import tempfile
+import secrets
 
 import keras
 
@@ -18,13 +18,16 @@ from bert_tf.models.bert_pretrainer import BertPretrainer
 
 
 def save_keras_model(model, path):
-    """Saves `model` as a `.keras` file, atomically (temporary name in the folder, then rename)."""
+    """Saves `model` as a `.keras` file, atomically (temporary name in the folder, then rename).
+
+    The file gets the user's umask, as any file Keras writes: the temporary name is new, so Keras
+    creates it (a file made by mkstemp would keep mkstemp's 0600 through the rename).
+    """
     if not path.endswith(".keras"):
         raise ValueError(f"a Keras model file must end in '.keras', got {path!r}")
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".keras", dir=directory)
-    os.close(fd)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.keras")
     try:
         model.save(tmp)
         os.replace(tmp, path)
