@@ -27,7 +27,9 @@ def _keep_first(segment, lengths):
 class BertPackInputs(keras.layers.Layer):
     """[CLS] A [SEP] (B [SEP]), truncated as the original's fine-tuning scripts, padded.
 
-    Call with one int `tf.RaggedTensor [batch, (ids)]` or a list of two. Returns a dict of int32
+    Call with one int `tf.RaggedTensor [batch, (ids)]` or a list of two, and optionally
+    `seq_length=` (an int or an int32 scalar tensor, at least 3) for another length than the
+    layer's, as TF Hub's `bert_pack_inputs(segments, seq_length=N)`. Returns a dict of int32
     `[batch, seq_length]` tensors: `input_word_ids` (padded with `padding_id`), `input_mask`
     (1 for real tokens) and `input_type_ids` (0 for [CLS] A [SEP], 1 for B [SEP]).
 
@@ -57,19 +59,22 @@ class BertPackInputs(keras.layers.Layer):
             raise ValueError(f"the vocabulary has no {' or '.join(missing)}")
         return cls(seq_length, vocab["[CLS]"], vocab["[SEP]"], vocab.get("[PAD]", 0), **kwargs)
 
-    def call(self, inputs):
+    def call(self, inputs, seq_length=None):
+        seq_length = self.seq_length if seq_length is None else seq_length
+        if not isinstance(seq_length, int):  # a tensor: in the int64 of the row lengths
+            seq_length = tf.cast(seq_length, tf.int64)
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"BertPackInputs takes one or two segments, got {len(segments)}")
         segments = [tf.cast(s, tf.int64) for s in segments]
         len_a = segments[0].row_lengths()
-        single_budget = tf.minimum(len_a, self.seq_length - 2)
+        single_budget = tf.minimum(len_a, seq_length - 2)
         if len(segments) == 1:
             segments = [_keep_first(segments[0], single_budget)]
         else:
             a, b = segments
             len_b = b.row_lengths()
-            new_a, new_b = longest_first_lengths(len_a, len_b, self.seq_length - 3)
+            new_a, new_b = longest_first_lengths(len_a, len_b, seq_length - 3)
             # The original packs an example whose B has no tokens as a single segment.
             single = tf.equal(len_b, 0)
             segments = [_keep_first(a, tf.where(single, single_budget, new_a)), _keep_first(b, new_b)]
@@ -82,17 +87,18 @@ class BertPackInputs(keras.layers.Layer):
             keep = tf.logical_not(tf.logical_and(last, tf.expand_dims(single, 1)))
             ids = tf.ragged.boolean_mask(ids, keep)
             type_ids = tf.ragged.boolean_mask(type_ids, keep)
-        word_ids, mask = tf_text.pad_model_inputs(ids, self.seq_length, pad_value=self.padding_id)
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, self.seq_length, pad_value=0)
+        word_ids, mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.padding_id)
+        type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
         return {
             "input_word_ids": tf.cast(word_ids, tf.int32),
             "input_mask": tf.cast(mask, tf.int32),
             "input_type_ids": tf.cast(type_ids, tf.int32),
         }
 
-    def compute_output_spec(self, inputs):
+    def compute_output_spec(self, inputs, seq_length=None):
         first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-        spec = keras.KerasTensor((first.shape[0], self.seq_length), dtype="int32")
+        length = self.seq_length if seq_length is None else (seq_length if isinstance(seq_length, int) else None)
+        spec = keras.KerasTensor((first.shape[0], length), dtype="int32")
         return {"input_word_ids": spec, "input_mask": spec, "input_type_ids": spec}
 
     def get_config(self):

@@ -53,3 +53,16 @@ def test_from_vocabulary_and_errors():
         BertPackInputs.from_vocabulary(["[PAD]", "[SEP]"], seq_length=8)
     with pytest.raises(ValueError, match="seq_length 2 leaves no room"):
         BertPackInputs(2, 1, 2)
+
+
+def test_a_call_may_pack_to_another_length_given_as_a_tensor():
+    """TF Hub's `bert_pack_inputs(segments, seq_length=N)`: the same packing as a layer of that length."""
+    a = tf.ragged.constant([[5, 6, 7, 8, 9, 10], [5]], dtype=tf.int32)
+    b = tf.ragged.constant([[11, 12, 13], [7]], dtype=tf.int32)
+    layer = BertPackInputs(16, 2, 3)
+    pack = tf.function(lambda x, y, n: layer([x, y], seq_length=n))
+    for seq in (5, 8, 11):
+        got = pack(a, b, tf.constant(seq))
+        want = BertPackInputs(seq, 2, 3)([a, b])
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{seq} {name}")

@@ -1,0 +1,100 @@
+"""Writing a SavedModel directory so that no reader ever sees a partial export.
+
+The model is saved into a temporary sibling directory (`.NAME.tmp-XXXX`, beside the target, so
+the final rename stays on one file system) and renamed onto the target when complete. An existing
+target is replaced only when asked, by two renames (the old export moves aside, the new one in),
+then the old one is deleted: a reader sees the old export or the new one, never a mix.
+
+The export carries the files a reader needs to see what it holds (`vocab.txt`,
+`bert_config.json`, the fine-tuning task record) as SavedModel assets: they land in the
+export's `assets/` folder, and the loaded object names them (`obj.vocab_file.asset_path`).
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def check_export_dir(export_dir, overwrite=False):
+    """Fails before any work when `export_dir` cannot be written: it is a file, or an existing
+    export (any existing directory) and `overwrite` is False."""
+    if os.path.isfile(export_dir):
+        raise FileExistsError(f"export directory {export_dir!r} is a file")
+    if os.path.exists(export_dir) and not overwrite:
+        raise FileExistsError(f"export directory {export_dir!r} already exists (overwrite it with --overwrite)")
+
+
+class ExportWriter:
+    """Stages one export: `asset_*` make the asset objects to attach to the root, `save` writes
+    the SavedModel into the temporary directory; leaving the `with` block without an error moves
+    it onto `export_dir`, with one removes it."""
+
+    def __init__(self, export_dir, overwrite=False):
+        check_export_dir(export_dir, overwrite)
+        self.export_dir = os.path.abspath(export_dir)
+        self.overwrite = overwrite
+        self._staging = None
+        self._scratch = None
+
+    def __enter__(self):
+        parent, name = os.path.split(self.export_dir)
+        os.makedirs(parent, exist_ok=True)
+        self._staging = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
+        # Asset sources live outside the export: save copies them into its assets/ folder.
+        self._scratch = tempfile.mkdtemp(prefix="bert_tf_export_assets-")
+        return self
+
+    def asset_copy(self, path, name):
+        """An asset holding a copy of the file at `path`, named `name` in the export."""
+        target = os.path.join(self._scratch, name)
+        shutil.copyfile(path, target)
+        return tf.saved_model.Asset(target)
+
+    def asset_json(self, value, name):
+        """An asset holding `value` (a dict) as JSON, named `name` in the export."""
+        target = os.path.join(self._scratch, name)
+        with open(target, "w", encoding="utf-8") as f:
+            json.dump(value, f, indent=2, sort_keys=True)
+            f.write("\n")
+        return tf.saved_model.Asset(target)
+
+    def save(self, root, signatures):
+        """Writes `root` with `signatures` (name -> a tf.function with an input_signature, traced
+        by the save itself: tracing it before would trace it twice) into the staging folder."""
+        tf.saved_model.save(root, self._staging, signatures=signatures)
+
+    def __exit__(self, error_type, error, traceback):
+        try:
+            if error_type is None:
+                self._commit()
+        finally:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            shutil.rmtree(self._staging, ignore_errors=True)  # gone after a commit
+
+    def _commit(self):
+        if not os.listdir(self._staging):
+            raise RuntimeError("the export was not saved: ExportWriter.save was not called")
+        os.chmod(self._staging, 0o777 & ~_umask())  # mkdtemp makes 0700 directories
+        if not os.path.exists(self.export_dir):
+            os.rename(self._staging, self.export_dir)
+            return
+        if not self.overwrite:  # appeared while exporting
+            raise FileExistsError(
+                f"export directory {self.export_dir!r} already exists (overwrite it with --overwrite)"
+            )
+        parent, name = os.path.split(self.export_dir)
+        old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
+        os.rename(self.export_dir, os.path.join(old, name))
+        os.rename(self._staging, self.export_dir)
+        with contextlib.suppress(OSError):
+            shutil.rmtree(old)

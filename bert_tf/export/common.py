@@ -1,0 +1,69 @@
+"""What every export shares: the root object's variables, its assets, the in-graph text
+preprocessing it is built with, and float32 outputs whatever the model's compute dtype."""
+
+import tensorflow as tf
+
+from bert_tf.preprocessing import BertPackInputs, BertTokenizer
+
+
+class SavedModelRoot(tf.train.Checkpoint):
+    """The root object of an export, holding `model`'s variables as TF Hub's Reusable SavedModel
+    API names them: `variables` (all, the dropout seeds' state included: every variable a
+    function reads must be reachable from the root), `trainable_variables` and an empty
+    `regularization_losses` (the original adds no regularizer to the loss)."""
+
+    def __init__(self, model=None):
+        super().__init__()
+        self.variables = list(model.variables) if model is not None else []
+        self.trainable_variables = list(model.trainable_variables) if model is not None else []
+        self.regularization_losses = []
+
+    def attach_assets(self, writer, vocab_file=None, do_lower_case=None, bert_config=None, task=None):
+        """Adds the files that say what the export holds: `vocab_file` (vocab.txt) and
+        `do_lower_case` (a bool variable, outside `variables`), as TF Hub's BERT encoders carry
+        them; `bert_config_file` (bert_config.json); `task_file` (fine_tuning_task.json)."""
+        if vocab_file is not None:
+            self.vocab_file = writer.asset_copy(vocab_file, "vocab.txt")
+        if do_lower_case is not None:
+            self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+        if bert_config is not None:
+            self.bert_config_file = writer.asset_json(bert_config.to_dict(), "bert_config.json")
+        if task is not None:
+            self.task_file = writer.asset_json(task, "fine_tuning_task.json")
+
+
+def as_float32(tensor):
+    """A mixed-precision model's float16/bfloat16 output as float32 (integers stay)."""
+    return tf.cast(tensor, tf.float32) if tensor.dtype.is_floating else tensor
+
+
+def text_preprocessing(vocab_file, do_lower_case, seq_length, vocab_size=None):
+    """`(BertTokenizer, BertPackInputs)` for `vocab_file` at `seq_length`: FullTokenizer's ids
+    and the original's packing. A vocab larger than the model's `vocab_size`, or without
+    [CLS] / [SEP], is a ValueError naming the file."""
+    tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
+    if vocab_size is not None and len(tokenizer.vocabulary) > vocab_size:
+        raise ValueError(
+            f"vocab {vocab_file!r} has {len(tokenizer.vocabulary)} tokens but the model's vocab_size is "
+            f"{vocab_size}: they were not made for each other"
+        )
+    try:
+        packer = BertPackInputs.from_vocabulary(tokenizer.vocabulary, seq_length)
+    except ValueError as e:
+        raise ValueError(f"vocab {vocab_file!r}: {e}") from None
+    return tokenizer, packer
+
+
+def string_spec(name, shape=(None,)):
+    return tf.TensorSpec(shape, tf.string, name=name)
+
+
+def check_seq_length(seq_length, bert_config):
+    """seq_length must fit the model's position embeddings (and hold [CLS] A [SEP] B [SEP])."""
+    if seq_length > bert_config.max_position_embeddings:
+        raise ValueError(
+            f"seq_length {seq_length} is longer than the model's max_position_embeddings "
+            f"{bert_config.max_position_embeddings}"
+        )
+    if seq_length < 3:
+        raise ValueError(f"seq_length {seq_length} leaves no room for [CLS] A [SEP] B [SEP]")

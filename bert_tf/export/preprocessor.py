@@ -1,0 +1,103 @@
+"""The text preprocessor as a SavedModel with TF Hub's BERT preprocessor interface.
+
+Loaded with `tf.saved_model.load` (tensorflow_text imported first, for its ops) or through
+`hub.KerasLayer`:
+
+    preprocessor = tf.saved_model.load(path)
+    preprocessor(strings)                # string [batch] -> the encoder's three int32 inputs
+                                         # [batch, seq_length] (one segment, the export's length)
+    a = preprocessor.tokenize(strings)   # int32 RaggedTensor [batch, (words), (wordpieces)]
+    preprocessor.bert_pack_inputs([a, b], seq_length=256)  # one or two segments, ragged rank 1
+                                         # or 2; seq_length optional (default: the export's)
+    preprocessor.tokenize.get_special_tokens_dict()  # vocab_size, start_of_sequence_id, ...
+
+The ids are FullTokenizer's (`BertTokenizer`) and the packing the original's fine-tuning scripts'
+(`BertPackInputs`: [CLS] A [SEP] B [SEP], the longer segment truncated first, zero padding), so
+an export gives exactly the inputs the original's Python gives.
+"""
+
+import tensorflow as tf
+
+from bert_tf.export.archive import ExportWriter
+from bert_tf.export.common import SavedModelRoot, string_spec, text_preprocessing
+
+
+def word_pieces(tokenizer, text):
+    """`text` string `[batch]` -> int32 ids `[batch, (words), (wordpieces)]`: the original's words
+    (BasicTokenizer), each split by WordPiece; merging the last two dimensions gives
+    `tokenizer(text)`."""
+    words = tokenizer.basic_tokenize(text)  # [B, (W)]
+    one_per_row = tf.RaggedTensor.from_row_lengths(
+        words.flat_values, tf.ones_like(words.flat_values, tf.int64), validate=False
+    )  # [W_total, (1)]
+    pieces = tokenizer.wordpiece(one_per_row)  # [W_total, (P)]
+    return tf.RaggedTensor.from_row_splits(pieces, words.row_splits, validate=False)
+
+
+class _Tokenize(tf.train.Checkpoint):
+    """`preprocessor.tokenize`: strings `[batch]` -> int32 `[batch, (words), (wordpieces)]`."""
+
+    def __init__(self, tokenizer, special_tokens):
+        super().__init__()
+        self.__call__ = tf.function(
+            lambda text: word_pieces(tokenizer, text), input_signature=[string_spec("text")], autograph=False
+        )
+        self.get_special_tokens_dict = tf.function(
+            lambda: {name: tf.constant(value, tf.int32) for name, value in special_tokens.items()},
+            input_signature=[],
+            autograph=False,
+        )
+
+
+class _PackInputs(tf.train.Checkpoint):
+    """`preprocessor.bert_pack_inputs(segments, seq_length=default)`: a list of one or two int32
+    RaggedTensors `[batch, (ids)]` or `[batch, (words), (ids)]` -> the encoder's inputs."""
+
+    def __init__(self, packer):
+        super().__init__()
+
+        @tf.function(autograph=False)
+        def call(inputs, seq_length=packer.seq_length):
+            tf.debugging.assert_greater_equal(seq_length, 3, message="seq_length must be at least 3")
+            segments = [s.merge_dims(1, -1) if s.ragged_rank > 1 else s for s in inputs]
+            return packer(segments, seq_length=seq_length)
+
+        # The loaded object can only run what was traced: every accepted form, seq_length a tensor.
+        for ragged_rank in (1, 2):
+            for num_segments in (1, 2):
+                segment = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32, ragged_rank=ragged_rank)
+                call.get_concrete_function([segment] * num_segments, seq_length=tf.TensorSpec([], tf.int32))
+        self.__call__ = call
+
+
+class PreprocessorSavedModel(SavedModelRoot):
+    """Root object of a preprocessor export: `__call__`, `tokenize`, `bert_pack_inputs`."""
+
+    def __init__(self, tokenizer, packer):
+        super().__init__()
+        vocab = {token: i for i, token in enumerate(tokenizer.vocabulary)}
+        special = {
+            "vocab_size": len(tokenizer.vocabulary),
+            "start_of_sequence_id": packer.start_of_sequence_id,
+            "end_of_segment_id": packer.end_of_segment_id,
+            "padding_id": packer.padding_id,
+        }
+        if "[MASK]" in vocab:
+            special["mask_id"] = vocab["[MASK]"]
+        self.tokenize = _Tokenize(tokenizer, special)
+        self.bert_pack_inputs = _PackInputs(packer)
+        self.__call__ = tf.function(
+            lambda text: packer(tokenizer(text)), input_signature=[string_spec("text")], autograph=False
+        )
+
+
+def export_preprocessor(vocab_file, do_lower_case, export_dir, seq_length=128, overwrite=False):
+    """Writes the text preprocessor for `vocab_file` (and the casing) to `export_dir` as a
+    SavedModel with TF Hub's BERT preprocessor interface, calls packing to `seq_length`; its
+    assets carry vocab.txt (and `do_lower_case`). Returns `export_dir`."""
+    tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, seq_length)
+    with ExportWriter(export_dir, overwrite) as writer:
+        root = PreprocessorSavedModel(tokenizer, packer)
+        root.attach_assets(writer, vocab_file, do_lower_case)
+        writer.save(root, {"serving_default": root.__call__})
+    return export_dir

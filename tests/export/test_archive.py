@@ -1,0 +1,57 @@
+"""ExportWriter: a reader sees a whole export or none, never a partial one; an existing export
+is replaced only when asked; the directory gets the user's umask."""
+
+import os
+
+import pytest
+import tensorflow as tf
+
+from bert_tf.export import ExportWriter, check_export_dir
+
+
+def _root(value):
+    root = tf.train.Checkpoint()
+    root.v = tf.Variable(value)
+    root.f = tf.function(lambda: root.v * 2.0, input_signature=[])
+    return root
+
+
+def _leftovers(parent):
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def test_an_export_appears_whole_with_the_users_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        with ExportWriter(str(tmp_path / "model")) as writer:
+            assert not (tmp_path / "model").exists()  # staged under a temporary name
+            writer.save(_root(1.0), None)
+    finally:
+        os.umask(old)
+    assert tf.saved_model.load(str(tmp_path / "model")).f().numpy() == 2.0
+    assert (tmp_path / "model").stat().st_mode & 0o777 == 0o750
+    assert _leftovers(tmp_path) == []
+
+
+def test_an_existing_export_is_kept_unless_overwrite_and_a_failed_one_leaves_nothing(tmp_path):
+    target = tmp_path / "model"
+    with ExportWriter(str(target)) as writer:
+        writer.save(_root(1.0), None)
+    with pytest.raises(FileExistsError, match="already exists"):
+        check_export_dir(str(target))
+    with pytest.raises(FileExistsError, match="already exists"):
+        ExportWriter(str(target))
+    # A failure while exporting leaves the old export and no temporary folder.
+    with pytest.raises(RuntimeError, match="boom"):
+        with ExportWriter(str(target), overwrite=True) as writer:
+            writer.save(_root(5.0), None)
+            raise RuntimeError("boom")
+    assert tf.saved_model.load(str(target)).f().numpy() == 2.0
+    assert _leftovers(tmp_path) == []
+    with ExportWriter(str(target), overwrite=True) as writer:
+        writer.save(_root(5.0), None)
+    assert tf.saved_model.load(str(target)).f().numpy() == 10.0
+    assert _leftovers(tmp_path) == []
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError, match="is a file"):
+        check_export_dir(str(tmp_path / "file"), overwrite=True)
