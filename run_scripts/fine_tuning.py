@@ -33,8 +33,12 @@ def check_task_output_dir(output_dir, record, same):
     import tensorflow as tf
     from absl import logging
 
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        fail(f"--output_dir={output_dir} is a file, not a directory")
+    from bert_tf.io_utils import check_output_dir
+
+    try:
+        check_output_dir(output_dir)  # a file, under a file, or not writable: before any work
+    except ValueError as e:
+        fail(str(e))
     path = os.path.join(output_dir, TASK_FILE)
     if not os.path.isfile(path):
         if os.path.isdir(output_dir) and tf.train.latest_checkpoint(output_dir):

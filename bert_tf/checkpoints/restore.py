@@ -8,11 +8,13 @@
 import contextlib
 import gc
 import os
+import re
 import secrets
 
 import keras
 
 from bert_tf.checkpoints.original import LoadReport, damaged, load_original_checkpoint
+from bert_tf.io_utils import owner_is_gone, owner_tag
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
@@ -27,7 +29,13 @@ def save_keras_model(model, path):
         raise ValueError(f"a Keras model file must end in '.keras', got {path!r}")
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.keras")
+    base = os.path.basename(path)
+    for name in os.listdir(directory):  # left by saves killed mid-write
+        owner = re.fullmatch(re.escape(f".{base}.") + r"([0-9a-f]{8}-\d+)\.[0-9a-f]{8}\.keras", name)
+        if owner and owner_is_gone(owner.group(1)):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(directory, name))
+    tmp = os.path.join(directory, f".{base}.{owner_tag()}.{secrets.token_hex(4)}.keras")
     try:
         model.save(tmp)
         os.replace(tmp, path)

@@ -17,3 +17,17 @@ def test_keras_files_get_the_users_umask_and_no_temporary_file_is_left(tmp_path)
     assert os.stat(path).st_mode & 0o777 == 0o640  # not mkstemp's 0600
     assert os.listdir(tmp_path) == ["encoder.keras"]
     assert load_keras_model(path).bert_config() == tiny_config()
+
+
+def test_a_killed_saves_temporary_is_removed_by_the_next_save(tmp_path):
+    import subprocess
+    import sys
+
+    from bert_tf.io_utils import owner_tag
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = owner_tag().rpartition("-")[0]
+    left = tmp_path / f".encoder.keras.{host}-{dead.stdout.strip()}.0a1b2c3d.keras"
+    left.write_bytes(b"half a zip")
+    save_keras_model(BertEncoder.from_bert_config(tiny_config()), str(tmp_path / "encoder.keras"))
+    assert os.listdir(tmp_path) == ["encoder.keras"]
