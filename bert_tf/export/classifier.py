@@ -18,7 +18,8 @@ import tensorflow as tf
 
 from bert_tf.data.classifier_inputs import LABEL_KINDS, TextPacker
 from bert_tf.export.archive import ExportWriter
-from bert_tf.export.common import SavedModelRoot, as_float32, check_seq_length, string_spec, text_preprocessing
+from bert_tf.export.common import SavedModelRoot, as_float32, check_seq_length, string_spec
+from bert_tf.preprocessing import text_preprocessing
 from bert_tf.tasks.classification import MULTI_LABEL_THRESHOLD
 
 

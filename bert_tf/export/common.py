@@ -1,9 +1,8 @@
-"""What every export shares: the root object's variables, its assets, the in-graph text
-preprocessing it is built with, and float32 outputs whatever the model's compute dtype."""
+"""What every export shares: the root object's variables, its assets, and float32 outputs
+whatever the model's compute dtype (the in-graph text preprocessing is
+`bert_tf.preprocessing.text_preprocessing`)."""
 
 import tensorflow as tf
-
-from bert_tf.preprocessing import BertPackInputs, BertTokenizer
 
 
 class SavedModelRoot(tf.train.Checkpoint):
@@ -35,23 +34,6 @@ class SavedModelRoot(tf.train.Checkpoint):
 def as_float32(tensor):
     """A mixed-precision model's float16/bfloat16 output as float32 (integers stay)."""
     return tf.cast(tensor, tf.float32) if tensor.dtype.is_floating else tensor
-
-
-def text_preprocessing(vocab_file, do_lower_case, seq_length, vocab_size=None):
-    """`(BertTokenizer, BertPackInputs)` for `vocab_file` at `seq_length`: FullTokenizer's ids
-    and the original's packing. A vocab larger than the model's `vocab_size`, or without
-    [CLS] / [SEP], is a ValueError naming the file."""
-    tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
-    if vocab_size is not None and len(tokenizer.vocabulary) > vocab_size:
-        raise ValueError(
-            f"vocab {vocab_file!r} has {len(tokenizer.vocabulary)} tokens but the model's vocab_size is "
-            f"{vocab_size}: they were not made for each other"
-        )
-    try:
-        packer = BertPackInputs.from_vocabulary(tokenizer.vocabulary, seq_length)
-    except ValueError as e:
-        raise ValueError(f"vocab {vocab_file!r}: {e}") from None
-    return tokenizer, packer
 
 
 def string_spec(name, shape=(None,)):

@@ -17,7 +17,8 @@ text).
 import tensorflow as tf
 
 from bert_tf.export.archive import ExportWriter
-from bert_tf.export.common import SavedModelRoot, as_float32, check_seq_length, string_spec, text_preprocessing
+from bert_tf.export.common import SavedModelRoot, as_float32, check_seq_length, string_spec
+from bert_tf.preprocessing import text_preprocessing
 
 
 def choice_inputs(tokenizer, packer, context, choices):

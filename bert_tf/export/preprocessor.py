@@ -19,7 +19,8 @@ an export gives exactly the inputs the original's Python gives.
 import tensorflow as tf
 
 from bert_tf.export.archive import ExportWriter
-from bert_tf.export.common import SavedModelRoot, string_spec, text_preprocessing
+from bert_tf.export.common import SavedModelRoot, string_spec
+from bert_tf.preprocessing import text_preprocessing
 
 
 def word_pieces(tokenizer, text):

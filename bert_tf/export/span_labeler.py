@@ -16,7 +16,8 @@ can pick the best span within the context and read its pieces.
 import tensorflow as tf
 
 from bert_tf.export.archive import ExportWriter
-from bert_tf.export.common import SavedModelRoot, as_float32, check_seq_length, string_spec, text_preprocessing
+from bert_tf.export.common import SavedModelRoot, as_float32, check_seq_length, string_spec
+from bert_tf.preprocessing import text_preprocessing
 
 
 def keep_first(ids, lengths):

@@ -17,7 +17,8 @@ sentence's words): `words` string `[batch, W]`, `label` string `[batch, W]` (eac
 import tensorflow as tf
 
 from bert_tf.export.archive import ExportWriter
-from bert_tf.export.common import SavedModelRoot, as_float32, check_seq_length, string_spec, text_preprocessing
+from bert_tf.export.common import SavedModelRoot, as_float32, check_seq_length, string_spec
+from bert_tf.preprocessing import text_preprocessing
 
 
 def _search(sorted_values, values, side):

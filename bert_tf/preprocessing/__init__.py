@@ -8,4 +8,22 @@ from bert_tf.preprocessing.bert_basic_tokenizer import BertBasicTokenizer
 from bert_tf.preprocessing.bert_pack_inputs import BertPackInputs
 from bert_tf.preprocessing.bert_tokenizer import BertTokenizer
 
-__all__ = ["BertBasicTokenizer", "BertPackInputs", "BertTokenizer"]
+__all__ = ["BertBasicTokenizer", "BertPackInputs", "BertTokenizer", "text_preprocessing"]
+
+
+def text_preprocessing(vocab_file, do_lower_case, seq_length, vocab_size=None):
+    """`(BertTokenizer, BertPackInputs)` for `vocab_file` at `seq_length`: FullTokenizer's ids
+    and the original's packing. A vocab larger than the model's `vocab_size`, or without
+    [CLS] / [SEP], is a ValueError naming the file."""
+    tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
+    if vocab_size is not None and len(tokenizer.vocabulary) > vocab_size:
+        raise ValueError(
+            f"vocab {vocab_file!r} has {len(tokenizer.vocabulary)} tokens but the model's vocab_size is "
+            f"{vocab_size}: they were not made for each other"
+        )
+    try:
+        packer = BertPackInputs.from_vocabulary(tokenizer.vocabulary, seq_length)
+    except ValueError as e:
+        raise ValueError(f"vocab {vocab_file!r}: {e}") from None
+    return tokenizer, packer
+

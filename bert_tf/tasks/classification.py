@@ -38,7 +38,7 @@ class ClassificationTask(Task):
 
     def __init__(self, bert_config, labels, label_kind="single", vocab_file=None, do_lower_case=True,
                  max_seq_length=128, pair=True, extra_metrics=(), dropout_rate=0.1):
-        from bert_tf.preprocessing import BertPackInputs, BertTokenizer
+        from bert_tf.preprocessing import text_preprocessing
 
         if label_kind not in LABEL_KINDS:
             raise ValueError(f"label_kind {label_kind!r} is not one of {', '.join(LABEL_KINDS)}")
@@ -61,16 +61,7 @@ class ClassificationTask(Task):
         self.max_seq_length = max_seq_length
         self.pack = None
         if vocab_file is not None:
-            tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
-            if len(tokenizer.vocabulary) > bert_config.vocab_size:
-                raise ValueError(
-                    f"vocab {vocab_file!r} has {len(tokenizer.vocabulary)} tokens but the model's vocab_size "
-                    f"is {bert_config.vocab_size}: they were not made for each other"
-                )
-            try:
-                packer = BertPackInputs.from_vocabulary(tokenizer.vocabulary, max_seq_length)
-            except ValueError as e:
-                raise ValueError(f"vocab {vocab_file!r}: {e}") from None
+            tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, max_seq_length, bert_config.vocab_size)
             self.pack = TextPacker(tokenizer, packer, pair)
 
     def build_model(self):
