@@ -39,9 +39,10 @@ def owner_is_gone(tag):
     return False
 
 
-def _remove_stale_temporaries(directory, base):
-    """Removes the temporaries `atomic_write` left for `base` in `directory` when their writer
-    died (killed mid-write): the next write of the same file cleans up after it."""
+def remove_stale_temporaries(directory, base):
+    """Removes the temporaries left for `base` in `directory` (named `.{base}.{owner_tag()}.*.tmp`,
+    as `atomic_write` names them) when their writer died (killed mid-write): the next write of
+    the same file cleans up after it."""
     prefix = f".{base}."
     pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{8}-\d+)\.[A-Za-z0-9_]+\.tmp")
     with contextlib.suppress(OSError):
@@ -65,7 +66,7 @@ def atomic_write(path, mode="w", encoding="utf-8", remove_stale=True):
     os.makedirs(directory, exist_ok=True)
     base = os.path.basename(path)
     if remove_stale:
-        _remove_stale_temporaries(directory, base)
+        remove_stale_temporaries(directory, base)
     fd, tmp = tempfile.mkstemp(prefix=f".{base}.{owner_tag()}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding})) as f:

@@ -17,7 +17,6 @@ resumes from the latest checkpoint in --output_dir (and reuses the features it w
 """
 
 import contextlib
-import glob
 import hashlib
 import itertools
 import json
@@ -184,8 +183,6 @@ def _features(input_file, is_training, tokenizer, flag):
             return SquadRecords(path, meta["features"], FLAGS.max_seq_length, is_training), meta["examples"]
     except (OSError, ValueError, KeyError):
         pass
-    for stale in glob.glob(os.path.join(glob.escape(FLAGS.output_dir), f".{os.path.basename(path)}.*.tmp")):
-        os.remove(stale)  # left by a run killed while writing
     stats = {}
     examples = _counted(squad.read_squad_examples(input_file, is_training, FLAGS.version_2_with_negative, stats))
     features = squad.convert_examples_to_features(

@@ -20,6 +20,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.data.squad_json import iter_squad_articles
+from bert_tf.io_utils import owner_tag, remove_stale_temporaries
 from bert_tf.tokenization import FullTokenizer
 
 FIRST_UNIQUE_ID = 1000000000  # the original numbers features from here
@@ -427,11 +428,13 @@ def write_features(features, path, is_training):
     """Writes `features` (any iterable, consumed once) to the TFRecord file `path` as the
     original FeatureWriter's `tf.train.Example`s; returns how many. The file appears complete or
     not at all: it is written under a temporary name in the same folder and renamed at the end
-    (removed if anything fails)."""
+    (removed if anything fails; a killed writer's is removed by the next write)."""
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    base = os.path.basename(path)
+    remove_stale_temporaries(directory or ".", base)  # a killed run's, named as atomic_write names them
+    temporary = os.path.join(directory, f".{base}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
     varints, count = _Varints(), 0
     try:
         with tf.io.TFRecordWriter(temporary) as writer:

@@ -196,7 +196,14 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
     train_v2 = dict(do_train=True, train_file=train2, do_predict=True, predict_file=dev2, version_2_with_negative=True, num_train_epochs=6)
     bad = tmp_path / "bad"
     (bad / "g").mkdir(parents=True)
-    (bad / "g" / ".train.tf_record.x1y2.tmp").write_bytes(b"left by a killed run")
+    import subprocess
+    import sys
+
+    from bert_tf.io_utils import owner_tag
+
+    dead_pid = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    killed = bad / "g" / f".train.tf_record.{owner_tag().rpartition('-')[0]}-{dead_pid}.0badc0de.tmp"
+    killed.write_bytes(b"left by a killed run")
     predict_v2 = dict(do_predict=True, version_2_with_negative=True, init_checkpoint=v2)
     cases = [
         _flags(model_dir, v2, **train_v2),
@@ -238,7 +245,7 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
     assert outcomes[15:] == ["ok", "ok"]
     assert not (relabelled / "eval_results.json").exists() and not (relabelled / "eval_results.txt").exists()
     assert set(_json(relabelled / "predictions.json")) == set(_json(v2 / "predictions.json"))
-    assert not (bad / "g" / ".train.tf_record.x1y2.tmp").exists()  # a killed run's temporary, removed
+    assert not killed.exists()  # a killed run's temporary, removed
     assert not any((bad / name).exists() for name in "abcdefhijk")  # a failed start leaves nothing
 
     # v2.0: unanswerable questions answered "", the null odds written, the official v2.0 figures.
