@@ -6,7 +6,7 @@
 
 Both sides start from the same sentence pairs (text) and the same vocab.txt, and tokenize in
 their tf.data pipelines:
-- ours: `Trainer` + `ClassificationTask` exactly as run_classifier.py runs them (the in-graph
+- ours: `Trainer` + `ClassifierTask` exactly as run_classifier.py runs them (the in-graph
   BertTokenizer with the original's rules and BertPackInputs in a tf.data map, the original's
   AdamW with global-norm clipping), fp32, without XLA (the scripts' default) and with it;
 - keras-hub: `BertTextClassifier`, Keras AdamW, jit_compile on (its default), the two ways its
@@ -32,9 +32,9 @@ import tensorflow as tf
 from absl import app, flags
 
 from bert_tf import BertConfig
-from bert_tf.data.classifier_inputs import encode_examples
-from bert_tf.data.classifier_tasks import InputExample
-from bert_tf.tasks.classification import ClassificationTask
+from bert_tf.tasks.classifier.inputs import encode_examples
+from bert_tf.tasks.classifier.processors import InputExample
+from bert_tf.tasks.classifier.task import ClassifierTask
 from bert_tf.training.trainer import Trainer, TrainingSettings
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,7 +83,7 @@ def ours(xla, pairs, vocab, out):
         vocab_size=FLAGS.vocab_size, hidden_size=FLAGS.hidden_size, num_hidden_layers=FLAGS.num_layers,
         num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_size, type_vocab_size=2,
     )
-    task = ClassificationTask(config, ["0", "1"], vocab_file=vocab, max_seq_length=FLAGS.seq_length)
+    task = ClassifierTask(config, ["0", "1"], vocab_file=vocab, max_seq_length=FLAGS.seq_length)
     examples = [InputExample(f"train-{i}", a, b, str(label)) for i, (a, b, label) in enumerate(pairs)]
     features = encode_examples(examples, task.labels, "single")
     settings = TrainingSettings(
@@ -158,7 +158,10 @@ def main(argv):
                 rates.setdefault(name, []).append(measure())
         medians = {key: statistics.median(values) for key, values in rates.items()}
         for key, values in rates.items():
-            print(f"{key:28s}: {medians[key]:7.1f} examples/s (rounds: {', '.join(f'{r:.1f}' for r in values)})", flush=True)
+            print(
+                f"{key:28s}: {medians[key]:7.1f} examples/s (rounds: {', '.join(f'{r:.1f}' for r in values)})",
+                flush=True,
+            )
         if hubs:
             ours_best = max(max(v) for k, v in rates.items() if k.startswith("bert_tf"))
             ours_median = max(m for k, m in medians.items() if k.startswith("bert_tf"))

@@ -42,7 +42,9 @@ def mask(tokens, masked_lm_prob, max_predictions, vocab_words, rng):
     return output, chosen, [tokens[i] for i in chosen]
 
 
-def instances_from_document(documents, index, seq_length, short_seq_prob, masked_lm_prob, max_predictions, vocab_words, rng):
+def instances_from_document(
+    documents, index, seq_length, short_seq_prob, masked_lm_prob, max_predictions, vocab_words, rng
+):
     document, budget = documents[index], seq_length - 3
     target = rng.randint(2, budget) if rng.random() < short_seq_prob else budget
     made, chunk, length, i = [], [], 0, 0
@@ -80,7 +82,17 @@ def int_feature(values):
     return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
 
 
-def main(corpus, vocab_file, output, dupe_factor, seq_length=128, max_predictions=20, masked_lm_prob=0.15, short_seq_prob=0.1, seed=12345):
+def main(
+    corpus,
+    vocab_file,
+    output,
+    dupe_factor,
+    seq_length=128,
+    max_predictions=20,
+    masked_lm_prob=0.15,
+    short_seq_prob=0.1,
+    seed=12345,
+):
     start = time.time()
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
     documents = [[]]
@@ -99,7 +111,9 @@ def main(corpus, vocab_file, output, dupe_factor, seq_length=128, max_prediction
     for _ in range(dupe_factor):
         for index in range(len(documents)):
             instances.extend(
-                instances_from_document(documents, index, seq_length, short_seq_prob, masked_lm_prob, max_predictions, vocab_words, rng)
+                instances_from_document(
+                    documents, index, seq_length, short_seq_prob, masked_lm_prob, max_predictions, vocab_words, rng
+                )
             )
     rng.shuffle(instances)
     with tf.io.TFRecordWriter(output) as writer:
@@ -114,7 +128,9 @@ def main(corpus, vocab_file, output, dupe_factor, seq_length=128, max_prediction
                 segment_ids=int_feature(segments + [0] * pad),
                 masked_lm_positions=int_feature(positions + [0] * pad_p),
                 masked_lm_ids=int_feature(label_ids + [0] * pad_p),
-                masked_lm_weights=tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * len(positions) + [0.0] * pad_p)),
+                masked_lm_weights=tf.train.Feature(
+                    float_list=tf.train.FloatList(value=[1.0] * len(positions) + [0.0] * pad_p)
+                ),
                 next_sentence_labels=int_feature([int(is_random)]),
             )
             writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())

@@ -127,9 +127,9 @@ def keras_hub_baseline(xla, dtype):
     )
     inputs = {**backbone.input, "mask_positions": keras.Input((P,), dtype="int32", name="mask_positions")}
     outputs = backbone({k: inputs[k] for k in backbone.input})
-    mlm = keras_hub.layers.MaskedLMHead(token_embedding=backbone.token_embedding, intermediate_activation="gelu", name="mlm")(
-        outputs["sequence_output"], mask_positions=inputs["mask_positions"]
-    )
+    mlm = keras_hub.layers.MaskedLMHead(
+        token_embedding=backbone.token_embedding, intermediate_activation="gelu", name="mlm"
+    )(outputs["sequence_output"], mask_positions=inputs["mask_positions"])
     nsp = keras.layers.Dense(2, name="nsp")(outputs["pooled_output"])
     model = keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
     model.compile(
@@ -145,7 +145,10 @@ def keras_hub_baseline(xla, dtype):
         "padding_mask": np.ones((B, S), bool),
         "mask_positions": np.sort(rng.integers(1, S - 1, (B, P)), 1).astype(np.int32),
     }
-    y = {"mlm": rng.integers(5, FLAGS.vocab_size, (B, P)).astype(np.int32), "nsp": rng.integers(0, 2, (B, 1)).astype(np.int32)}
+    y = {
+        "mlm": rng.integers(5, FLAGS.vocab_size, (B, P)).astype(np.int32),
+        "nsp": rng.integers(0, 2, (B, 1)).astype(np.int32),
+    }
     ds = tf.data.Dataset.from_tensors((x, y)).repeat()
     model.fit(ds, steps_per_epoch=10, epochs=1, verbose=0)  # warm-up and compile
     keras.mixed_precision.set_global_policy("float32")

@@ -1,4 +1,4 @@
-"""SQuAD pre-processing: ours (bert_tf.data.squad) against the original run_squad.py's procedure.
+"""SQuAD pre-processing: ours (bert_tf.tasks.squad.features) against the original run_squad.py's procedure.
 
     python bench/squad_features.py [--questions=10000] [--sizes=1,4] [--original_sizes=1]
 
@@ -275,7 +275,7 @@ def _rss_mb():
 
 
 def run_one():
-    from bert_tf.data import squad
+    from bert_tf.tasks.squad import features as squad
     from bert_tf.tokenization import FullTokenizer
 
     tokenizer = FullTokenizer(FLAGS.vocab, do_lower_case=True)
@@ -334,9 +334,9 @@ def predict_throughput(data, vocab, tmp):
     import tensorflow as tf
 
     from bert_tf.config import BertConfig
-    from bert_tf.data import squad
-    from bert_tf.data.squad_inputs import SquadRecords
-    from bert_tf.tasks.question_answering import QuestionAnsweringTask
+    from bert_tf.tasks.squad import features as squad
+    from bert_tf.tasks.squad.inputs import SquadRecords
+    from bert_tf.tasks.squad.task import SquadTask
     from bert_tf.tokenization import FullTokenizer
     from bert_tf.training.trainer import Trainer, TrainingSettings
 
@@ -351,7 +351,7 @@ def predict_throughput(data, vocab, tmp):
     config = BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=intermediate)
     settings = TrainingSettings(output_dir=os.path.join(tmp, "predict_run"), predict_batch_size=FLAGS.predict_batch_size)
-    trainer = Trainer(QuestionAnsweringTask(config, FLAGS.max_seq_length), settings, tf.distribute.get_strategy())
+    trainer = Trainer(SquadTask(config, FLAGS.max_seq_length), settings, tf.distribute.get_strategy())
     records = SquadRecords(path, min(count, 20 * FLAGS.predict_batch_size), FLAGS.max_seq_length, False)
     trainer.predict(SquadRecords(path, FLAGS.predict_batch_size, FLAGS.max_seq_length, False))  # traces
     start = time.perf_counter()

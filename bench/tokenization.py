@@ -247,7 +247,8 @@ def main(argv):
             if others:
                 print(f"  other processes kept {statistics.median(others):.2f} cores busy in the median round")
             print(
-                f"  not timed: cutting the lines into batches in tf.data {statistics.median(times['batching']) * 1000:.0f}"
+                "  not timed: cutting the lines into batches in tf.data "
+                f"{statistics.median(times['batching']) * 1000:.0f}"
                 f" ms a pass (any tokenizer); tf.data iterator teardown {statistics.median(teardown) * 1000:.0f} ms"
             )
 

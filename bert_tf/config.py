@@ -42,7 +42,9 @@ def _one_edit_apart(a, b):
         return False
     if len(a) == len(b):
         diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        )
     short, long = sorted((a, b), key=len)
     return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
@@ -167,3 +169,21 @@ class BertConfig:
     def encoder_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of `BertEncoder` (the same names as the JSON keys)."""
         return {name: getattr(self, name) for name in self.field_names()}
+
+    def check_seq_length(self, seq_length: int) -> None:
+        """A ValueError unless sequences of `seq_length` fit the position embeddings (the
+        original's check, in its words)."""
+        if seq_length > self.max_position_embeddings:
+            raise ValueError(
+                f"Cannot use sequence length {seq_length} because the BERT model was only trained up to "
+                f"sequence length {self.max_position_embeddings} (max_position_embeddings)"
+            )
+
+    def check_vocab_size(self, num_tokens: int, vocab_file: str) -> None:
+        """A ValueError unless a vocab of `num_tokens` fits the word embeddings: every id must
+        have a row (a table larger than the vocab is fine: some releases pad it)."""
+        if num_tokens > self.vocab_size:
+            raise ValueError(
+                f"vocab {vocab_file!r} has {num_tokens} tokens but the model's vocab_size is {self.vocab_size}: "
+                "they were not made for each other"
+            )

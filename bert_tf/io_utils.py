@@ -186,4 +186,6 @@ def check_keras_file(path, flag):
     if os.path.isdir(path):
         raise ValueError(f"--{flag}={path} is a directory, not a .keras file")
     if not zipfile.is_zipfile(path):
-        raise ValueError(f"--{flag}={path} is not a Keras model file (a .keras file is a zip archive that Keras writes)")
+        raise ValueError(
+            f"--{flag}={path} is not a Keras model file (a .keras file is a zip archive that Keras writes)"
+        )

@@ -3,7 +3,7 @@
 import os
 import sys
 
-from absl import flags
+from absl import flags, logging
 
 
 def fail(message):
@@ -96,7 +96,9 @@ def define_training_flags(default_seed=12345):
         "Default: tpu with --use_tpu, mirrored with >1 GPU or --num_cpu_devices>1, else one_device.",
     )
     flags.DEFINE_integer("num_gpus", 0, "GPUs for the mirrored strategy (0: all visible, or the CPU devices).")
-    flags.DEFINE_integer("num_cpu_devices", 0, "Split the host CPU into this many logical devices (to try distribution).")
+    flags.DEFINE_integer(
+        "num_cpu_devices", 0, "Split the host CPU into this many logical devices (to try distribution)."
+    )
     flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw: the original's; lamb: for large batches.")
     flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"], "Compute dtype policy.")
     flags.DEFINE_bool("jit_compile", False, "Compile the forward/backward pass with XLA.")
@@ -172,79 +174,9 @@ def settings_or_fail(settings_class, flag_values, **values):
 
 
 def steps_per_execution(flag_values):
-    return flag_values.steps_per_execution or (flag_values.iterations_per_loop if strategy_name(flag_values) == "tpu" else 1)
-
-
-class Progress:
-    """`on_log` for the training loop: a progress bar showing `fields` (label -> log key), or,
-    with --noprogress, a log line every `every` steps."""
-
-    def __init__(self, enabled, total, every, fields):
-        self.every, self.fields, self.bar = every, fields, None
-        if enabled:
-            import tqdm
-
-            self.bar = tqdm.tqdm(total=total, unit=" steps", dynamic_ncols=True)
-
-    def __call__(self, step, logs):
-        from absl import logging
-
-        if self.bar is not None:
-            self.bar.n = step
-            self.bar.set_postfix(
-                {
-                    label: f"{logs[key]:.0f}" if key.endswith("_per_second") else f"{logs[key]:.3f}"
-                    for label, key in self.fields.items()
-                    if key in logs  # e.g. no accuracy for regression
-                }
-            )
-        elif step % self.every == 0:
-            logging.info("step %d: %s", step, {k: round(v, 4) for k, v in logs.items()})
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
-def train(trainer, data, init_checkpoint, on_log, progress):
-    """`trainer.train` with its errors as one line; closes `progress` whatever happens."""
-    from absl import logging
-
-    try:
-        started, step = trainer.train(data, init_checkpoint, on_log=on_log)
-    except (ValueError, FileNotFoundError, FloatingPointError) as e:
-        fail(str(e))
-    finally:
-        progress.close()
-    logging.info("Training %s; now at step %d", started, step)
-    return started
-
-
-def restore_trained(trainer, init_checkpoint, output_dir):
-    """Without training: the output_dir's latest checkpoint or `init_checkpoint`; there being
-    neither is an error (a random model would be evaluated without a word)."""
-    try:
-        started = trainer.restore(init_checkpoint)
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--init_checkpoint={init_checkpoint}: {e}")
-    if started == "initialised at random":
-        _nothing_to_restore(output_dir)
-    return started
-
-
-def _nothing_to_restore(output_dir):
-    fail(
-        f"nothing to evaluate or predict with: --output_dir={output_dir} has no checkpoint and no "
-        "--init_checkpoint was given (train first with --do_train)"
+    return flag_values.steps_per_execution or (
+        flag_values.iterations_per_loop if strategy_name(flag_values) == "tpu" else 1
     )
-
-
-def require_trained_model(init_checkpoint, output_dir):
-    """Before any work, for a run that does not train: a model to restore must exist."""
-    import tensorflow as tf
-
-    if not init_checkpoint and not (os.path.isdir(output_dir) and tf.train.latest_checkpoint(output_dir)):
-        _nothing_to_restore(output_dir)
 
 
 def tpu_strategy(flag_values):
@@ -264,3 +196,181 @@ def tpu_strategy(flag_values):
             f"master={flag_values.master!r}, tpu_zone={flag_values.tpu_zone!r}): {e}"
         )
     return tf.distribute.TPUStrategy(resolver)
+
+
+def library_call(work, prefix=""):
+    """`work()`, with a library error (its message starts with the setting at fault, or says
+    what is wrong) as one line; `prefix` names the flag or file when the message does not."""
+    try:
+        return work()
+    except (ValueError, FileNotFoundError, FloatingPointError) as e:
+        fail(f"{prefix}{e}")
+
+
+def train(trainer, data, init_checkpoint, fields, flag_values):
+    """`trainer.train` with a progress display, its errors as one line."""
+    from bert_tf.training.progress import Progress
+
+    f = flag_values
+    progress = Progress(f.progress, trainer.settings.num_train_steps, f.iterations_per_loop, fields)
+    try:
+        status, step = library_call(lambda: trainer.train(data, init_checkpoint, on_log=progress))
+    finally:
+        progress.close()
+    logging.info("Training %s; now at step %d", status, step)
+    return status
+
+
+def restore_trained(trainer, init_checkpoint):
+    """Without training: the output_dir's latest checkpoint or --init_checkpoint, or an error."""
+    from bert_tf.training import run
+    from bert_tf.training.trainer import RANDOM
+
+    status = library_call(lambda: trainer.restore(init_checkpoint), f"--init_checkpoint={init_checkpoint}: ")
+    if status.start == RANDOM:
+        fail(f"--{run.nothing_to_restore(trainer.settings.output_dir)}")
+    return status
+
+
+# ---------------------------------------------------------------------------------------------
+# Fine-tuning scripts (run_classifier, run_squad, run_ner, run_swag).
+
+
+def define_fine_tuning_flags(data_dir_help):
+    """The flags of a fine-tuning script: the original run_classifier's and the new training
+    flags (`data_dir` described by `data_dir_help`)."""
+    flags.DEFINE_string("data_dir", None, data_dir_help)
+    define_run_flags()
+    flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
+    flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text (True for uncased models).")
+    flags.DEFINE_bool("do_predict", False, "Whether to run the model in inference mode on the test set.")
+    flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+    define_epoch_flags()
+    define_tpu_flags()
+    define_training_flags()
+    for name in ("bert_config_file", "vocab_file", "output_dir"):
+        flags.mark_flag_as_required(name)
+
+
+def define_epoch_flags():
+    flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+    flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
+
+
+def define_tfds_flags(example):
+    flags.DEFINE_string("tfds_name", None, f"Read the data through tensorflow-datasets (e.g. {example}).")
+    flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (default: its own).")
+    flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")
+
+
+def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
+    """What a fine-tuning script checks before reading any input: something to do, the casing
+    against the checkpoint's name, the config, max_seq_length against it, warmup_proportion, a
+    model to restore when not training. Splits the CPU as --num_cpu_devices asks (before
+    TensorFlow starts). Returns the BertConfig."""
+    from bert_tf import tokenization
+    from bert_tf.training import distribution
+
+    f = flag_values
+    if not any(getattr(f, name) for name in actions):
+        names = [f"`{name}`" for name in actions]
+        fail(f"At least one of {', '.join(names[:-1])} or {names[-1]} must be True.")
+    distribution.split_cpu(f.num_cpu_devices)
+    library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))
+    config = load_bert_config(f.bert_config_file)
+    library_call(
+        lambda: config.check_seq_length(f.max_seq_length),
+        f"--max_seq_length={f.max_seq_length} vs max_position_embeddings of --bert_config_file={f.bert_config_file}: ",
+    )
+    if not 0.0 <= f.warmup_proportion <= 1.0:
+        fail(f"--warmup_proportion={f.warmup_proportion} must be between 0 and 1")
+    check_output_dir_flag(f.output_dir)
+    if not f.do_train:
+        check_trained_model(f)
+    return config
+
+
+def check_output_dir_flag(output_dir):
+    from bert_tf.io_utils import check_output_dir
+
+    library_call(lambda: check_output_dir(output_dir))  # a file, under a file, not writable
+
+
+def check_trained_model(flag_values):
+    """Before any work, for a run that does not train: a model to restore must exist."""
+    from bert_tf.training import run
+
+    f = flag_values
+    if not run.has_model(f.output_dir, f.init_checkpoint):
+        fail(f"--{run.nothing_to_restore(f.output_dir)}")
+
+
+def check_batch_sizes(flag_values, replicas):
+    """The batch sizes against the number of replicas (and accumulation steps), before any
+    work: one line naming the flag."""
+    from bert_tf.training.trainer import check_batch_sizes as check
+
+    library_call(lambda: check(flag_values, replicas), "--")
+
+
+def check_run_output_dir(flag_values, record, same):
+    """--output_dir must hold nothing, or a run of this task (`same`: the record fields that
+    must match); warnings are logged."""
+    from bert_tf.training import run
+
+    for warning in library_call(lambda: run.check_output_dir(flag_values.output_dir, record, same), "--"):
+        logging.warning("--%s", warning)
+
+
+def fine_tuning_settings(flag_values, num_train_examples):
+    """`(TrainingSettings, num_train_steps)` from the flags: the original's steps (examples /
+    train_batch_size x epochs) and warmup; training with no step is an error."""
+    from bert_tf.training import run
+    from bert_tf.training.trainer import TrainingSettings
+
+    f = flag_values
+    steps, warmup = run.training_steps(num_train_examples, f.train_batch_size, f.num_train_epochs, f.warmup_proportion)
+    settings = settings_or_fail(
+        TrainingSettings, f, predict_batch_size=f.predict_batch_size, num_train_steps=max(steps, 1),
+        num_warmup_steps=warmup,
+    )
+    if f.do_train and steps < 1:
+        fail(
+            f"{num_train_examples} training examples / --train_batch_size={f.train_batch_size} x "
+            f"--num_train_epochs={f.num_train_epochs} gives no training step"
+        )
+    return settings, steps
+
+
+def train_or_restore(trainer, flag_values, train_data, record, config, fields):
+    """--do_train: trains, the run's files written beside the first checkpoint; otherwise
+    restores the output_dir's latest checkpoint or --init_checkpoint. `fields`: the progress
+    bar's label -> log key."""
+    from bert_tf.training import run
+    from bert_tf.training.progress import Progress
+
+    f = flag_values
+    if not f.do_train:
+        status = restore_trained(trainer, f.init_checkpoint)
+        if status.not_found:
+            logging.warning("The task head is not in %s: its outputs are untrained", f.init_checkpoint)
+        logging.info("Model %s", status)
+        return status
+    progress = Progress(f.progress, trainer.settings.num_train_steps, f.iterations_per_loop, fields)
+    try:
+        status = library_call(
+            lambda: run.train_or_restore(
+                trainer, train_data, True, f.init_checkpoint,
+                lambda: run.write_run_files(f.output_dir, record, config, f.vocab_file), progress,
+            )
+        )
+    finally:
+        progress.close()
+    logging.info("Training %s; now at step %d", status, trainer.global_step)
+    return status
+
+
+def log_results(results, title="Eval results"):
+    logging.info("***** %s *****", title)
+    for key in sorted(results):
+        logging.info("  %s = %s", key, results[key])

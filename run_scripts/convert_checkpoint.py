@@ -20,30 +20,16 @@ BertClassifier, written with the original's top-level output_weights/output_bias
 the run left beside it.
 """
 
-import json
 import os
-import re
 
 from absl import app, flags, logging
 
 from bert_tf import checkpoints
-from bert_tf.models import (
-    BertClassifier,
-    BertEncoder,
-    BertMultipleChoice,
-    BertPretrainer,
-    BertSpanLabeler,
-    BertTokenClassifier,
-)
+from bert_tf.checkpoints import convert
 from bert_tf.io_utils import check_keras_file, check_output_file
-from run_scripts.common_flags import error_line, fail, load_bert_config
-from run_scripts.fine_tuning import TASK_FILE, task_model
+from run_scripts.common_flags import error_line, fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
-
-# The models with an original-style layout: the release's own, and the token classifier and
-# multiple-choice model (top-level output_weights/output_bias, as the classifier's).
-ORIGINAL_LAYOUT_MODELS = (BertEncoder, BertPretrainer, BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice)
 
 flags.DEFINE_enum("direction", None, ["to_keras", "to_original"], "Which way to convert.")
 flags.DEFINE_string(
@@ -64,12 +50,15 @@ flags.DEFINE_string(
 flags.DEFINE_enum(
     "model",
     "auto",
-    ["auto", "encoder", "pretrainer", "classifier", "span_labeler"],
+    ["auto", *convert.ORIGINAL_MODELS, "span_labeler"],
     "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads, classifier "
-    "if it has output_weights, span_labeler if it has cls/squad/output_weights, else encoder.",
+    "if it has output_weights, squad if it has cls/squad/output_weights, else encoder "
+    "(span_labeler: squad's earlier name).",
 )
 flags.DEFINE_integer(
-    "global_step", None, "to_original: a global_step to store, as the original does (default: a training checkpoint's own)."
+    "global_step",
+    None,
+    "to_original: a global_step to store, as the original does (default: a training checkpoint's own).",
 )
 
 for _name in ("direction", "checkpoint_to_convert", "converted_checkpoint_path"):
@@ -84,27 +73,10 @@ def to_keras():
             f"--converted_checkpoint_path={FLAGS.converted_checkpoint_path} must end in .keras"
         )
     config = load_bert_config(FLAGS.bert_config_file)
-    try:
-        names = checkpoints.list_original_variables(FLAGS.checkpoint_to_convert)
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--checkpoint_to_convert: {e}")
-    kind = FLAGS.model
-    if kind == "auto":
-        kind = (
-            "pretrainer" if "cls/predictions/output_bias" in names
-            else "classifier" if "output_weights" in names
-            else "span_labeler" if "cls/squad/output_weights" in names
-            else "encoder"
-        )
-    encoder = BertEncoder.from_bert_config(config)
-    if kind == "classifier":
-        if "output_weights" not in names:
-            fail(f"--model=classifier: {FLAGS.checkpoint_to_convert} has no output_weights (not a fine-tuned classifier)")
-        model = BertClassifier(encoder, num_classes=names["output_weights"][0])
-    elif kind == "span_labeler":
-        model = BertSpanLabeler(encoder)
-    else:
-        model = BertPretrainer(encoder) if kind == "pretrainer" else encoder
+    library_call(lambda: checkpoints.list_original_variables(FLAGS.checkpoint_to_convert), "--checkpoint_to_convert: ")
+    model = library_call(
+        lambda: convert.model_for_original(FLAGS.checkpoint_to_convert, config, FLAGS.model), f"--model={FLAGS.model}: "
+    )
     try:
         report = checkpoints.load_original_checkpoint(model, FLAGS.checkpoint_to_convert)
     except ValueError as e:
@@ -121,31 +93,12 @@ def to_keras():
 
 
 def _training_checkpoint_model(path):
-    """The model of one of our training checkpoints, rebuilt from the files its run left
-    beside it (bert_config.json; fine_tuning_task.json for a fine-tuned classifier)."""
-    import tensorflow as tf
-
-    if os.path.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if not latest:
-            fail(f"--checkpoint_to_convert={path} is a directory without a checkpoint")
-        path = latest
-    directory = os.path.dirname(path)
+    """The model of one of our training checkpoints, rebuilt from the files its run left beside it."""
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
     config_file = FLAGS.bert_config_file or os.path.join(directory, "bert_config.json")
     config = load_bert_config(config_file, "bert_config_file" if FLAGS.bert_config_file else "checkpoint_to_convert")
-    encoder = BertEncoder.from_bert_config(config)
-    task_file = os.path.join(directory, TASK_FILE)
-    if os.path.isfile(task_file):
-        with open(task_file, encoding="utf-8") as f:
-            model = task_model(json.load(f), encoder, task_file)
-    else:
-        model = BertPretrainer(encoder)
-    try:
-        checkpoints.restore(model, path)
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--checkpoint_to_convert={path}: {e}")
-    step = re.search(r"-(\d+)$", path)  # the loop names checkpoints after their global step
-    return model, config, int(step.group(1)) if step else None
+    model, step = library_call(lambda: convert.training_checkpoint_model(path, config), "--checkpoint_to_convert=")
+    return model, config, step
 
 
 def to_original():
@@ -161,10 +114,10 @@ def to_original():
             model = checkpoints.load_keras_model(source)
         except (ValueError, FileNotFoundError) as e:
             fail(f"--checkpoint_to_convert: {e}" if not str(e).startswith("--") else str(e))
-    if not isinstance(model, ORIGINAL_LAYOUT_MODELS):
+    if not convert.has_original_layout(model):
         fail(
             f"--checkpoint_to_convert={source} holds a {type(model).__name__}, which has no original layout; "
-            f"expected one of {', '.join(m.__name__ for m in ORIGINAL_LAYOUT_MODELS)}"
+            f"expected one of {', '.join(convert.original_layout_models())}"
         )
     encoder = getattr(model, "encoder", model)
     if FLAGS.bert_config_file:
@@ -176,7 +129,9 @@ def to_original():
             )
     prefix = _writing(
         lambda: checkpoints.save_original_checkpoint(
-            model, FLAGS.converted_checkpoint_path, global_step=FLAGS.global_step if FLAGS.global_step is not None else step,
+            model,
+            FLAGS.converted_checkpoint_path,
+            global_step=FLAGS.global_step if FLAGS.global_step is not None else step,
             bert_config=config,
         )
     )

@@ -22,6 +22,7 @@ import time
 
 from absl import app, flags, logging
 
+from bert_tf.data.pretraining import SHARD_WORKER
 from bert_tf.data.worker_pool import WorkerPool
 from bert_tf.io_utils import check_distinct_outputs, check_output_file, expand_patterns
 from run_scripts.common_flags import error_line, fail, is_disk_full
@@ -81,7 +82,7 @@ def main(argv):
     del argv
     # Worker processes first: they import TensorFlow while this process does the same below.
     try:
-        workers = WorkerPool(max(0, FLAGS.num_workers - 1))
+        workers = WorkerPool(max(0, FLAGS.num_workers - 1), SHARD_WORKER)
     except OSError as e:  # e.g. no room for the shared counter
         fail(f"cannot start --num_workers={FLAGS.num_workers} processes: {error_line(e)}")
     try:
@@ -93,7 +94,7 @@ def main(argv):
 def _run(workers):
     import tensorflow as tf  # after the workers have started
 
-    from bert_tf.data import pretraining_data
+    from bert_tf.data.pretraining import creation as pretraining_data
 
     pretraining_data.freeze_imported_objects()
     start = time.time()

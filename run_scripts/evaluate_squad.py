@@ -13,7 +13,7 @@ import json
 
 from absl import app, flags, logging
 
-from bert_tf import squad_metrics
+from bert_tf.tasks.squad import metrics as squad_metrics
 from bert_tf.io_utils import atomic_write
 from run_scripts.common_flags import fail
 

@@ -26,18 +26,13 @@ import os
 
 from absl import app, flags, logging
 
-from run_scripts.common_flags import fail, load_bert_config
+from bert_tf.tasks import registry
+from run_scripts.common_flags import fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
 
-# The fine-tuned model (fine_tuning_task.json's "model") each task export takes, and its script.
-TASK_MODELS = {
-    "classifier": ("classifier", "run_classifier.py"),
-    "squad": ("span_labeler", "run_squad.py"),
-    "ner": ("token_classifier", "run_ner.py"),
-    "swag": ("multiple_choice", "run_swag.py"),
-}
-EXPORT_TYPES = ["encoder", "preprocessor", *TASK_MODELS]
+# Besides the encoder and its preprocessor, every fine-tuning task kind (bert_tf.tasks.registry).
+EXPORT_TYPES = ["encoder", "preprocessor", *registry.KINDS]
 
 flags.DEFINE_enum("export_type", None, EXPORT_TYPES, "What to export.")
 flags.DEFINE_string("export_dir", None, "The SavedModel directory to write.")
@@ -70,74 +65,17 @@ for _name in ("export_type", "export_dir"):
     flags.mark_flag_as_required(_name)
 
 
-def _beside_checkpoint(name):
-    """`name` in --init_checkpoint's folder (the folder itself, or the one holding the file)."""
-    path = FLAGS.init_checkpoint
-    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    return os.path.join(directory, name)
-
-
 def _existing(flag, default_name=None):
     """The file --`flag` names, else `default_name` beside --init_checkpoint (None when there is
     none); a named file that does not exist is an error."""
+    from bert_tf.checkpoints import sources
+
     path = getattr(FLAGS, flag)
     if path:
         if not os.path.isfile(path):
             fail(f"--{flag}={path}: no such file")
         return path
-    if default_name and FLAGS.init_checkpoint:
-        beside = _beside_checkpoint(default_name)
-        return beside if os.path.isfile(beside) else None
-    return None
-
-
-def _checked_seq_length(seq_length, config):
-    from bert_tf.export.common import check_seq_length
-
-    try:
-        check_seq_length(seq_length, config)
-    except ValueError as e:
-        fail(f"--seq_length: {e}")
-
-
-def _restored(model):
-    """`model` with --init_checkpoint's weights; a source that does not fit it, or lacks a task
-    model's head, is an error."""
-    from bert_tf.checkpoints import restore
-
-    try:
-        report = restore(model, FLAGS.init_checkpoint)
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}")
-    if report is not None and report.not_found:
-        fail(
-            f"--init_checkpoint={FLAGS.init_checkpoint} has no trained {type(model).__name__} head "
-            f"({', '.join(report.not_found)}): export the output_dir of a fine-tuning run"
-        )
-    return model
-
-
-def _from_keras_file(model_type, config):
-    """The model a .keras file holds (its own dtype policy kept: a mixed-precision model stays one),
-    checked against `model_type` and `config` (when given)."""
-    from bert_tf.checkpoints import load_keras_model
-    from bert_tf.models import BertEncoder
-
-    try:
-        model = load_keras_model(FLAGS.init_checkpoint)
-    except (ValueError, FileNotFoundError, TypeError) as e:
-        fail(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}")
-    if model_type is BertEncoder:
-        model = getattr(model, "encoder", model)
-    if not isinstance(model, model_type):
-        fail(f"--init_checkpoint={FLAGS.init_checkpoint} holds a {type(model).__name__}, not a {model_type.__name__}")
-    encoder = getattr(model, "encoder", model)
-    if config is not None and config.encoder_kwargs() != encoder.bert_config().encoder_kwargs():
-        fail(
-            f"--init_checkpoint={FLAGS.init_checkpoint} was saved with another config than "
-            f"--bert_config_file: {encoder.bert_config().encoder_kwargs()} vs {config.encoder_kwargs()}"
-        )
-    return model
+    return sources.beside(FLAGS.init_checkpoint, default_name) if default_name and FLAGS.init_checkpoint else None
 
 
 def _config(required):
@@ -149,20 +87,28 @@ def _config(required):
     return load_bert_config(path)
 
 
-def export_encoder():
+def _check_casing(vocab_file):
     from bert_tf import tokenization
+
+    if vocab_file:
+        library_call(lambda: tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint))
+
+
+def export_encoder():
+    from bert_tf.checkpoints import sources
     from bert_tf.export import export_encoder as export
     from bert_tf.models import BertEncoder
 
-    is_keras = FLAGS.init_checkpoint.endswith(".keras")
+    checkpoint = FLAGS.init_checkpoint
+    is_keras = checkpoint.endswith(".keras")
     config = _config(required=not is_keras)
     vocab_file = _existing("vocab_file", "vocab.txt")
-    if vocab_file:
-        try:
-            tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-        except ValueError as e:
-            fail(str(e))
-    encoder = _from_keras_file(BertEncoder, config) if is_keras else _restored(BertEncoder.from_bert_config(config))
+    _check_casing(vocab_file)
+    at = f"--init_checkpoint={checkpoint}: "
+    if is_keras:
+        encoder = library_call(lambda: sources.from_keras_file(checkpoint, BertEncoder, config), at)
+    else:
+        encoder = library_call(lambda: sources.restored(BertEncoder.from_bert_config(config), checkpoint), at)
     export(encoder, FLAGS.export_dir, vocab_file, FLAGS.do_lower_case if vocab_file else None, FLAGS.overwrite)
     return f"a BertEncoder ({encoder.num_hidden_layers} layers, hidden {encoder.hidden_size})"
 
@@ -179,75 +125,36 @@ def export_preprocessor():
     return f"the preprocessor of {vocab_file} (do_lower_case={FLAGS.do_lower_case}, seq_length {FLAGS.seq_length})"
 
 
-def _task_record(model_kind, script):
-    from run_scripts.fine_tuning import TASK_FILE, read_task_record
-
-    path = FLAGS.init_checkpoint
-    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    record = read_task_record(directory)
-    if record is None:
-        fail(
-            f"--init_checkpoint={path}: no {TASK_FILE} in {directory}; a --export_type={FLAGS.export_type} export "
-            f"reads the --output_dir of {script}"
-        )
-    if record.get("model", "classifier") != model_kind:
-        fail(
-            f"--init_checkpoint={path} holds a {record.get('model', 'classifier')} model (task "
-            f"{record.get('task_name')!r}), not a {model_kind}: use the --export_type that matches it"
-        )
-    if FLAGS["do_lower_case"].present and FLAGS.do_lower_case != record["do_lower_case"]:
-        fail(
-            f"--do_lower_case={FLAGS.do_lower_case}, but the model in {directory} was fine-tuned with "
-            f"--do_lower_case={record['do_lower_case']}"
-        )
-    return record
-
-
 def export_task():
-    from bert_tf import export
-    from bert_tf.models import BertEncoder
-    from run_scripts.fine_tuning import task_model
+    from bert_tf.checkpoints import sources
+    from bert_tf.export.common import check_seq_length
 
-    model_kind, script = TASK_MODELS[FLAGS.export_type]
-    record = _task_record(model_kind, script)
-    is_keras = FLAGS.init_checkpoint.endswith(".keras")
-    config = _config(required=not is_keras)
+    checkpoint = FLAGS.init_checkpoint
+    at = f"--init_checkpoint={checkpoint}: "
+    record = library_call(lambda: sources.run_record_for(checkpoint, FLAGS.export_type), at)
+    if FLAGS["do_lower_case"].present and FLAGS.do_lower_case != record.do_lower_case:
+        fail(
+            f"--do_lower_case={FLAGS.do_lower_case}, but the model in {record_dir(checkpoint)} was fine-tuned with "
+            f"--do_lower_case={record.do_lower_case}"
+        )
+    config = _config(required=not checkpoint.endswith(".keras"))
     vocab_file = _existing("vocab_file", "vocab.txt")
     if vocab_file is None:
-        fail(f"--vocab_file is required (no vocab.txt beside --init_checkpoint={FLAGS.init_checkpoint})")
-    if is_keras:
-        model = _from_keras_file(_task_model_type(model_kind), config)
-        config = model.encoder.bert_config()
+        fail(f"--vocab_file is required (no vocab.txt beside --init_checkpoint={checkpoint})")
+    model, config = library_call(lambda: sources.task_model(checkpoint, record, config), at)
     # The length the model was fine-tuned at, unless asked otherwise.
-    seq_length = FLAGS.seq_length if FLAGS["seq_length"].present else record["max_seq_length"]
-    _checked_seq_length(seq_length, config)
-    if not is_keras:
-        model = _restored(task_model(record, BertEncoder.from_bert_config(config)))
-    common = dict(vocab_file=vocab_file, do_lower_case=record["do_lower_case"], seq_length=seq_length,
-                  export_dir=FLAGS.export_dir, task=record, overwrite=FLAGS.overwrite)
-    if model_kind == "classifier":
-        export.export_classifier(model, record["labels"], record.get("label_kind", "single"), record["pair"], **common)
-    elif model_kind == "span_labeler":
-        query = FLAGS.max_query_length or record.get("max_query_length", 64)
-        export.export_span_labeler(model, max_query_length=query, **common)
-    elif model_kind == "token_classifier":
-        export.export_token_classifier(
-            model, record["labels"], window_context_words=record.get("window_context_words", 16), **common
-        )
-    else:
-        export.export_multiple_choice(model, **common)
-    return f"a {type(model).__name__} of task {record.get('task_name')!r} (seq_length {seq_length})"
+    seq_length = FLAGS.seq_length if FLAGS["seq_length"].present else record.max_seq_length
+    library_call(lambda: check_seq_length(seq_length, config), "--seq_length: ")
+    options = {"max_query_length": FLAGS.max_query_length} if FLAGS.max_query_length else {}
+    record.task_kind.export(model, record, vocab_file=vocab_file, seq_length=seq_length,
+                            export_dir=FLAGS.export_dir, overwrite=FLAGS.overwrite, **options)
+    return f"a {type(model).__name__} of task {record.task_name!r} (seq_length {seq_length})"
 
 
-def _task_model_type(model_kind):
-    from bert_tf import models
+def record_dir(checkpoint):
+    from bert_tf.tasks.record import run_directory
 
-    return {
-        "classifier": models.BertClassifier,
-        "span_labeler": models.BertSpanLabeler,
-        "token_classifier": models.BertTokenClassifier,
-        "multiple_choice": models.BertMultipleChoice,
-    }[model_kind]
+    return run_directory(checkpoint)
 
 
 def main(argv):

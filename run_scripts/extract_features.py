@@ -69,22 +69,21 @@ for _name in ("input_file", "vocab_file", "bert_config_file", "init_checkpoint",
 
 def _check_inputs(config, tokenizer):
     """Every check that can fail, before any model is built or any output written."""
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        fail(
-            f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings="
-            f"{config.max_position_embeddings} of {FLAGS.bert_config_file}"
-        )
+    common_flags.library_call(
+        lambda: config.check_seq_length(FLAGS.max_seq_length),
+        f"--max_seq_length={FLAGS.max_seq_length} vs max_position_embeddings of "
+        f"--bert_config_file={FLAGS.bert_config_file}: ",
+    )
     if FLAGS.max_seq_length < 3:
         fail(
             f"--max_seq_length={FLAGS.max_seq_length} leaves no room for [CLS] A [SEP] B [SEP]"
         )
     if FLAGS.batch_size < 1:
         fail(f"--batch_size={FLAGS.batch_size} must be positive")
-    if len(tokenizer.vocab) != config.vocab_size:
-        fail(
-            f"--vocab_file={FLAGS.vocab_file} has {len(tokenizer.vocab)} tokens but "
-            f"--bert_config_file={FLAGS.bert_config_file} says vocab_size={config.vocab_size}"
-        )
+    common_flags.library_call(
+        lambda: config.check_vocab_size(len(tokenizer.vocab), FLAGS.vocab_file),
+        f"--vocab_file vs --bert_config_file={FLAGS.bert_config_file}: ",
+    )
     missing = [t for t in ("[CLS]", "[SEP]", "[UNK]") if t not in tokenizer.vocab]
     if missing:
         fail(f"--vocab_file={FLAGS.vocab_file} lacks {', '.join(missing)}")
@@ -160,7 +159,9 @@ def main(argv):
     except OSError as e:  # e.g. a full disk: atomic_write has removed the partial file
         fail(f"writing --output_file={FLAGS.output_file} failed: {e.strerror or e}")
     if invalid["lines"]:
-        logging.warning("Replaced %d invalid UTF-8 byte(s) in %d line(s) of --input_file", invalid["bytes"], invalid["lines"])
+        logging.warning(
+            "Replaced %d invalid UTF-8 byte(s) in %d line(s) of --input_file", invalid["bytes"], invalid["lines"]
+        )
     logging.info(
         "Wrote %d lines to %s in %.1f s", count, FLAGS.output_file, time.time() - start
     )

@@ -42,7 +42,10 @@ def main(argv):
         fail(f"--num_unused_tokens={FLAGS.num_unused_tokens} must not be negative")
     reserved = len(vocab_learning.reserved_tokens(FLAGS.num_unused_tokens))
     if FLAGS.vocab_size <= reserved:
-        fail(f"--vocab_size={FLAGS.vocab_size} leaves no room after {reserved} reserved tokens (--num_unused_tokens={FLAGS.num_unused_tokens})")
+        fail(
+            f"--vocab_size={FLAGS.vocab_size} leaves no room after {reserved} reserved tokens "
+            f"(--num_unused_tokens={FLAGS.num_unused_tokens})"
+        )
     try:
         check_output_file(FLAGS.output_file)
         files = expand_patterns(FLAGS.input_file)

@@ -12,24 +12,25 @@ Outputs as the original: eval_results.txt (`key = value`) and test_results.tsv (
 probabilities per test example); also the task's GLUE submission file (e.g. MRPC.tsv). Started
 again with the same command, a run resumes from the latest checkpoint in --output_dir.
 --tfds_name reads the task through tensorflow-datasets instead of --data_dir; --task_module
-imports a module of yours that registers more tasks (`bert_tf.data.classifier_tasks`).
+imports a module of yours that registers more tasks (`bert_tf.tasks.classifier.processors`).
 """
 
 import os
 
 from absl import app, flags, logging
 
-from run_scripts import common_flags, fine_tuning
+from bert_tf.tasks.record import RunRecord
+from run_scripts import common_flags
 from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS
 
-fine_tuning.define_fine_tuning_flags(
+common_flags.define_fine_tuning_flags(
     "The input data dir. Should contain the .tsv files (or other data files) for the task."
 )
 flags.DEFINE_string("task_name", None, "The name of the task to train.")
 # New flags.
-fine_tuning.define_tfds_flags("glue/mrpc, xnli")
+common_flags.define_tfds_flags("glue/mrpc, xnli")
 flags.DEFINE_string("xnli_language", "zh", "xnli: the language trained and evaluated on.")
 flags.DEFINE_string("labels_file", None, "multilabel: the label names, one per line.")
 flags.DEFINE_string("task_module", None, "A Python module to import first; it registers more tasks.")
@@ -55,7 +56,7 @@ def _import_task_module(name):
 
 
 def _processor():
-    from bert_tf.data import classifier_tasks
+    from bert_tf.tasks.classifier import catalog as classifier_tasks
 
     if FLAGS.task_module:
         _import_task_module(FLAGS.task_module)
@@ -69,7 +70,7 @@ def _processor():
 
 
 def _read(processor, split):
-    from bert_tf.data.classifier_tasks import read_split
+    from bert_tf.tasks.classifier.catalog import read_split
 
     try:
         return read_split(processor, split, FLAGS.data_dir, FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_download)
@@ -78,7 +79,7 @@ def _read(processor, split):
 
 
 def _encode(examples, processor, source):
-    from bert_tf.data.classifier_inputs import encode_examples
+    from bert_tf.tasks.classifier.inputs import encode_examples
 
     try:
         return encode_examples(examples, processor.get_labels(), processor.label_kind, source)
@@ -87,15 +88,11 @@ def _encode(examples, processor, source):
 
 
 def _task_record(processor, pair):
-    return {
-        "task_name": processor.task_name or type(processor).__name__,
-        "model": "classifier",
-        "label_kind": processor.label_kind,
-        "labels": list(processor.get_labels()),
-        "pair": pair,
-        "do_lower_case": FLAGS.do_lower_case,
-        "max_seq_length": FLAGS.max_seq_length,
-    }
+    return RunRecord(
+        kind="classifier", task_name=processor.task_name or type(processor).__name__,
+        label_kind=processor.label_kind, labels=processor.get_labels(), pair=pair,
+        do_lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
+    )
 
 
 def _named(results, name):
@@ -115,7 +112,7 @@ def _named(results, name):
 
 def main(argv):
     del argv
-    config = fine_tuning.check_fine_tuning_flags(FLAGS)
+    config = common_flags.check_fine_tuning_flags(FLAGS)
     if not FLAGS.data_dir and not FLAGS.tfds_name:
         fail("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
     processor = _processor()
@@ -133,20 +130,20 @@ def main(argv):
     record = _task_record(processor, pair)
     # Evaluating or predicting may use any run with the same head (mnli-mm on an mnli run).
     same = ("task_name", "label_kind", "labels") if FLAGS.do_train else ("label_kind", "labels")
-    fine_tuning.check_task_output_dir(FLAGS.output_dir, record, same)
+    common_flags.check_run_output_dir(FLAGS, record, same)
     train_features = _encode(train[0], processor, "train") if FLAGS.do_train else None
     dev_sets = {"": dev[0], **dev[1]} if FLAGS.do_eval else {}
     dev_features = {name: _encode(examples, processor, f"dev {name}".strip()) for name, examples in dev_sets.items()}
     test_sets = {"": (processor.submission_name, test[0]), **test[1]} if FLAGS.do_predict else {}
     test_features = {name: _encode(examples, processor, f"test {name}".strip()) for name, (_, examples) in test_sets.items()}
 
-    from bert_tf.tasks.classification import ClassificationTask, METRIC_FOR_GLUE_TASK, write_submission, write_test_results
+    from bert_tf.tasks.classifier.task import ClassifierTask, METRIC_FOR_GLUE_TASK, write_submission, write_test_results
     from bert_tf.training.trainer import Trainer
 
-    settings, num_train_steps = fine_tuning.fine_tuning_settings(FLAGS, len(train[0]))
+    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, len(train[0]))
     strategy = common_flags.create_strategy(FLAGS)
     try:
-        task = ClassificationTask(
+        task = ClassifierTask(
             config,
             processor.get_labels(),
             processor.label_kind,
@@ -161,13 +158,13 @@ def main(argv):
         fail(str(e))
     logging.info(
         "Task %s (%s, %d labels); strategy %s with %d replica(s)",
-        record["task_name"], processor.label_kind, len(record["labels"]),
+        record.task_name, processor.label_kind, len(record.labels),
         common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync,
     )
     if FLAGS.do_train:
         logging.info("***** Running training: %d examples, batch size %d, %d steps *****", len(train[0]), FLAGS.train_batch_size, num_train_steps)
     fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
-    fine_tuning.train_or_restore(trainer, FLAGS, train_features, record, config, fields)
+    common_flags.train_or_restore(trainer, FLAGS, train_features, record, config, fields)
 
     if FLAGS.do_eval:
         results = {}
@@ -176,7 +173,7 @@ def main(argv):
             part = trainer.evaluate(features)
             results.update(_named(part, name))
         trainer.write_eval_results(results)
-        fine_tuning.log_results(results)
+        common_flags.log_results(results)
 
     if FLAGS.do_predict:
         for name, (stem, examples) in test_sets.items():

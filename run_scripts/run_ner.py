@@ -6,7 +6,7 @@
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_lower_case=false --max_seq_length=128 \
       --train_batch_size=32 --learning_rate=5e-5 --num_train_epochs=3.0 --output_dir=/tmp/ner_output/
 
---data_dir holds train.txt, valid.txt and test.txt (`bert_tf.data.conll`); --tfds_name=conll2003
+--data_dir holds train.txt, valid.txt and test.txt (`bert_tf.tasks.ner.conll`); --tfds_name=conll2003
 reads them through tensorflow-datasets instead. The tags are --labels' (a file, one per line),
 else those of the run in --output_dir, else those of the training data. Each word's tag is
 predicted on its first WordPiece; sentences longer than --max_seq_length are cut into windows
@@ -22,14 +22,16 @@ import os
 
 from absl import app, flags, logging
 
-from bert_tf.data import conll
-from run_scripts import common_flags, fine_tuning
+from bert_tf.tasks.ner import conll
+from bert_tf.tasks import record as run_record
+from bert_tf.tasks.record import RunRecord
+from run_scripts import common_flags
 from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS
 
-fine_tuning.define_fine_tuning_flags("The input data dir: train.txt, valid.txt and test.txt in the CoNLL-2003 layout.")
-fine_tuning.define_tfds_flags("conll2003")
+common_flags.define_fine_tuning_flags("The input data dir: train.txt, valid.txt and test.txt in the CoNLL-2003 layout.")
+common_flags.define_tfds_flags("conll2003")
 flags.DEFINE_string("labels", None, "A file of the tags, one per line (default: the tags of the training data).")
 flags.DEFINE_integer(
     "window_context_words", 16,
@@ -42,7 +44,7 @@ TASK_NAME = "ner"
 
 def _read(split, labels):
     """A split's sentences, their tags checked against `labels` (when given)."""
-    from bert_tf.data.classifier_tasks import file_exists
+    from bert_tf.data.text_files import file_exists
 
     try:
         if FLAGS.tfds_name:
@@ -68,9 +70,9 @@ def _given_labels():
     init = FLAGS.init_checkpoint
     for directory in (FLAGS.output_dir, init if init and os.path.isdir(init) else os.path.dirname(init or "")):
         if directory and os.path.isdir(directory):
-            record = fine_tuning.read_task_record(directory)
-            if record and record.get("model") == "token_classifier":
-                return record["labels"], f"the run in {directory}"
+            record = common_flags.library_call(lambda d=directory: run_record.read(d))
+            if record and record.kind == "ner":
+                return list(record.labels), f"the run in {directory}"
     if FLAGS.tfds_name:
         try:
             return conll.tfds_tag_names(FLAGS.tfds_name, FLAGS.tfds_data_dir), f"TFDS dataset {FLAGS.tfds_name}"
@@ -84,8 +86,8 @@ def _predict(trainer, task, sentences, features):
     figures on it, as eval_results.txt's)."""
     import numpy as np
 
-    from bert_tf import conlleval
-    from bert_tf.data.ner_inputs import tags_of
+    from bert_tf.tasks.ner import conlleval
+    from bert_tf.tasks.ner.inputs import tags_of
     from bert_tf.io_utils import atomic_write
 
     outputs = trainer.predict(features)
@@ -114,7 +116,7 @@ def main(argv):
     del argv
     if not FLAGS.data_dir and not FLAGS.tfds_name:
         fail("--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required")
-    config = fine_tuning.check_fine_tuning_flags(FLAGS)
+    config = common_flags.check_fine_tuning_flags(FLAGS)
     if FLAGS.window_context_words < 0:
         fail(f"--window_context_words={FLAGS.window_context_words} must not be negative")
     labels, source = _given_labels()
@@ -127,21 +129,19 @@ def main(argv):
     logging.info("Tags (%s): %s", source, " ".join(labels))
     dev = _read("dev", labels) if FLAGS.do_eval else []
     test = _read("test", labels) if FLAGS.do_predict else []
-    record = {
-        "task_name": TASK_NAME, "model": "token_classifier", "label_kind": "token", "labels": list(labels),
-        "do_lower_case": FLAGS.do_lower_case, "max_seq_length": FLAGS.max_seq_length,
-        "window_context_words": FLAGS.window_context_words,
-    }
-    # Evaluating or predicting may use any run with the same head.
-    same = ("task_name", "model", "labels") if FLAGS.do_train else ("model", "labels")
-    fine_tuning.check_task_output_dir(FLAGS.output_dir, record, same)
+    record = RunRecord(
+        kind="ner", task_name=TASK_NAME, label_kind="token", labels=labels, do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length, window_context_words=FLAGS.window_context_words,
+    )
+    same = ("task_name", "kind", "labels") if FLAGS.do_train else ("kind", "labels")
+    common_flags.check_run_output_dir(FLAGS, record, same)
 
-    from bert_tf.tasks.token_classification import TokenClassificationTask
+    from bert_tf.tasks.ner.task import NerTask
     from bert_tf.training.trainer import Trainer
 
     strategy = common_flags.create_strategy(FLAGS)  # before TensorFlow runs an op (the tokenizer's)
     try:
-        task = TokenClassificationTask(
+        task = NerTask(
             config, labels, vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
             max_seq_length=FLAGS.max_seq_length, context_words=FLAGS.window_context_words,
         )
@@ -150,7 +150,7 @@ def main(argv):
         fail(str(e))
     # Steps count windows, the examples the model sees (as many as sentences, but for long ones).
     num_windows = len(features["train"]["sentence"]) if train else 0
-    settings, num_train_steps = fine_tuning.fine_tuning_settings(FLAGS, num_windows)
+    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, num_windows)
     try:
         trainer = Trainer(task, settings, strategy)
     except ValueError as e:
@@ -164,7 +164,7 @@ def main(argv):
             "***** Running training: %d sentences (%d windows), batch size %d, %d steps *****",
             len(train), num_windows, FLAGS.train_batch_size, num_train_steps,
         )
-    fine_tuning.train_or_restore(
+    common_flags.train_or_restore(
         trainer, FLAGS, features.get("train"), record, config,
         {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"},
     )
@@ -173,7 +173,7 @@ def main(argv):
         logging.info("***** Running evaluation: %d sentences *****", len(dev))
         results = trainer.evaluate(features["dev"])
         trainer.write_eval_results(results)
-        fine_tuning.log_results(results)
+        common_flags.log_results(results)
 
     if FLAGS.do_predict:
         logging.info("***** Running prediction: %d sentences *****", len(test))

@@ -58,7 +58,11 @@ def _check_files(train_files, eval_files, vocab_size):
             try:
                 tfrecords.check_pretraining_file(path, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, vocab_size)
             except ValueError as e:
-                fail(f"--{flag}: {e}".replace("but vocab_size=", f"but --bert_config_file={FLAGS.bert_config_file} has vocab_size="))
+                fail(
+                    f"--{flag}: {e}".replace(
+                        "but vocab_size=", f"but --bert_config_file={FLAGS.bert_config_file} has vocab_size="
+                    )
+                )
 
 
 def _guarded(files, work):
@@ -79,7 +83,10 @@ def _guarded(files, work):
     except (OSError, tf.errors.OpError) as e:
         if not common_flags.is_disk_full(e):
             raise
-        fail(f"writing to --output_dir={FLAGS.output_dir} failed (rerun the command to resume): {common_flags.error_line(e)}")
+        fail(
+            f"writing to --output_dir={FLAGS.output_dir} failed (rerun the command to resume): "
+            f"{common_flags.error_line(e)}"
+        )
 
 
 def main(argv):
@@ -120,17 +127,15 @@ def main(argv):
         fail(str(e))
 
     if FLAGS.do_train:
-        progress = common_flags.Progress(
-            FLAGS.progress, FLAGS.num_train_steps, FLAGS.iterations_per_loop,
-            {"loss": "loss", "mlm_acc": "masked_lm_accuracy", "seq_per_s": "examples_per_second"},
-        )
-        _guarded(train_files, lambda: common_flags.train(run, train_files, FLAGS.init_checkpoint, progress, progress))
+        fields = {"loss": "loss", "mlm_acc": "masked_lm_accuracy", "seq_per_s": "examples_per_second"}
+        _guarded(train_files, lambda: common_flags.train(run, train_files, FLAGS.init_checkpoint, fields, FLAGS))
     else:
-        logging.info("Evaluating: %s", common_flags.restore_trained(run, FLAGS.init_checkpoint, FLAGS.output_dir))
+        logging.info("Evaluating: %s", common_flags.restore_trained(run, FLAGS.init_checkpoint))
 
     if FLAGS.do_eval:
         try:
             results = _guarded(eval_files, lambda: run.evaluate(eval_files))
+            run.write_eval_results(results)
         except ValueError as e:
             fail(str(e))
         logging.info("***** Eval results *****")

@@ -25,7 +25,8 @@ import os
 from absl import app, flags, logging
 
 from bert_tf.training import distribution
-from run_scripts import common_flags, fine_tuning
+from bert_tf.tasks.record import RunRecord
+from run_scripts import common_flags
 from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS
@@ -109,15 +110,11 @@ def _validate_flags(config):
 
 
 def _task_record():
-    return {
-        "task_name": "squad",
-        "model": "span_labeler",
-        "version_2_with_negative": FLAGS.version_2_with_negative,
-        "do_lower_case": FLAGS.do_lower_case,
-        "max_seq_length": FLAGS.max_seq_length,
-        "doc_stride": FLAGS.doc_stride,
-        "max_query_length": FLAGS.max_query_length,
-    }
+    return RunRecord(
+        kind="squad", task_name="squad", version_2_with_negative=FLAGS.version_2_with_negative,
+        do_lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length,
+    )
 
 
 def _tokenizer(config):
@@ -138,7 +135,7 @@ def _tokenizer(config):
 def _tfds_file(split):
     """The TFDS split as a SQuAD json file in output_dir (so one reader, the official
     evaluation and the output files all work on it as on a downloaded file)."""
-    from bert_tf.data.squad_tfds import write_squad_json
+    from bert_tf.tasks.squad.tfds import write_squad_json
 
     path = os.path.join(FLAGS.output_dir, f"{FLAGS.tfds_name.replace('/', '_')}_{split}.json")
     try:
@@ -160,7 +157,7 @@ def _fingerprint(input_file, is_training):
         "input_mtime_ns": stat.st_mtime_ns,
         "vocab_sha256": vocab,
         "is_training": is_training,
-        **{k: v for k, v in _task_record().items() if k not in ("task_name", "model")},
+        **{k: v for k, v in _task_record().to_dict().items() if k not in ("task_name", "kind")},
     }
 
 
@@ -168,8 +165,8 @@ def _features(input_file, is_training, tokenizer, flag):
     """The input file's features in output_dir (train.tf_record or eval.tf_record, the
     original's names): written once, reused while the input and settings are the same.
     Returns (SquadRecords, number of examples)."""
-    from bert_tf.data import squad
-    from bert_tf.data.squad_inputs import SquadRecords
+    from bert_tf.tasks.squad import features as squad
+    from bert_tf.tasks.squad.inputs import SquadRecords
     from bert_tf.io_utils import atomic_write
 
     path = os.path.join(FLAGS.output_dir, "train.tf_record" if is_training else "eval.tf_record")
@@ -232,7 +229,7 @@ def _by_example(input_file, tokenizer, start_logits, end_logits):
     """(example, [(feature, start_logits, end_logits), ...]) in file order, the features
     rebuilt from the file as they were written (row i of the logits is feature i): nothing
     but the logits is held in memory."""
-    from bert_tf.data import squad
+    from bert_tf.tasks.squad import features as squad
 
     examples, again = itertools.tee(squad.read_squad_examples(input_file, False, FLAGS.version_2_with_negative))
     features = squad.convert_examples_to_features(
@@ -256,7 +253,7 @@ def _by_example(input_file, tokenizer, start_logits, end_logits):
 
 
 def _predict(trainer, input_file, records, tokenizer):
-    from bert_tf.data.squad_predictions import write_predictions
+    from bert_tf.tasks.squad.predictions import write_predictions
 
     logits = trainer.predict(records)
     if not trainer.is_chief:
@@ -283,7 +280,7 @@ def _has_answers(input_file):
     """Whether the file is a dev set (its questions carry answers or are marked unanswerable),
     or a test set (none does, or their answer lists are empty); a question without the answers
     the others have is an error."""
-    from bert_tf.data.squad_json import iter_squad_articles
+    from bert_tf.tasks.squad.json_reader import iter_squad_articles
 
     with_answers, without = 0, None
     try:
@@ -307,7 +304,7 @@ def _has_answers(input_file):
 
 
 def _evaluate(trainer, input_file, predictions, null_odds_file):
-    from bert_tf import squad_metrics
+    from bert_tf.tasks.squad import metrics as squad_metrics
     from bert_tf.io_utils import atomic_write
 
     na_probs = None
@@ -337,12 +334,13 @@ def main(argv):
         fail(str(e))
     tokenizer = _tokenizer(config)
     record = _task_record()
-    fine_tuning.check_task_output_dir(FLAGS.output_dir, record, ("task_name", "version_2_with_negative"))
+    common_flags.check_output_dir_flag(FLAGS.output_dir)
+    common_flags.check_run_output_dir(FLAGS, record, ("task_name", "version_2_with_negative"))
     if not FLAGS.do_train:
-        common_flags.require_trained_model(FLAGS.init_checkpoint, FLAGS.output_dir)
+        common_flags.check_trained_model(FLAGS)
 
     strategy = common_flags.create_strategy(FLAGS)
-    fine_tuning.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)
+    common_flags.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)
     created = not os.path.exists(FLAGS.output_dir)
     try:
         # Every input is read, checked and turned into features before any training.
@@ -359,12 +357,12 @@ def main(argv):
             os.rmdir(FLAGS.output_dir)  # a failed start leaves nothing
         raise
 
-    from bert_tf.tasks.question_answering import QuestionAnsweringTask
+    from bert_tf.tasks.squad.task import SquadTask
     from bert_tf.training.trainer import Trainer
 
-    settings, num_train_steps = fine_tuning.fine_tuning_settings(FLAGS, num_examples)
+    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, num_examples)
     try:
-        trainer = Trainer(QuestionAnsweringTask(config, FLAGS.max_seq_length), settings, strategy)
+        trainer = Trainer(SquadTask(config, FLAGS.max_seq_length), settings, strategy)
     except ValueError as e:
         fail(str(e))
     logging.info("SQuAD %s; strategy %s with %d replica(s)", "v2.0" if FLAGS.version_2_with_negative else "v1.1",
@@ -375,7 +373,7 @@ def main(argv):
             num_examples, train_records.count, FLAGS.train_batch_size, num_train_steps,
         )
     fields = {"loss": "loss", "start_acc": "start_accuracy", "ex_per_s": "examples_per_second"}
-    fine_tuning.train_or_restore(trainer, FLAGS, train_records, record, config, fields)
+    common_flags.train_or_restore(trainer, FLAGS, train_records, record, config, fields)
 
     if FLAGS.do_predict:
         logging.info("***** Running predictions: %d features *****", predict_records.count)

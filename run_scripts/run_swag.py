@@ -6,7 +6,7 @@
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
       --train_batch_size=16 --learning_rate=2e-5 --num_train_epochs=3.0 --output_dir=/tmp/swag_output/
 
---data_dir holds train.csv, val.csv and test.csv of the SWAG release (`bert_tf.data.swag`). Each
+--data_dir holds train.csv, val.csv and test.csv of the SWAG release (`bert_tf.tasks.swag.reader`). Each
 example becomes four sequences, `[CLS] sent1 [SEP] sent2 ending_i [SEP]`; one vector scores each,
 a softmax over the four. Outputs: eval_results.txt (eval_accuracy, eval_loss, global_step, loss)
 and, with --do_predict, test_results.tsv (the four endings' probabilities per test example,
@@ -19,19 +19,20 @@ import os
 
 from absl import app, flags, logging
 
-from run_scripts import common_flags, fine_tuning
+from bert_tf.tasks.record import RunRecord
+from run_scripts import common_flags
 from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS
 
-fine_tuning.define_fine_tuning_flags("The input data dir: train.csv, val.csv and test.csv of the SWAG release.")
+common_flags.define_fine_tuning_flags("The input data dir: train.csv, val.csv and test.csv of the SWAG release.")
 
 TASK_NAME = "swag"
 
 
 def _read(split):
-    from bert_tf.data import swag
-    from bert_tf.data.classifier_tasks import file_exists
+    from bert_tf.tasks.swag import reader as swag
+    from bert_tf.data.text_files import file_exists
 
     path = os.path.join(FLAGS.data_dir, swag.SPLIT_FILES[split])
     if not file_exists(path):
@@ -46,28 +47,28 @@ def main(argv):
     del argv
     if not FLAGS.data_dir:
         fail("--data_dir (the SWAG CSV files) is required")
-    config = fine_tuning.check_fine_tuning_flags(FLAGS)
-    from bert_tf.data.swag import NUM_CHOICES, encode_examples
+    config = common_flags.check_fine_tuning_flags(FLAGS)
+    from bert_tf.tasks.swag.reader import NUM_CHOICES, encode_examples
 
     # Every input is read and checked before any training.
     train = _read("train") if FLAGS.do_train else []
     dev = _read("dev") if FLAGS.do_eval else []
     test = _read("test") if FLAGS.do_predict else []
-    record = {
-        "task_name": TASK_NAME, "model": "multiple_choice", "num_choices": NUM_CHOICES,
-        "do_lower_case": FLAGS.do_lower_case, "max_seq_length": FLAGS.max_seq_length,
-    }
-    same = ("task_name", "model", "num_choices") if FLAGS.do_train else ("model", "num_choices")
-    fine_tuning.check_task_output_dir(FLAGS.output_dir, record, same)
+    record = RunRecord(
+        kind="swag", task_name=TASK_NAME, num_choices=NUM_CHOICES, do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length,
+    )
+    same = ("task_name", "kind", "num_choices") if FLAGS.do_train else ("kind", "num_choices")
+    common_flags.check_run_output_dir(FLAGS, record, same)
 
-    from bert_tf.tasks.classification import write_submission, write_test_results
-    from bert_tf.tasks.multiple_choice import MultipleChoiceTask
+    from bert_tf.tasks.classifier.task import write_submission, write_test_results
+    from bert_tf.tasks.swag.task import SwagTask
     from bert_tf.training.trainer import Trainer
 
-    settings, num_train_steps = fine_tuning.fine_tuning_settings(FLAGS, len(train))
+    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, len(train))
     strategy = common_flags.create_strategy(FLAGS)
     try:
-        task = MultipleChoiceTask(
+        task = SwagTask(
             config, NUM_CHOICES, vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
             max_seq_length=FLAGS.max_seq_length,
         )
@@ -79,7 +80,7 @@ def main(argv):
     if FLAGS.do_train:
         logging.info("***** Running training: %d examples, batch size %d, %d steps *****", len(train),
                      FLAGS.train_batch_size, num_train_steps)
-    fine_tuning.train_or_restore(
+    common_flags.train_or_restore(
         trainer, FLAGS, encode_examples(train) if train else None, record, config,
         {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"},
     )
@@ -88,7 +89,7 @@ def main(argv):
         logging.info("***** Running evaluation: %d examples *****", len(dev))
         results = trainer.evaluate(encode_examples(dev))
         trainer.write_eval_results(results)
-        fine_tuning.log_results(results)
+        common_flags.log_results(results)
 
     if FLAGS.do_predict:
         logging.info("***** Running prediction: %d examples *****", len(test))

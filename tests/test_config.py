@@ -104,7 +104,9 @@ def test_an_unknown_key_one_edit_from_a_field_warns_naming_both(tmp_path):
     messages = sorted(str(w.message) for w in caught)
     assert len(messages) == 2 and config.hidden_dropout_prob == 0.1
     assert "'Initializer_range', one edit away from 'initializer_range'" in messages[0]
-    assert "'hidden_dropout_probs', one edit away from 'hidden_dropout_prob' (which takes its default, 0.1)" in messages[1]
+    assert (
+        "'hidden_dropout_probs', one edit away from 'hidden_dropout_prob' (which takes its default, 0.1)" in messages[1]
+    )
     assert "bert_config.json" in messages[0]
     # Google's extra keys (pooler_*, directionality) are nowhere near a field: no warning.
     path.write_text(json.dumps(RELEASED))

@@ -11,7 +11,9 @@ from bert_tf import io_utils
 
 def _dead_owner():
     """The owner tag of a process of this host that has ended."""
-    process = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    process = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     return f"{io_utils.owner_tag().rpartition('-')[0]}-{process.stdout.strip()}"
 
 
@@ -52,7 +54,12 @@ def test_output_path_checks_name_the_flag_and_the_reason(tmp_path):
     io_utils.check_output_file("gs://bucket/out.txt")  # remote: left to the writer
     cases = [
         (io_utils.check_output_file, tmp_path / "folder", "output_file", r"--output_file=.*folder is a directory"),
-        (io_utils.check_output_file, tmp_path / "file" / "x.txt", "output_file", r"x.txt is under .*file, which is a file"),
+        (
+            io_utils.check_output_file,
+            tmp_path / "file" / "x.txt",
+            "output_file",
+            r"x.txt is under .*file, which is a file",
+        ),
         (io_utils.check_output_dir, tmp_path / "file", "output_dir", r"--output_dir=.*file is a file, not a folder"),
         (io_utils.check_output_dir, tmp_path / "file" / "run", "output_dir", r"run is under .*file, which is a file"),
         (io_utils.check_output_dir, "/proc/bert_tf_run", "output_dir", r"cannot write in /proc"),

@@ -17,12 +17,9 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.io_utils import owner_is_gone, owner_tag
-from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
-from bert_tf.models.bert_multiple_choice import BertMultipleChoice
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from bert_tf.models.bert_span_labeler import BertSpanLabeler
-from bert_tf.models.bert_token_classifier import BertTokenClassifier
+from bert_tf.tasks import registry
 
 # Optimizer state and bookkeeping the original writes next to the weights; never model weights.
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v")
@@ -88,7 +85,7 @@ def _encoder_map(encoder: BertEncoder) -> dict:
 
 def original_variable_map(model) -> dict:
     """Original variable name -> (Keras variable, transposed?, optional?) for a BertEncoder,
-    BertPretrainer, BertClassifier or BertSpanLabeler."""
+    BertPretrainer or a task kind's model (`bert_tf.tasks.registry`)."""
     if isinstance(model, BertPretrainer):
         out = _encoder_map(model.encoder)
         mlm, nsp = model.masked_lm, model.next_sentence
@@ -105,25 +102,21 @@ def original_variable_map(model) -> dict:
             }
         )
         return out
-    if isinstance(model, (BertClassifier, BertTokenClassifier, BertMultipleChoice)):
-        # run_classifier.create_model's top-level variables, [num_labels, hidden] and [num_labels]
-        # (the token classifier's per tag, the multiple-choice model's one score: [1, hidden]).
-        head = model.classifier.dense
+    kind = registry.of_model(model)
+    if kind is not None:
+        # The original's fine-tuned heads, kernel stored [outputs, hidden]: run_classifier's
+        # top-level output_weights [num_labels, hidden] (also the token classifier's, per tag, and
+        # the multiple-choice model's one score), run_squad's cls/squad/output_weights [2, hidden].
+        head = getattr(model, kind.head_layer).dense
+        kernel, bias = kind.head_names
         out = _encoder_map(model.encoder)
-        out["output_weights"] = _Entry(head.kernel, transpose=True, optional=True)
-        out["output_bias"] = _Entry(head.bias, optional=True)
-        return out
-    if isinstance(model, BertSpanLabeler):
-        # run_squad.create_model's cls/squad/output_weights [2, hidden] and output_bias [2].
-        head = model.span_head.dense
-        out = _encoder_map(model.encoder)
-        out["cls/squad/output_weights"] = _Entry(head.kernel, transpose=True, optional=True)
-        out["cls/squad/output_bias"] = _Entry(head.bias, optional=True)
+        out[kernel] = _Entry(head.kernel, transpose=True, optional=True)
+        out[bias] = _Entry(head.bias, optional=True)
         return out
     if isinstance(model, BertEncoder):
         return _encoder_map(model)
     raise TypeError(
-        f"expected a BertEncoder, BertPretrainer, BertClassifier or BertSpanLabeler, got {type(model).__name__}"
+        f"expected a BertEncoder, BertPretrainer or a fine-tuning task's model, got {type(model).__name__}"
     )
 
 

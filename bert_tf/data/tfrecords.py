@@ -46,7 +46,9 @@ def serialize_examples(features):
                 tf.ones([n, 2], tf.int32),
             )
         )
-    features_msg = _encode("tensorflow.Features", ["feature"], [tf.stack(entries, axis=1)], tf.fill([n, 1], len(entries)))
+    features_msg = _encode(
+        "tensorflow.Features", ["feature"], [tf.stack(entries, axis=1)], tf.fill([n, 1], len(entries))
+    )
     return _encode("tensorflow.Example", ["features"], [features_msg[:, None]], tf.ones([n, 1], tf.int32))
 
 
@@ -102,7 +104,9 @@ def interleave_files(paths, output_path, cycle_length=16):
                 return
             # As many whole rounds as every slot can give from the chunks in hand.
             rounds = min(len(pending) for _, pending in slots)
-            f.write(b"".join(itertools.chain.from_iterable(zip(*(pending[:rounds] for _, pending in slots), strict=True))))
+            f.write(
+                b"".join(itertools.chain.from_iterable(zip(*(pending[:rounds] for _, pending in slots), strict=True)))
+            )
             for slot in slots:
                 del slot[1][:rounds]
 
@@ -150,7 +154,9 @@ def check_pretraining_file(path, seq_length, max_predictions_per_seq, vocab_size
     ids = [*example["input_ids"].int64_list.value, *example["masked_lm_ids"].int64_list.value]
     if min(ids, default=0) < 0 or max(ids, default=0) >= vocab_size:
         bad = max(ids) if max(ids) >= vocab_size else min(ids)
-        raise ValueError(f"{path} has token id {bad}, but vocab_size={vocab_size}: the data was made with another vocab")
+        raise ValueError(
+            f"{path} has token id {bad}, but vocab_size={vocab_size}: the data was made with another vocab"
+        )
 
 
 def truncated_at(path):
@@ -185,5 +191,9 @@ def read_error_message(error, files):
         lines = [line.strip() for line in text.splitlines()]
         detail = next((line for line in lines if "record at" in line), lines[-1] if lines else "")
         return f"one of {', '.join(files)} is corrupted: {detail}"
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith(("[[", "File ", "Detected at", "Graph execution"))]
+    lines = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith(("[[", "File ", "Detected at", "Graph execution"))
+    ]
     return lines[0] if lines else type(error).__name__

@@ -1,29 +1,33 @@
-"""Worker processes for `pretraining_data`, startable before TensorFlow is imported.
+"""Worker processes startable before TensorFlow is imported (create_pretraining_data's shards).
 
 A spawned worker spends seconds importing TensorFlow before it can help. Started first thing in
 a script, it does that while the script imports TensorFlow itself, on another core, and is ready
-when the script is. This module imports no TensorFlow; the workers import `pretraining_data`.
+when the script is. This module imports no TensorFlow and none of the code the workers run: the
+target is named by a string ("package.module:function") that each worker imports itself.
 """
 
+import importlib
 import multiprocessing
 
 
 class WorkerPool:
-    """`num_workers` spawned processes that wait for one job (`submit`), then take shards from
-    the shared `counter` alongside the caller until none are left.
+    """`num_workers` spawned processes that wait for one job (`submit`), then run
+    `target(counter, *job, results=results)`: "package.module:function", imported in each
+    worker while the caller imports TensorFlow. The function takes shards from the shared
+    `counter` alongside the caller until none are left.
 
     Each process reports on `results`: ("done", stats dict) per shard, ("error", traceback) if
     it failed, and ("exit", None) last.
     """
 
-    def __init__(self, num_workers):
+    def __init__(self, num_workers, target):
         context = multiprocessing.get_context("spawn")  # TensorFlow does not survive fork
         self.counter = context.Value("q", 0)
         self.results = context.Queue()
         self._jobs = context.Queue()
         self._submitted = self._closed = False
         self.processes = [
-            context.Process(target=_serve, args=(self.counter, self._jobs, self.results), daemon=True)
+            context.Process(target=_serve, args=(target, self.counter, self._jobs, self.results), daemon=True)
             for _ in range(num_workers)
         ]
         for process in self.processes:
@@ -33,8 +37,8 @@ class WorkerPool:
         return len(self.processes)
 
     def submit(self, *job):
-        """Hands every process `job`: the arguments of `pretraining_data.work_on_shards` after
-        the counter. Claims start from shard 0."""
+        """Hands every process `job`: the target's arguments after the counter. Claims start
+        from shard 0."""
         if self._submitted:
             raise RuntimeError("a WorkerPool runs one job")
         self._submitted = True
@@ -60,10 +64,10 @@ class WorkerPool:
             process.join()
 
 
-def _serve(counter, jobs, results):
-    # The slow part, done while the parent imports TensorFlow too.
-    from bert_tf.data import pretraining_data
-
+def _serve(target, counter, jobs, results):
+    # The slow part (the target's imports), done while the parent imports TensorFlow too.
+    module, _, function = target.partition(":")
+    work = getattr(importlib.import_module(module), function)
     job = jobs.get()
     if job is not None:
-        pretraining_data.work_on_shards(counter, *job, results=results)
+        work(counter, *job, results=results)

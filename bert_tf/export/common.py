@@ -42,10 +42,26 @@ def string_spec(name, shape=(None,)):
 
 def check_seq_length(seq_length, bert_config):
     """seq_length must fit the model's position embeddings (and hold [CLS] A [SEP] B [SEP])."""
-    if seq_length > bert_config.max_position_embeddings:
-        raise ValueError(
-            f"seq_length {seq_length} is longer than the model's max_position_embeddings "
-            f"{bert_config.max_position_embeddings}"
-        )
+    bert_config.check_seq_length(seq_length)
     if seq_length < 3:
         raise ValueError(f"seq_length {seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
+
+
+def write_text_in_export(model, make_root, vocab_file, do_lower_case, seq_length, export_dir, task=None,
+                         overwrite=False):
+    """What every task export does around its own serving function: checks `seq_length` against
+    `model`'s config, builds the in-graph tokenizer and packer, makes the root object with
+    `make_root(tokenizer, packer)` (its `__call__` becomes `serving_default`), attaches the
+    assets (vocab, casing, config, the run record `task`) and writes it atomically. Returns
+    `export_dir`."""
+    from bert_tf.export.archive import ExportWriter
+    from bert_tf.preprocessing import text_preprocessing
+
+    config = model.encoder.bert_config()
+    check_seq_length(seq_length, config)
+    tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, seq_length, config.vocab_size)
+    with ExportWriter(export_dir, overwrite) as writer:
+        root = make_root(tokenizer, packer)
+        root.attach_assets(writer, vocab_file, do_lower_case, config, task)
+        writer.save(root, {"serving_default": root.__call__})
+    return export_dir

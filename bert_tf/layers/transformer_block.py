@@ -21,7 +21,8 @@ class TransformerBlock(keras.layers.Layer):
             (keys and values still come from every position). Exactly those rows of the full
             output, for less work where only some rows are needed (the pre-training heads).
 
-    Returns `[batch, seq, hidden_size]` (`[batch, F, hidden_size]` with query_positions) (float32: the residual stream leaves a LayerNorm).
+    Returns `[batch, seq, hidden_size]` (`[batch, F, hidden_size]` with query_positions) (float32:
+    the residual stream leaves a LayerNorm).
     """
 
     def __init__(

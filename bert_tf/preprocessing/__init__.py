@@ -4,6 +4,7 @@ Usable in tf.data pipelines and exported SavedModels; the Python rules they rest
 `bert_tf.tokenization`.
 """
 
+from bert_tf.config import BertConfig
 from bert_tf.preprocessing.bert_basic_tokenizer import BertBasicTokenizer
 from bert_tf.preprocessing.bert_pack_inputs import BertPackInputs
 from bert_tf.preprocessing.bert_tokenizer import BertTokenizer
@@ -16,11 +17,8 @@ def text_preprocessing(vocab_file, do_lower_case, seq_length, vocab_size=None):
     and the original's packing. A vocab larger than the model's `vocab_size`, or without
     [CLS] / [SEP], is a ValueError naming the file."""
     tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
-    if vocab_size is not None and len(tokenizer.vocabulary) > vocab_size:
-        raise ValueError(
-            f"vocab {vocab_file!r} has {len(tokenizer.vocabulary)} tokens but the model's vocab_size is "
-            f"{vocab_size}: they were not made for each other"
-        )
+    if vocab_size is not None:
+        BertConfig(vocab_size=vocab_size).check_vocab_size(len(tokenizer.vocabulary), vocab_file)
     try:
         packer = BertPackInputs.from_vocabulary(tokenizer.vocabulary, seq_length)
     except ValueError as e:

@@ -1,5 +1,4 @@
-"""Tasks of the one training loop: pre-training and the fine-tuning tasks (TensorFlow)."""
-
-from bert_tf.tasks.base import Task
-
-__all__ = ["Task"]
+"""The fine-tuning tasks, one folder each (`classifier`, `squad`, `ner`, `swag`): readers, input
+building, the Task of the one training loop, outputs, metrics and export. `registry` says what
+each kind is made of; `record` is what a run leaves beside its checkpoints. Importing this
+package loads none of the tasks."""

@@ -20,7 +20,9 @@ def split_cpu(num_devices):
         try:
             tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
         except RuntimeError as e:
-            raise RuntimeError(f"cannot split the CPU into {num_devices} devices after TensorFlow started: {e}") from None
+            raise RuntimeError(
+                f"cannot split the CPU into {num_devices} devices after TensorFlow started: {e}"
+            ) from None
 
 
 def check_reachable(address, timeout=TPU_PROBE_TIMEOUT_S):
@@ -62,7 +64,9 @@ def create_strategy(name, num_gpus=0, num_cpu_devices=0, tpu_address=None, tpu_z
     if name == "multi_worker_mirrored":  # first: collective ops need a runtime not yet started
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address, zone=tpu_zone, project=gcp_project)
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            tpu=tpu_address, zone=tpu_zone, project=gcp_project
+        )
         check_reachable(resolver.master())
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)

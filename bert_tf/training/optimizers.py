@@ -73,7 +73,11 @@ class _DecoupledDecay(keras.optimizers.Optimizer):
         self.beta_2 = beta_2
         self.epsilon = epsilon
         self.exclude_from_weight_decay = list(exclude_from_weight_decay or [])
-        self._exclude = re.compile("|".join(map(re.escape, self.exclude_from_weight_decay))) if self.exclude_from_weight_decay else None
+        self._exclude = (
+            re.compile("|".join(map(re.escape, self.exclude_from_weight_decay)))
+            if self.exclude_from_weight_decay
+            else None
+        )
 
     def build(self, var_list):
         if self.built:

@@ -1,12 +1,112 @@
-"""The pre-training run behind run_pretraining.py: the one loop (`trainer.Trainer`) on the
-pre-training task (`bert_tf.tasks.pretraining`), with its settings under the original names."""
+"""Pre-training as a task of the one loop: the masked-LM and next-sentence heads and losses
+of the original `run_pretraining.py`, read from its TFRecords (TensorFlow), and the run's
+settings under the original's flag names.
+
+The masked-LM loss is sum(weights * xent) / (sum(weights) + 1e-5) and the next-sentence loss
+the mean over all examples, both over the global batch (`normalizers`), as the original
+computes them on one device.
+"""
 
 import dataclasses
 
-from bert_tf.tasks.pretraining import PretrainingTask, metrics_from_sums, pretraining_sums
-from bert_tf.training.trainer import CLIP_NORM, Trainer, TrainingSettings
+import tensorflow as tf
 
-__all__ = ["CLIP_NORM", "Pretraining", "PretrainingSettings", "metrics_from_sums", "pretraining_sums"]
+from bert_tf.data.pretraining.pipeline import pretraining_dataset
+from bert_tf.models import (
+    MASKED_LM_DENOMINATOR_EPSILON,
+    BertEncoder,
+    BertPretrainer,
+    masked_lm_xent,
+    next_sentence_xent,
+)
+from bert_tf.training.task import Task
+from bert_tf.training.trainer import Trainer, TrainingSettings
+
+
+def pretraining_sums(labels, outputs):
+    """Per-batch sums from which every loss and metric of the original is computed."""
+    logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
+    ids = tf.cast(labels["masked_lm_ids"], tf.int32)
+    weights = tf.cast(labels["masked_lm_weights"], tf.float32)
+    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), ids), tf.float32)
+    nsp_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
+    nsp_labels = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
+    nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), nsp_labels), tf.float32)
+    return {
+        "mlm_loss_sum": tf.reduce_sum(weights * masked_lm_xent(logits, ids)),
+        "mlm_weight": tf.reduce_sum(weights),
+        "mlm_correct": tf.reduce_sum(weights * correct),
+        "nsp_loss_sum": tf.reduce_sum(next_sentence_xent(nsp_logits, nsp_labels)),
+        "nsp_correct": tf.reduce_sum(nsp_correct),
+        "examples": tf.cast(tf.shape(nsp_labels)[0], tf.float32),
+    }
+
+
+def metrics_from_sums(sums):
+    """The original's names and meanings (masked-LM metrics weighted by masked_lm_weights)."""
+    w, n = max(float(sums["mlm_weight"]), 1e-12), max(float(sums["examples"]), 1e-12)
+    return {
+        "masked_lm_loss": float(sums["mlm_loss_sum"]) / w,
+        "masked_lm_accuracy": float(sums["mlm_correct"]) / w,
+        "next_sentence_loss": float(sums["nsp_loss_sum"]) / n,
+        "next_sentence_accuracy": float(sums["nsp_correct"]) / n,
+    }
+
+
+class PretrainingTask(Task):
+    """BertPretrainer on the original's pre-training TFRecords (`data`: files or patterns)."""
+
+    sum_names = ("mlm_loss_sum", "mlm_weight", "mlm_correct", "nsp_loss_sum", "nsp_correct", "examples")
+
+    def __init__(self, bert_config, max_seq_length=128, max_predictions_per_seq=20):
+        bert_config.check_seq_length(max_seq_length)
+        self.bert_config = bert_config
+        self.max_seq_length = max_seq_length
+        self.max_predictions_per_seq = max_predictions_per_seq
+
+    def build_model(self):
+        return BertPretrainer(BertEncoder.from_bert_config(self.bert_config))
+
+    def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+        # Eval and predict read the files in order, dropping a last partial batch (fixed shapes).
+        return pretraining_dataset(
+            data,
+            batch_size,
+            self.max_seq_length,
+            self.max_predictions_per_seq,
+            is_training=mode == "train",
+            input_context=input_context,
+            seed=seed,
+            skip_batches=skip_batches,
+            # Every record's ids checked: on an accelerator a gather out of range does not fail.
+            vocab_size=self.bert_config.vocab_size,
+        )
+
+    def normalizers(self, labels):
+        return {
+            "mlm_weight": tf.reduce_sum(tf.cast(labels["masked_lm_weights"], tf.float32)),
+            "examples": tf.cast(tf.shape(labels["next_sentence_labels"])[0], tf.float32),
+        }
+
+    def sums(self, labels, outputs):
+        return pretraining_sums(labels, outputs)
+
+    def loss(self, sums, normalizers):
+        return (
+            sums["mlm_loss_sum"] / (normalizers["mlm_weight"] + MASKED_LM_DENOMINATOR_EPSILON)
+            + sums["nsp_loss_sum"] / normalizers["examples"]
+        )
+
+    def train_logs(self, sums):
+        logs = metrics_from_sums(sums)
+        logs["loss"] = logs["masked_lm_loss"] + logs["next_sentence_loss"]
+        return logs
+
+    def eval_results(self, sums, gathered, batch_losses):
+        results = metrics_from_sums(sums)
+        # The original's `loss` is the mean over batches of each batch's total loss.
+        results["loss"] = sum(batch_losses) / len(batch_losses)
+        return results
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,15 +119,9 @@ class PretrainingSettings(TrainingSettings):
 
 
 class Pretraining(Trainer):
-    """The loop on `PretrainingTask(bert_config)`; `evaluate` also writes eval_results.txt."""
+    """The loop on `PretrainingTask(bert_config)`: its evaluation is the original's, over at most
+    max_eval_steps batches with the files read in order."""
 
     def __init__(self, bert_config, settings: PretrainingSettings, strategy):
         task = PretrainingTask(bert_config, settings.max_seq_length, settings.max_predictions_per_seq)
         super().__init__(task, settings, strategy)
-
-    def evaluate(self, eval_files, summary_dir=None):
-        """The original's eval over at most max_eval_steps batches, files read in order. Writes
-        eval_results.txt (`key = value`, sorted, as the original) and returns the dict."""
-        results = super().evaluate(eval_files)
-        self.write_eval_results(results, summary_dir)
-        return results

@@ -2,7 +2,7 @@
 
 Any tf.distribute strategy, gradient accumulation, the global-norm clip of the original,
 checkpoints that resume exactly, a NaN/Inf stop, TensorBoard scalars, evaluation and
-prediction. The task (`bert_tf.tasks.base.Task`) supplies the model, the data, the loss and
+prediction. The task (`bert_tf.training.task.Task`) supplies the model, the data, the loss and
 the metrics.
 
 Losses are normalised over the global batch (every replica and micro-batch): the task divides
@@ -22,49 +22,38 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import checkpoints
 from bert_tf.io_utils import atomic_write
 from bert_tf.training.optimizers import create_optimizer
+from bert_tf.training.settings import TrainingSettings, check_batch_sizes
+
+__all__ = ["CLIP_NORM", "RestoreStatus", "Trainer", "TrainingSettings", "check_batch_sizes"]
 
 CLIP_NORM = 1.0
 
+# How a run's model got its weights (`RestoreStatus.start`).
+RESUMED, INITIALISED, RANDOM = "resumed", "initialised", "random"
+
 
 @dataclasses.dataclass(frozen=True)
-class TrainingSettings:
-    """A run's hyper-parameters (the scripts' flags, original names)."""
+class RestoreStatus:
+    """What `Trainer.restore` did: resumed the output folder's latest checkpoint, initialised
+    the model from an init_checkpoint, or left it at random."""
 
-    output_dir: str
-    train_batch_size: int = 32  # global, as in the original
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    learning_rate: float = 5e-5
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    save_checkpoints_steps: int = 1000
-    max_eval_steps: int | None = None  # None: the whole eval set
-    optimizer: str = "adamw"
-    gradient_accumulation_steps: int = 1
-    steps_per_execution: int = 1
-    keep_checkpoints: int = 5
-    jit_compile: bool = False
-    seed: int | None = None
+    start: str  # RESUMED, INITIALISED or RANDOM
+    path: str | None = None  # the checkpoint read
+    step: int = 0  # the global step after it
+    unused: int = 0  # INITIALISED: checkpoint variables the model has no place for
+    not_found: tuple = ()  # INITIALISED: model variables the checkpoint lacks (e.g. a new task head)
 
-    def __post_init__(self):
-        positive = (
-            "train_batch_size", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
-            "gradient_accumulation_steps", "steps_per_execution", "keep_checkpoints",
-        )
-        for name in positive:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("num_train_steps", "num_warmup_steps"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
-        if not self.learning_rate >= 0:  # also NaN
-            raise ValueError(f"learning_rate must not be negative, got {self.learning_rate!r}")
-        if self.max_eval_steps is not None and self.max_eval_steps < 1:
-            raise ValueError(f"max_eval_steps must be positive, got {self.max_eval_steps!r}")
+    def __str__(self):
+        if self.start == RESUMED:
+            return f"resumed from {self.path} at global step {self.step}"
+        if self.start == RANDOM:
+            return "initialised at random"
+        notes = [f"{self.unused} unused variables"] if self.unused else []
+        if self.not_found:
+            notes.append(f"not in the checkpoint, initialised afresh: {', '.join(self.not_found)}")
+        return f"initialised from {self.path}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 # Added to a replica's dropout seeds (times its replica id): a large odd number, so that no two
@@ -95,16 +84,7 @@ class Trainer:
 
     def __init__(self, task, settings: TrainingSettings, strategy):
         self.task, self.settings, self.strategy = task, settings, strategy
-        replicas = strategy.num_replicas_in_sync
-        k = settings.gradient_accumulation_steps
-        if settings.train_batch_size % (replicas * k):
-            raise ValueError(
-                f"train_batch_size {settings.train_batch_size} is not divisible by "
-                f"{replicas} replica(s) x {k} accumulation step(s)"
-            )
-        for name in ("eval_batch_size", "predict_batch_size"):
-            if getattr(settings, name) % replicas:
-                raise ValueError(f"{name} {getattr(settings, name)} is not divisible by {replicas} replica(s)")
+        check_batch_sizes(settings, strategy.num_replicas_in_sync)
         if settings.seed is not None:
             keras.utils.set_random_seed(settings.seed)
         with strategy.scope():
@@ -113,7 +93,11 @@ class Trainer:
             self._spread_dropout_seeds()
             # Clipping happens after the cross-replica sum, in the loop, not per replica.
             self.optimizer = create_optimizer(
-                settings.optimizer, settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps, global_clipnorm=None
+                settings.optimizer,
+                settings.learning_rate,
+                settings.num_train_steps,
+                settings.num_warmup_steps,
+                global_clipnorm=None,
             )
             # float16 needs dynamic loss scaling (skips non-finite steps, adapts the scale).
             self.loss_scaling = keras.mixed_precision.global_policy().name == "mixed_float16"
@@ -166,7 +150,9 @@ class Trainer:
         if resolver is None or not resolver.task_type:
             return True
         has_chief = "chief" in resolver.cluster_spec().as_dict()
-        return resolver.task_type == "chief" or (not has_chief and resolver.task_type == "worker" and resolver.task_id == 0)
+        return resolver.task_type == "chief" or (
+            not has_chief and resolver.task_type == "worker" and resolver.task_id == 0
+        )
 
     def _checkpoint_dir(self):
         if self.is_chief:
@@ -183,10 +169,10 @@ class Trainer:
             checkpoint_name="ckpt",
         )
 
-    def restore(self, init_checkpoint=None):
+    def restore(self, init_checkpoint=None) -> RestoreStatus:
         """Resumes from the output folder's latest checkpoint (which wins, as in the original),
         else loads `init_checkpoint` through the task (weights only: the new run starts its own
-        step count and schedule). Returns a line saying which."""
+        step count and schedule). Returns what happened."""
         latest = tf.train.latest_checkpoint(self.settings.output_dir)
         if latest:
             try:
@@ -198,11 +184,15 @@ class Trainer:
                     "or holds another model: delete it to resume from the one before, or use another output_dir"
                 ) from None
             self._spread_dropout_seeds()  # the checkpoint holds replica 0's
-            return f"resumed from {latest} at global step {self.global_step}"
+            return RestoreStatus(RESUMED, latest, self.global_step)
         if init_checkpoint:
-            note = self.task.restore(self.model, init_checkpoint)
-            return f"initialised from {init_checkpoint}" + (f" ({note})" if note else "")
-        return "initialised at random"
+            report = self.task.restore(self.model, init_checkpoint)
+            if report is None:
+                return RestoreStatus(INITIALISED, init_checkpoint, self.global_step)
+            return RestoreStatus(
+                INITIALISED, init_checkpoint, self.global_step, len(report.unused), tuple(report.not_found)
+            )
+        return RestoreStatus(RANDOM, None, self.global_step)
 
     # -----------------------------------------------------------------------------------------
     # Training
@@ -283,8 +273,8 @@ class Trainer:
         return train
 
     def train(self, train_data, init_checkpoint=None, on_log=None, summary_dir=None):
-        """Trains to num_train_steps, saving every save_checkpoints_steps; returns (message of
-        how it started, final step). Started again on the same output_dir it resumes from the
+        """Trains to num_train_steps, saving every save_checkpoints_steps; returns (the
+        `RestoreStatus` it started from, final step). Started again on the same output_dir it resumes from the
         latest checkpoint: same step, optimizer state and schedule, and (with a seed) the data
         exactly where it was. `on_log(step, logs)` receives the task's metrics, the learning
         rate and examples/s after each execution. A non-finite loss stops the run with an error
@@ -368,18 +358,24 @@ class Trainer:
         return results
 
     def predict(self, predict_data):
-        """The task's `predict_outputs` for every batch of `predict_data`, as numpy arrays in
-        input order (a task's padding rows included: the task knows how many are real)."""
+        """The task's `predict_outputs` for every example of `predict_data`, as numpy arrays in
+        input order (the rows that pad the last global batch are dropped)."""
 
         @tf.function
         def step(x):
-            per_replica = self.strategy.run(lambda x: self.task.predict_outputs(self.model(x, training=False)), args=(x,))
+            per_replica = self.strategy.run(
+                lambda x: self.task.predict_outputs(self.model(x, training=False)), args=(x,)
+            )
             return self._gather(per_replica)
 
-        out = [{k: v.numpy() for k, v in step(x).items()} for x, _ in self._distribute(predict_data, "predict", self.settings.predict_batch_size)]
+        out = [
+            {k: v.numpy() for k, v in step(x).items()}
+            for x, _ in self._distribute(predict_data, "predict", self.settings.predict_batch_size)
+        ]
         if not out:
             raise ValueError(f"nothing to predict in {predict_data}")
-        return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
+        count = self.task.num_examples(predict_data)
+        return {k: np.concatenate([o[k] for o in out])[:count] for k in out[0]}
 
     def write_eval_results(self, results, summary_dir=None):
         """eval_results.txt (`key = value`, sorted, as the original) and TensorBoard scalars;

@@ -59,7 +59,9 @@ def test_encoder_from_pretraining_checkpoint_warns_about_heads(original, config)
 
 def test_unknown_variable_is_reported_not_silently_dropped(tmp_path, config):
     weights = random_weights(original_shapes(config, with_heads=False))
-    prefix = write_tf1_checkpoint(tmp_path / "m.ckpt", weights, extra={"bert/mystery/kernel": np.ones((3,), np.float32)})
+    prefix = write_tf1_checkpoint(
+        tmp_path / "m.ckpt", weights, extra={"bert/mystery/kernel": np.ones((3,), np.float32)}
+    )
     with pytest.warns(UserWarning, match="bert/mystery/kernel"):
         report = load_original_checkpoint(BertEncoder.from_bert_config(config), prefix)
     assert report.unused == ["bert/mystery/kernel"]
@@ -83,7 +85,9 @@ def test_shape_mismatch_names_variable_and_both_shapes(tmp_path, config):
     with pytest.raises(ValueError) as err:
         load_original_checkpoint(BertEncoder.from_bert_config(config), prefix)
     msg = str(err.value)
-    assert "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint has shape (32, 48), model expects (32, 64)" in msg
+    assert (
+        "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint has shape (32, 48), model expects (32, 64)" in msg
+    )
 
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path, config):

@@ -36,7 +36,9 @@ def test_plain_fit_learns_and_the_keras_file_round_trips(tmp_path):
     model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
     x = encoder_part(tiny_inputs(config, batch=16, seq=8, predictions=2))
     y = (x["input_word_ids"][:, 1] % 2).astype(np.int32)  # a label the input determines
-    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     history = model.fit(x, y, epochs=30, batch_size=16, verbose=0)
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
     clone = assert_config_round_trip(model)

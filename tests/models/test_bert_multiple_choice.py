@@ -48,7 +48,9 @@ def test_plain_fit_learns_and_the_keras_file_round_trips(tmp_path):
     flat, _ = _choices(config, seed=1)
     x = {k: np.concatenate([v.reshape(B, C, S)] * 8) for k, v in flat.items()}  # 16 examples
     y = np.argmax(x["input_word_ids"][:, :, 1], axis=1).astype(np.int32)  # the choice with the largest 2nd id
-    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     history = model.fit(x, y, epochs=12, batch_size=16, verbose=0)
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
     clone = assert_config_round_trip(model)

@@ -42,7 +42,11 @@ def test_losses_match_numpy_statement_of_original(config):
     out = model(x)
     mlm, nsp = np.asarray(out["masked_lm_logits"]), np.asarray(out["next_sentence_logits"])
     ref_mlm, ref_nsp = numpy_bert.pretraining_loss(
-        mlm.astype(np.float64), nsp.astype(np.float64), y["masked_lm_ids"], y["masked_lm_weights"], y["next_sentence_labels"][:, 0]
+        mlm.astype(np.float64),
+        nsp.astype(np.float64),
+        y["masked_lm_ids"],
+        y["masked_lm_weights"],
+        y["next_sentence_labels"][:, 0],
     )
     assert abs(float(masked_lm_loss(mlm, y["masked_lm_ids"], y["masked_lm_weights"])) - ref_mlm) < 1e-5
     assert abs(float(next_sentence_loss(nsp, y["next_sentence_labels"])) - ref_nsp) < 1e-5

@@ -28,7 +28,9 @@ def test_plain_fit_with_first_piece_weights_learns_and_the_keras_file_round_trip
     x = encoder_part(tiny_inputs(config, batch=16, seq=8, predictions=2))
     y = (x["input_word_ids"] % 3).astype(np.int32)  # a tag the token determines
     weights = x["input_mask"].astype(np.float32) * (np.arange(8) % 2 == 1)  # "first pieces": odd positions
-    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     history = model.fit(x, y, sample_weight=weights, epochs=12, batch_size=16, verbose=0)
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
     np.testing.assert_array_equal(model(x, training=False), model(x, training=False))  # dropout off
@@ -55,6 +57,9 @@ def test_googles_layout_loads_the_encoder_and_a_head_of_the_same_shape(tmp_path)
     assert report.not_found == ["output_bias", "output_weights"]
     loaded = original_weights(model)
     np.testing.assert_array_equal(loaded["bert/pooler/dense/kernel"], weights["bert/pooler/dense/kernel"])
-    head = {"output_weights": np.full((3, config.hidden_size), 0.5, np.float32), "output_bias": np.arange(3, dtype=np.float32)}
+    head = {
+        "output_weights": np.full((3, config.hidden_size), 0.5, np.float32),
+        "output_bias": np.arange(3, dtype=np.float32),
+    }
     assert restore(model, write_tf1_checkpoint(tmp_path / "tuned" / "model.ckpt", {**weights, **head})) is None
     np.testing.assert_array_equal(original_weights(model)["output_weights"], head["output_weights"])

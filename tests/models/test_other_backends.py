@@ -44,7 +44,9 @@ print(json.dumps({
     "fit_losses": losses,
     "leaked": leaked,
     "masked_lm_logits": float(np.max(np.abs(np.asarray(out["masked_lm_logits"]) - data["masked_lm_logits"]))),
-    "next_sentence_logits": float(np.max(np.abs(np.asarray(out["next_sentence_logits"]) - data["next_sentence_logits"]))),
+    "next_sentence_logits": float(
+        np.max(np.abs(np.asarray(out["next_sentence_logits"]) - data["next_sentence_logits"]))
+    ),
     "sequence_output": float(np.max(np.abs(np.asarray(seq) - data["sequence_output"]))),
     "xent": float(np.max(np.abs(xent - data["xent"]))),
     "xent_gradient": float(np.max(np.abs(xgrad - data["xent_gradient"]))),

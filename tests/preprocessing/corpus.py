@@ -31,7 +31,9 @@ def prose_lines(limit=4000):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # typing.io and friends
             for _, member in sorted(vars(module).items()):
-                if (inspect.isclass(member) or inspect.isfunction(member)) and getattr(member, "__module__", "") == name:
+                if (inspect.isclass(member) or inspect.isfunction(member)) and getattr(
+                    member, "__module__", ""
+                ) == name:
                     docs.append(inspect.getdoc(member))
         for doc in filter(None, docs):
             lines.extend(line.strip() for line in doc.splitlines() if len(line.strip()) > 3)

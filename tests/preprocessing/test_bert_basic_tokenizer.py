@@ -68,7 +68,12 @@ def test_each_line_takes_its_road_with_the_same_words(spy, do_lower_case):
 
 def test_mixed_batches_keep_line_order_in_eager_and_graph():
     ascii_lines = _ascii_lines(40, seed=1)
-    lines = ascii_lines[:15] + ["Caf\u00e9 \u00c9T\u00c9, na\u00efve!", "\u4e2d\u6587 ok"] + ascii_lines[15:] + ["\u03a3\u039f\u03a3"]
+    lines = (
+        ascii_lines[:15]
+        + ["Caf\u00e9 \u00c9T\u00c9, na\u00efve!", "\u4e2d\u6587 ok"]
+        + ascii_lines[15:]
+        + ["\u03a3\u039f\u03a3"]
+    )
     expected = [BasicTokenizer().tokenize(line) for line in lines]
     layer = BertBasicTokenizer()
     graph = tf.function(layer.tokens_and_lengths, autograph=False)

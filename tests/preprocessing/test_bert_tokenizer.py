@@ -66,7 +66,9 @@ def test_ascii_lines_take_the_end_to_end_wordpiece_road(tmp_path, spy, do_lower_
 
 
 def test_never_split_keeps_special_tokens_whole(tmp_path):
-    vocab = write_vocab(tmp_path / "v.txt", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "[", "]", "mask", "!", "x", "cls"])
+    vocab = write_vocab(
+        tmp_path / "v.txt", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "[", "]", "mask", "!", "x", "cls"]
+    )
     text = "[CLS] hello [SEP] [MASK]! [CLS]x [mask]"
     special = ["[CLS]", "[SEP]", "[MASK]"]
     python = FullTokenizer(vocab, never_split=special)
@@ -82,7 +84,14 @@ def test_never_split_keeps_special_tokens_whole(tmp_path):
 
 def test_invalid_utf8_is_replaced_like_full_tokenizer():
     python = FullTokenizer(DATA_VOCAB)
-    texts = [b"caf\xc3", b"\xff\xfethe town", b"the\xe2\x82 town", b"\xed\xa0\x80river", b"a\xc0\xafb", b"\xf4\x90\x80\x80x"]
+    texts = [
+        b"caf\xc3",
+        b"\xff\xfethe town",
+        b"the\xe2\x82 town",
+        b"\xed\xa0\x80river",
+        b"a\xc0\xafb",
+        b"\xf4\x90\x80\x80x",
+    ]
     expected = [python.convert_tokens_to_ids(python.tokenize(t)) for t in texts]
     assert BertTokenizer(DATA_VOCAB)(tf.constant(texts)).to_list() == expected
 

@@ -18,7 +18,9 @@ def test_reserved_layout_is_the_originals():
     assert len(full) == 999
     assert full.index("[UNK]") == 100 and full.index("[CLS]") == 101
     assert full.index("[SEP]") == 102 and full.index("[MASK]") == 103
-    assert full[1] == "[unused0]" and full[99] == "[unused98]" and full[104] == "[unused99]" and full[998] == "[unused993]"
+    assert (
+        full[1] == "[unused0]" and full[99] == "[unused98]" and full[104] == "[unused99]" and full[998] == "[unused993]"
+    )
 
 
 def test_learned_vocab_covers_its_corpus(tmp_path):
@@ -67,15 +69,36 @@ def test_script_checks_flags_and_paths_before_any_work_and_a_full_disk_leaves_no
     (tmp_path / "file").write_text("x")
     common = ["--vocab_size=4000", "--lower_thresh=1", "--upper_thresh=1000"]
     cases = [
-        ([f"--input_file={tmp_path}/nothing*.txt", f"--output_file={tmp_path / 'v.txt'}"], r"nothing\*.txt' matches no file"),
-        ([f"--input_file={corpus}", f"--output_file={tmp_path / 'v.txt'}", "--num_unused_tokens=-3"], r"--num_unused_tokens=-3 must not be negative"),
-        ([f"--input_file={corpus}", f"--output_file={tmp_path / 'v.txt'}", "--vocab_size=5"], r"--vocab_size=5 leaves no room after 5 reserved tokens"),
+        (
+            [f"--input_file={tmp_path}/nothing*.txt", f"--output_file={tmp_path / 'v.txt'}"],
+            r"nothing\*.txt' matches no file",
+        ),
+        (
+            [f"--input_file={corpus}", f"--output_file={tmp_path / 'v.txt'}", "--num_unused_tokens=-3"],
+            r"--num_unused_tokens=-3 must not be negative",
+        ),
+        (
+            [f"--input_file={corpus}", f"--output_file={tmp_path / 'v.txt'}", "--vocab_size=5"],
+            r"--vocab_size=5 leaves no room after 5 reserved tokens",
+        ),
         ([f"--input_file={corpus}", f"--output_file={tmp_path / 'folder'}"], r"--output_file=.*folder is a directory"),
-        ([f"--input_file={corpus}", f"--output_file={tmp_path / 'file' / 'v.txt'}"], r"v.txt is under .*file, which is a file"),
-        ([f"--input_file={tmp_path / 'folder'}", f"--output_file={tmp_path / 'v.txt'}"], r"--input_file: .*folder is a directory, not a file"),
-        ([f"--input_file={corpus}", f"--output_file={corpus}"], r"--output_file=.*corpus.txt is the input file --input_file=.*corpus.txt"),
+        (
+            [f"--input_file={corpus}", f"--output_file={tmp_path / 'file' / 'v.txt'}"],
+            r"v.txt is under .*file, which is a file",
+        ),
+        (
+            [f"--input_file={tmp_path / 'folder'}", f"--output_file={tmp_path / 'v.txt'}"],
+            r"--input_file: .*folder is a directory, not a file",
+        ),
+        (
+            [f"--input_file={corpus}", f"--output_file={corpus}"],
+            r"--output_file=.*corpus.txt is the input file --input_file=.*corpus.txt",
+        ),
         # A full disk (see script_cases): 3,000 unused slots make the file larger than 30 kB.
-        ([f"--input_file={corpus}", f"--output_file={tmp_path / 'full.txt'}", "--num_unused_tokens=3000"], r"writing --output_file=.*full.txt failed: File too large"),
+        (
+            [f"--input_file={corpus}", f"--output_file={tmp_path / 'full.txt'}", "--num_unused_tokens=3000"],
+            r"writing --output_file=.*full.txt failed: File too large",
+        ),
     ]
     outcomes, _, _ = run_cases("learn_vocab", [[*common, *flags] for flags, _ in cases])
     for (flags, message), outcome in zip(cases, outcomes, strict=True):

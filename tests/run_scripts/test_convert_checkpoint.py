@@ -31,7 +31,9 @@ def test_original_to_keras_to_original(google_model_dir, tmp_path):
     loaded = keras.saving.load_model(str(keras_file))
     assert isinstance(loaded, BertPretrainer)  # the checkpoint has the cls/ heads
     x = tiny_inputs(model.config)
-    layers, pooled = numpy_bert.bert(model.weights, model.config, x["input_word_ids"], x["input_mask"], x["input_type_ids"])
+    layers, pooled = numpy_bert.bert(
+        model.weights, model.config, x["input_word_ids"], x["input_mask"], x["input_type_ids"]
+    )
     mlm, nsp = numpy_bert.pretraining_heads(model.weights, layers[-1], pooled, x["masked_lm_positions"])
     out = loaded(x)
     assert np.max(np.abs(np.asarray(out["masked_lm_logits"]) - mlm)) <= 1e-5
@@ -65,25 +67,76 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
     for suffix in (".index", ".data-00000-of-00001"):
         data = open(model.prefix + suffix, "rb").read()
         (tmp_path / f"damaged.ckpt{suffix}").write_bytes(data if suffix == ".index" else data[: len(data) // 2])
-    to_keras = ["--direction=to_keras", f"--bert_config_file={model.path / 'bert_config.json'}", f"--checkpoint_to_convert={model.prefix}"]
+    to_keras = [
+        "--direction=to_keras",
+        f"--bert_config_file={model.path / 'bert_config.json'}",
+        f"--checkpoint_to_convert={model.prefix}",
+    ]
     cases = [
-        (["--direction=to_keras", f"--checkpoint_to_convert={model.prefix}", f"--converted_checkpoint_path={tmp_path / 'x.keras'}"],
-         "--direction=to_keras needs --bert_config_file"),
-        (["--direction=to_original", f"--checkpoint_to_convert={fake}", f"--converted_checkpoint_path={tmp_path / 'o' / 'bert_model.ckpt'}"],
-         r"--checkpoint_to_convert=.*model.keras is not a Keras model file"),
-        (["--direction=to_original", f"--checkpoint_to_convert={fake}", f"--converted_checkpoint_path={tmp_path / 'folder'}"],
-         r"--converted_checkpoint_path=.*folder is a directory; give a checkpoint prefix such as .*folder/bert_model.ckpt"),
-        (["--direction=to_original", f"--checkpoint_to_convert={fake}", f"--converted_checkpoint_path={tmp_path / 'file' / 'bert_model.ckpt'}"],
-         r"--converted_checkpoint_path=.*bert_model.ckpt is under .*file, which is a file"),
-        ([*to_keras, f"--converted_checkpoint_path={tmp_path / 'file' / 'x.keras'}"], r"x.keras is under .*file, which is a file"),
-        ([*to_keras, f"--converted_checkpoint_path={tmp_path / 'folder'}"], r"--converted_checkpoint_path=.*folder is a directory"),
-        (["--direction=to_keras", f"--bert_config_file={model.path / 'bert_config.json'}", f"--checkpoint_to_convert={damaged}",
-          f"--converted_checkpoint_path={tmp_path / 'x.keras'}"], r"checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted"),
+        (
+            [
+                "--direction=to_keras",
+                f"--checkpoint_to_convert={model.prefix}",
+                f"--converted_checkpoint_path={tmp_path / 'x.keras'}",
+            ],
+            "--direction=to_keras needs --bert_config_file",
+        ),
+        (
+            [
+                "--direction=to_original",
+                f"--checkpoint_to_convert={fake}",
+                f"--converted_checkpoint_path={tmp_path / 'o' / 'bert_model.ckpt'}",
+            ],
+            r"--checkpoint_to_convert=.*model.keras is not a Keras model file",
+        ),
+        (
+            [
+                "--direction=to_original",
+                f"--checkpoint_to_convert={fake}",
+                f"--converted_checkpoint_path={tmp_path / 'folder'}",
+            ],
+            r"--converted_checkpoint_path=.*folder is a directory; give a checkpoint prefix such as "
+            r".*folder/bert_model.ckpt",
+        ),
+        (
+            [
+                "--direction=to_original",
+                f"--checkpoint_to_convert={fake}",
+                f"--converted_checkpoint_path={tmp_path / 'file' / 'bert_model.ckpt'}",
+            ],
+            r"--converted_checkpoint_path=.*bert_model.ckpt is under .*file, which is a file",
+        ),
+        (
+            [*to_keras, f"--converted_checkpoint_path={tmp_path / 'file' / 'x.keras'}"],
+            r"x.keras is under .*file, which is a file",
+        ),
+        (
+            [*to_keras, f"--converted_checkpoint_path={tmp_path / 'folder'}"],
+            r"--converted_checkpoint_path=.*folder is a directory",
+        ),
+        (
+            [
+                "--direction=to_keras",
+                f"--bert_config_file={model.path / 'bert_config.json'}",
+                f"--checkpoint_to_convert={damaged}",
+                f"--converted_checkpoint_path={tmp_path / 'x.keras'}",
+            ],
+            r"checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted",
+        ),
         # A full disk: writes past 30 kB fail (see script_cases).
-        ([*to_keras, f"--converted_checkpoint_path={tmp_path / 'full.keras'}"], r"writing --converted_checkpoint_path=.*full.keras failed: File too large"),
+        (
+            [*to_keras, f"--converted_checkpoint_path={tmp_path / 'full.keras'}"],
+            r"writing --converted_checkpoint_path=.*full.keras failed: File too large",
+        ),
         ([*to_keras, f"--converted_checkpoint_path={tmp_path / 'x.keras'}"], None),
-        (["--direction=to_original", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", f"--converted_checkpoint_path={tmp_path / 'full.ckpt'}"],
-         r"writing --converted_checkpoint_path=.*full.ckpt failed: "),
+        (
+            [
+                "--direction=to_original",
+                f"--checkpoint_to_convert={tmp_path / 'x.keras'}",
+                f"--converted_checkpoint_path={tmp_path / 'full.ckpt'}",
+            ],
+            r"writing --converted_checkpoint_path=.*full.ckpt failed: ",
+        ),
     ]
     outcomes, _, _ = run_cases("convert_checkpoint", [flags for flags, _ in cases])
     for (flags, message), outcome in zip(cases, outcomes, strict=True):
@@ -93,4 +146,6 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
         assert outcome.startswith("convert_checkpoint.py: error: ") and re.search(message, outcome), (flags, outcome)
         assert "\n" not in outcome
     damaged_files = [f"damaged.ckpt{s}" for s in (".index", ".data-00000-of-00001")]
-    assert sorted(os.listdir(tmp_path)) == sorted(["uncased_tiny", "folder", "file", "model.keras", "x.keras", *damaged_files])
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["uncased_tiny", "folder", "file", "model.keras", "x.keras", *damaged_files]
+    )

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bert_tf import io_utils
-from bert_tf.data import pipelines
-from bert_tf.data import pretraining_data as pd
+from bert_tf.data.pretraining import pipeline as pipelines
+from bert_tf.data.pretraining import creation as pd
 from bert_tf.tokenization import FullTokenizer
 from tests.run_scripts.conftest import run_script
 from tests.run_scripts.script_cases import run_cases
@@ -81,13 +81,18 @@ def test_original_command_line_writes_valid_original_records(tmp_path):
         assert k == min(10, max(1, round(n * 0.15))) and not set(positions.tolist()) & {0, seps[0], n - 1}
         assert any(_contains(s, a) for s in streams) and any(_contains(s, b) for s in streams)
         if y["next_sentence_labels"][0] == 0:  # actual next: A then B, same document
-            assert any(_contains(s, a) and _contains(s, b) and s.index(" ".join(map(str, a))) < s.index(" ".join(map(str, b))) for s in streams)
+            assert any(
+                _contains(s, a) and _contains(s, b) and s.index(" ".join(map(str, a))) < s.index(" ".join(map(str, b)))
+                for s in streams
+            )
         random_next += int(y["next_sentence_labels"][0])
     assert 0 < random_next < len(records)
 
 
 def _config(**kw):
-    return pd.PretrainingDataConfig(vocab_file=VOCAB, dupe_factor=2, max_seq_length=64, max_predictions_per_seq=10, **kw)
+    return pd.PretrainingDataConfig(
+        vocab_file=VOCAB, dupe_factor=2, max_seq_length=64, max_predictions_per_seq=10, **kw
+    )
 
 
 def test_interrupted_run_resumes_with_identical_output(tmp_path):
@@ -129,7 +134,9 @@ def test_script_workers_started_before_tensorflow_write_the_same_files(tmp_path)
     outs = {}
     for workers in (1, 2):
         out = [str(tmp_path / str(workers) / name) for name in ("a.tfrecord", "b.tfrecord")]
-        result = run_script("create_pretraining_data.py", *common, f"--output_file={','.join(out)}", f"--num_workers={workers}")
+        result = run_script(
+            "create_pretraining_data.py", *common, f"--output_file={','.join(out)}", f"--num_workers={workers}"
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         outs[workers] = [open(path, "rb").read() for path in out]
     assert outs[1] == outs[2]
@@ -140,13 +147,14 @@ def test_script_workers_started_before_tensorflow_write_the_same_files(tmp_path)
 
 
 def test_worker_pool_without_a_job_ends_cleanly():
+    from bert_tf.data.pretraining import SHARD_WORKER
     from bert_tf.data.worker_pool import WorkerPool
 
-    pool = WorkerPool(1)
+    pool = WorkerPool(1, SHARD_WORKER)
     pool.close()
     pool.close()  # a second close is a no-op
     assert not pool.processes[0].is_alive() and pool.processes[0].exitcode == 0
-    empty = WorkerPool(0)
+    empty = WorkerPool(0, SHARD_WORKER)
     empty.submit("job")
     with pytest.raises(RuntimeError, match="one job"):
         empty.submit("job")
@@ -219,23 +227,37 @@ def test_bad_input_is_reported(tmp_path):
     )
     assert missing.returncode != 0 and "nothing*.txt' matches no file" in missing.stderr
 
-    for flag, message in (("--num_workers=0", "--num_workers must be at least 1"), ("--shard_size_mb=0", "--shard_size_mb must be positive")):
-        bad = run_script("create_pretraining_data.py", f"--input_file={corpus}", f"--output_file={tmp_path / 'b.tfrecord'}",
-                         f"--vocab_file={VOCAB}", flag)
+    for flag, message in (
+        ("--num_workers=0", "--num_workers must be at least 1"),
+        ("--shard_size_mb=0", "--shard_size_mb must be positive"),
+    ):
+        bad = run_script(
+            "create_pretraining_data.py",
+            f"--input_file={corpus}",
+            f"--output_file={tmp_path / 'b.tfrecord'}",
+            f"--vocab_file={VOCAB}",
+            flag,
+        )
         assert bad.returncode != 0 and message in bad.stderr
         assert not (tmp_path / "b.tfrecord").exists()
 
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n   \n")
     result = run_script(
-        "create_pretraining_data.py", f"--input_file={empty}", f"--output_file={tmp_path / 'e.tfrecord'}", f"--vocab_file={VOCAB}"
+        "create_pretraining_data.py",
+        f"--input_file={empty}",
+        f"--output_file={tmp_path / 'e.tfrecord'}",
+        f"--vocab_file={VOCAB}",
     )
     assert result.returncode != 0 and "has no documents" in result.stderr
     assert not (tmp_path / "e.tfrecord").exists()
 
     no_mask = write_vocab(tmp_path / "v.txt", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the"])
     result = run_script(
-        "create_pretraining_data.py", f"--input_file={corpus}", f"--output_file={tmp_path / 'v.tfrecord'}", f"--vocab_file={no_mask}"
+        "create_pretraining_data.py",
+        f"--input_file={corpus}",
+        f"--output_file={tmp_path / 'v.tfrecord'}",
+        f"--vocab_file={no_mask}",
     )
     assert result.returncode != 0 and re.search(r"v.txt' lacks \[MASK\]", result.stderr)
 
@@ -256,11 +278,15 @@ def test_shards_stay_under_twice_the_shard_size_whatever_the_text(tmp_path):
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
         data = path.read_bytes()
         shards = pd.plan_shards([str(path)], 100)
-        assert [(s.start, s.end) for s in shards] == list(zip([0] + [s.end for s in shards[:-1]], [s.end for s in shards], strict=True))
+        assert [(s.start, s.end) for s in shards] == list(
+            zip([0] + [s.end for s in shards[:-1]], [s.end for s in shards], strict=True)
+        )
         assert shards[-1].end == len(data) and all(0 < s.end - s.start <= 200 for s in shards), name
         for left in shards[:-1]:
             if name == "document":  # cut at line ends, but where the document really ends
-                assert (left.cut, data[left.end - 1 : left.end]) == ("document", b"\n") or data[: left.end].endswith(b"\n\n")
+                assert (left.cut, data[left.end - 1 : left.end]) == ("document", b"\n") or data[: left.end].endswith(
+                    b"\n\n"
+                )
             if name == "line":
                 assert left.cut == "line" and data[left.end - 1 : left.end] == b" "
             if name == "chars":
@@ -277,7 +303,9 @@ def test_work_folders_of_stopped_runs_with_other_settings_are_removed(tmp_path):
     """A run reuses its own work folder (resume) and removes the ones that stopped runs with the
     same output but other inputs or settings left (never resumable), unless their run is alive."""
     out = tmp_path / "x.tfrecord"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     stale = {
         "dead": f"{io_utils.owner_tag().rpartition('-')[0]}-{dead}",
         "ownerless": None,  # a run from before owners were recorded
@@ -304,8 +332,16 @@ def test_bad_paths_fail_before_any_work_memory_follows_the_shard_size_and_a_full
     # tokenizer), no blank line anywhere.
     rng = np.random.default_rng(0)
     words = np.array(["élève", "café", "forêt", "garçon", "noël", "Ελλάδα", "москва", "日本語"])
-    (tmp_path / "long.txt").write_text("Première.\n" + " ".join(rng.choice(words, 1_000_000)) + "\nFin.\n", encoding="utf-8")
-    common = [f"--vocab_file={VOCAB}", "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1", "--noprogress"]
+    (tmp_path / "long.txt").write_text(
+        "Première.\n" + " ".join(rng.choice(words, 1_000_000)) + "\nFin.\n", encoding="utf-8"
+    )
+    common = [
+        f"--vocab_file={VOCAB}",
+        "--max_seq_length=64",
+        "--max_predictions_per_seq=10",
+        "--dupe_factor=1",
+        "--noprogress",
+    ]
     out = tmp_path / "o.tfrecord"
     cases = [
         [f"--input_file={corpus}", f"--output_file={out},{tmp_path}/./o.tfrecord", *common],
@@ -326,13 +362,15 @@ def test_bad_paths_fail_before_any_work_memory_follows_the_shard_size_and_a_full
         f"{error}--output_file={corpus} is the input file --input_file={corpus}: it would be overwritten",
         f"{error}--output_file={VOCAB} is the input file --vocab_file={VOCAB}: it would be overwritten",
         f"{error}--output_file={tmp_path / 'folder'} is a directory; name a file to write",
-        f"{error}--output_file={tmp_path / 'file' / 'o.tfrecord'} is under {tmp_path / 'file'}, which is a file, not a folder",
+        f"{error}--output_file={tmp_path / 'file' / 'o.tfrecord'} is under {tmp_path / 'file'}, which is "
+        "a file, not a folder",
         f"{error}--input_file: {tmp_path / 'folder'} is a directory, not a file",
         f"{error}--vocab_file={tmp_path / 'folder'} is a directory, not a file",
     ]
     assert outcomes[7:9] == ["ok", "ok"]
     assert re.fullmatch(
-        f"{error}writing --output_file={tmp_path / 'full.tfrecord'} failed \\(rerun the command to resume\\): .*File too large",
+        f"{error}writing --output_file={tmp_path / 'full.tfrecord'} failed \\(rerun the command to "
+        "resume\\): .*File too large",
         outcomes[9],
     )
     # The long line is cut into shards of at most 0.5 MB: the peak grows by what such a shard

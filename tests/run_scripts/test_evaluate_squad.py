@@ -1,6 +1,6 @@
 import json
 
-from bert_tf import squad_metrics
+from bert_tf.tasks.squad import metrics as squad_metrics
 from tests.run_scripts.conftest import run_script
 
 

@@ -17,8 +17,8 @@ import tensorflow as tf
 
 from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
 from bert_tf.checkpoints import restore, save_keras_model
-from bert_tf.data.conll import Sentence
-from bert_tf.data.ner_inputs import encode_sentences, tags_of
+from bert_tf.tasks.ner.conll import Sentence
+from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
 from bert_tf.preprocessing import BertTokenizer
 from bert_tf.tokenization import FullTokenizer
 from tests.run_scripts.conftest import run_main_cases
@@ -215,7 +215,9 @@ for name, calls in requests.items():
         results["encoder/counts"] = [len(obj.variables), len(obj.trainable_variables), bool(obj.do_lower_case.numpy())]
     out = io.StringIO()
     # `--all` also loads the model to list its functions (seconds each): two of them show it all.
-    what = ["--all"] if name in ("encoder", "classifier") else ["--tag_set", "serve", "--signature_def", "serving_default"]
+    what = ["--all"] if name in ("encoder", "classifier") else [
+        "--tag_set", "serve", "--signature_def", "serving_default"
+    ]
     sys.argv = ["saved_model_cli", "show", "--dir", f"{work}/{name}", *what]
     with contextlib.redirect_stdout(out):
         try:
@@ -245,7 +247,10 @@ def _python_pack(tokenizer, text_a, text_b, seq_length):
 
 def _packed(tokenizer, texts_a, texts_b, seq_length):
     rows = [_python_pack(tokenizer, a, b, seq_length) for a, b in zip(texts_a, texts_b or [None] * len(texts_a))]
-    return {name: np.array([r[i] for r in rows], np.int32) for i, name in enumerate(("input_word_ids", "input_mask", "input_type_ids"))}
+    return {
+        name: np.array([r[i] for r in rows], np.int32)
+        for i, name in enumerate(("input_word_ids", "input_mask", "input_type_ids"))
+    }
 
 
 def _requests():
@@ -268,7 +273,10 @@ def _requests():
 @pytest.fixture(scope="module")
 def loaded(request, exported):
     """What the exports give in a fresh process, and saved_model_cli's listings."""
-    if any(item.name == "test_encoder_and_preprocessor_fine_tune_through_tf_hub_keras_layer" for item in request.session.items):
+    if any(
+        item.name == "test_encoder_and_preprocessor_fine_tune_through_tf_hub_keras_layer"
+        for item in request.session.items
+    ):
         request.getfixturevalue("tf_hub_run")  # started first, so that the two processes overlap
     requests = _requests()
     vocab = str(exported.sources.google / "vocab.txt")
@@ -296,15 +304,18 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "config_mismatch": "checkpoint has shape (32,), model expects (16,)",
         "missing_vocab": "nowhere/vocab.txt: no such file",
         "task_missing_vocab": "nowhere/vocab.txt: no such file",
-        "wrong_kind": "holds a span_labeler model (task 'squad'), not a classifier",
+        "wrong_kind": "holds a squad model (task 'squad'), not a classifier",
         "no_record": "no fine_tuning_task.json",
         "no_head": "has no trained BertClassifier head",
         "casing": "--do_lower_case=False, but the model",
-        "too_long": "longer than the model's max_position_embeddings 24",
+        "too_long": "Cannot use sequence length 200 because the BERT model was only trained up to sequence length 24",
         "exists": "already exists (overwrite it with --overwrite)",
     }
     for case, words in expected.items():
-        assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (case, outcomes[case])
+        assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (
+            case,
+            outcomes[case],
+        )
     for bad in ("bad1", "bad2", "bad3", "bad4", "bad5", "bad6", "bad7", "bad8"):
         assert not (exported.out / bad).exists(), bad
     # --overwrite replaced the older export whole; no temporary folder is left behind.
@@ -321,7 +332,9 @@ def test_exports_load_without_this_package_and_carry_their_files(exported, loade
     assert loaded.results["modules"] == []
     for name in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag"):
         # Plain TensorFlow objects: no Keras class is revived.
-        assert all(not m.startswith(("keras", "tf_keras", "bert_tf")) for m in loaded.results[f"{name}/object_types"]), name
+        assert all(
+            not m.startswith(("keras", "tf_keras", "bert_tf")) for m in loaded.results[f"{name}/object_types"]
+        ), name
         assets = loaded.results[f"{name}/assets"]
         assert assets["vocab_file"] == "\n".join(VOCAB) + "\n", name
         if name != "preprocessor":
@@ -430,7 +443,9 @@ def test_span_labeler_matches_keras_and_returns_the_tokens_its_logits_index(expo
             tokens = ["[CLS]", *q, "[SEP]", *c, "[SEP]"]
             rows.append((tokens, [0] * (len(q) + 2) + [1] * (len(c) + 1)))
         inputs = {
-            "input_word_ids": np.array([tok.convert_tokens_to_ids(t) + [0] * (seq - len(t)) for t, _ in rows], np.int32),
+            "input_word_ids": np.array(
+                [tok.convert_tokens_to_ids(t) + [0] * (seq - len(t)) for t, _ in rows], np.int32
+            ),
             "input_mask": np.array([[1] * len(t) + [0] * (seq - len(t)) for t, _ in rows], np.int32),
             "input_type_ids": np.array([ty + [0] * (seq - len(ty)) for _, ty in rows], np.int32),
         }
@@ -448,7 +463,9 @@ def test_token_classifier_tags_every_word_as_run_ner_reads_sentences(exported, l
     for key in ("b1", "b64"):
         texts = loaded.requests["ner"][key]["text"]
         sentences = [Sentence(t.split()) for t in texts]
-        features = encode_sentences(sentences, TAGS, tokenizer, record["max_seq_length"], record["window_context_words"])
+        features = encode_sentences(
+            sentences, TAGS, tokenizer, record["max_seq_length"], record["window_context_words"]
+        )
         inputs = {k: features[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
         probabilities = tf.nn.softmax(model(inputs, training=False)).numpy()
         want = tags_of(probabilities, features["label_weights"], [len(s.words) for s in sentences])
@@ -508,7 +525,8 @@ import tensorflow_text  # noqa: F401 - the tokenizer's ops
 
 assert tf.keras.__name__.startswith("tf_keras"), tf.keras.__name__
 encoder_dir, preprocessor_dir = sys.argv[1], sys.argv[2]
-texts = [" ".join(np.random.default_rng(i).choice(["the", "cat", "dog", "sat", "on", "mat", "red"], 6)) for i in range(32)]
+words = ["the", "cat", "dog", "sat", "on", "mat", "red"]
+texts = [" ".join(np.random.default_rng(i).choice(words, 6)) for i in range(32)]
 labels = np.array([int("cat" in t.split()) for t in texts])
 tf.keras.utils.set_random_seed(0)
 
@@ -588,7 +606,9 @@ def test_encoder_and_preprocessor_fine_tune_through_tf_hub_keras_layer(exported,
     assert report["changed"] == encoder_weights  # every encoder weight was fine-tuned
     assert report["losses"][-1] < report["losses"][0], report["losses"]
     tok = FullTokenizer(str(exported.sources.google / "vocab.txt"), do_lower_case=True)
-    texts = [" ".join(np.random.default_rng(i).choice(["the", "cat", "dog", "sat", "on", "mat", "red"], 6)) for i in range(8)]
+    texts = [
+        " ".join(np.random.default_rng(i).choice(["the", "cat", "dog", "sat", "on", "mat", "red"], 6)) for i in range(8)
+    ]
     expected = _packed(tok, texts[:4], texts[4:8], 12)
     assert report["pair_ids"] == expected["input_word_ids"].tolist()
     assert report["pair_types"] == expected["input_type_ids"].tolist()

@@ -57,7 +57,9 @@ def test_original_command_line_gives_the_original_numbers(google_model_dir, tmp_
     assert len(lines) == len(LINES)
     vocab = {t: i for i, t in enumerate(VOCAB)}
     for i, (line, tokens, types) in enumerate(zip(lines, EXPECTED_TOKENS, EXPECTED_TYPES, strict=True)):
-        assert line.startswith('{"linex_index": %d, "features": [{"token": "[CLS]", "layers": [{"index": -1, "values": [' % i)
+        assert line.startswith(
+            '{"linex_index": %d, "features": [{"token": "[CLS]", "layers": [{"index": -1, "values": [' % i
+        )
         record = json.loads(line)
         assert record["linex_index"] == i
         assert [f["token"] for f in record["features"]] == tokens
@@ -80,7 +82,7 @@ def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_m
     (tmp_path / "folder").mkdir()
     (tmp_path / "file").write_text("x")
     config_file = tmp_path / "bert_config.json"
-    config_file.write_text(json.dumps(tiny_config(vocab_size=30).to_dict()))
+    config_file.write_text(json.dumps(tiny_config(vocab_size=20).to_dict()))
     other = tiny_config(intermediate_size=48)
     other_checkpoint = write_tf1_checkpoint(tmp_path / "other.ckpt", random_weights(original_shapes(other)))
     damaged = write_tf1_checkpoint(tmp_path / "damaged.ckpt", model.weights)
@@ -95,20 +97,46 @@ def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_m
     out = tmp_path / "out.jsonl"
     cases = [
         ({"input_file": tmp_path / "nope.txt"}, "--input_file=.*nope.txt does not exist"),
-        ({"bert_config_file": config_file}, "has 25 tokens but --bert_config_file=.* says vocab_size=30"),
-        ({"init_checkpoint": other_checkpoint}, r"bert/encoder/layer_0/intermediate/dense/kernel: checkpoint has shape \(32, 48\), model expects \(32, 64\)"),
-        ({"max_seq_length": 100}, "--max_seq_length=100 exceeds max_position_embeddings=24"),
+        (
+            {"bert_config_file": config_file},
+            "--vocab_file vs --bert_config_file=.*: vocab .* has 25 tokens but the model's vocab_size is 20",
+        ),
+        (
+            {"init_checkpoint": other_checkpoint},
+            r"bert/encoder/layer_0/intermediate/dense/kernel: checkpoint has shape \(32, 48\), model "
+            r"expects \(32, 64\)",
+        ),
+        (
+            {"max_seq_length": 100},
+            "--max_seq_length=100 vs max_position_embeddings of --bert_config_file=.*: Cannot use sequence length 100 "
+            "because the BERT model was only trained up to sequence length 24",
+        ),
         ({"layers": "-1,-5"}, "layer index -5 is out of range for a model with 2 layers"),
         # Checked on the name alone, before anything is read.
-        ({"init_checkpoint": tmp_path / "cased_L-12_H-768_A-12" / "bert_model.ckpt"}, r"`--do_lower_case=True` with .*cased_L-12_H-768_A-12.* seems to be a cased model"),
+        (
+            {"init_checkpoint": tmp_path / "cased_L-12_H-768_A-12" / "bert_model.ckpt"},
+            r"`--do_lower_case=True` with .*cased_L-12_H-768_A-12.* seems to be a cased model",
+        ),
         ({"output_file": tmp_path / "folder"}, r"--output_file=.*folder is a directory; name a file to write"),
-        ({"output_file": tmp_path / "file" / "out.jsonl"}, r"--output_file=.*out.jsonl is under .*file, which is a file"),
+        (
+            {"output_file": tmp_path / "file" / "out.jsonl"},
+            r"--output_file=.*out.jsonl is under .*file, which is a file",
+        ),
         ({"input_file": tmp_path / "folder"}, r"--input_file=.*folder is a directory, not a file"),
-        ({"output_file": input_file}, r"--output_file=.*input.txt is the input file --input_file=.*input.txt: it would be overwritten"),
+        (
+            {"output_file": input_file},
+            r"--output_file=.*input.txt is the input file --input_file=.*input.txt: it would be overwritten",
+        ),
         ({"vocab_file": tmp_path / "folder"}, r"--vocab_file=.*folder is a directory, not a file"),
-        ({"init_checkpoint": damaged}, r"--init_checkpoint=.*damaged.ckpt: checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted"),
+        (
+            {"init_checkpoint": damaged},
+            r"--init_checkpoint=.*damaged.ckpt: checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted",
+        ),
         ({"init_checkpoint": fake_keras}, r"--init_checkpoint=.*model.keras is not a Keras model file"),
-        ({"input_file": many, "output_file": tmp_path / "full.jsonl"}, r"writing --output_file=.*full.jsonl failed: File too large"),
+        (
+            {"input_file": many, "output_file": tmp_path / "full.jsonl"},
+            r"writing --output_file=.*full.jsonl failed: File too large",
+        ),
         ({"input_file": binary, "output_file": tmp_path / "binary.jsonl"}, None),
     ]
     outcomes, _, stderr = run_cases(
@@ -118,7 +146,10 @@ def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_m
         if message is None:
             assert outcome == "ok"
         else:
-            assert outcome.startswith("extract_features.py: error: ") and re.search(message, outcome), (overrides, outcome)
+            assert outcome.startswith("extract_features.py: error: ") and re.search(message, outcome), (
+                overrides,
+                outcome,
+            )
     assert not out.exists() and not (tmp_path / "full.jsonl").exists()
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temporary left behind
     # Binary input: a warning naming the first bad line, then how much was replaced.

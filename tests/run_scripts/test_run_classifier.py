@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from tests.data.test_classifier_inputs import original_features
+from tests.tasks.classifier.test_inputs import original_features
 from tests.run_scripts.conftest import converted_to_original, killed_and_rerun, run_main_cases, run_script
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
@@ -264,7 +264,7 @@ def test_tfds_regression_and_multi_label_tasks_write_their_metrics_and_predictio
     cases.append(_flags(model_dir, None, tmp_path / "mnli", task_name="mnli-mm", tfds_name="glue/mnli", do_train=False, do_eval=False))
     user_tasks = tmp_path / "user_tasks.py"
     user_tasks.write_text(
-        "from bert_tf.data.classifier_tasks import TsvFile, TsvTask, register_task\n"
+        "from bert_tf.tasks.classifier.processors import TsvFile, TsvTask, register_task\n"
         "@register_task('animals')\n"
         "class Animals(TsvTask):\n"
         "    labels = ['0', '1']\n"

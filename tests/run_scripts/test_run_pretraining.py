@@ -39,7 +39,11 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
     config_file, data = _setup(tmp_path)
     out = tmp_path / "out"
     steps = {"num_train_steps": 150}
-    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_pretraining.py"), *_flags(config_file, data, out, **steps)]
+    command = [
+        sys.executable,
+        os.path.join(REPO, "run_scripts", "run_pretraining.py"),
+        *_flags(config_file, data, out, **steps),
+    ]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
     deadline = time.time() + 240
@@ -58,7 +62,14 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
     assert "Training resumed from" in result.stderr and "ckpt-" in result.stderr
     results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
     assert results["global_step"] == "150"
-    assert set(results) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"}
+    assert set(results) == {
+        "global_step",
+        "loss",
+        "masked_lm_accuracy",
+        "masked_lm_loss",
+        "next_sentence_accuracy",
+        "next_sentence_loss",
+    }
     assert os.path.isdir(out / "train") and os.listdir(out / "train")  # TensorBoard events
 
     # num_train_steps already reached: the same command just evaluates again.
@@ -68,7 +79,12 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
     # The resumed run ends where an uninterrupted one does: the same eval figures, to the last digit.
     straight = tmp_path / "straight"
     uninterrupted = subprocess.run(
-        [*command[:2], *_flags(config_file, data, straight, **steps)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+        [*command[:2], *_flags(config_file, data, straight, **steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
     )
     assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
     assert (straight / "eval_results.txt").read_text() == (out / "eval_results.txt").read_text()
@@ -101,7 +117,10 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
         ({"train_batch_size": 10, "gradient_accumulation_steps": 4}, "train_batch_size 10 is not divisible"),
         ({"input_file": "/nonexistent/*.tfrecord"}, "matches no file"),
         ({"bert_config_file": small}, r"has token id \d+, but --bert_config_file=.*small.json has vocab_size=6"),
-        ({"do_train": False}, r"nothing to evaluate or predict with: --output_dir=.* has no checkpoint and no --init_checkpoint"),
+        (
+            {"do_train": False},
+            r"nothing to evaluate or predict with: --output_dir=.* has no checkpoint and no --init_checkpoint",
+        ),
         ({"train_batch_size": 0}, r"--train_batch_size must be a positive integer, got 0"),
         ({"learning_rate": -1}, r"--learning_rate must not be negative"),
         ({"input_file": text}, r"--input_file: .*corpus.txt is not a TFRecord file"),
@@ -113,22 +132,35 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
         ({"init_checkpoint": damaged}, r"checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted"),
         ({"init_checkpoint": fake_keras}, r"--init_checkpoint=.*model.keras is not a Keras model file"),
         ({"bert_config_file": misspelt, "input_file": "/nonexistent/*.tfrecord"}, "matches no file"),  # after a warning
-        ({"bert_config_file": no_layers}, r"--bert_config_file: BERT config file .*no_layers.json.*needs 'num_hidden_layers'"),
+        (
+            {"bert_config_file": no_layers},
+            r"--bert_config_file: BERT config file .*no_layers.json.*needs 'num_hidden_layers'",
+        ),
         # Cut short after its first record: found while reading (a whole-file check up front would
         # read every byte of a corpus), still one line naming the file.
-        ({"input_file": truncated, "num_train_steps": 40}, r"reading the input failed: .*truncated.tfrecord is truncated: its record at byte \d+ is cut short"),
+        (
+            {"input_file": truncated, "num_train_steps": 40},
+            r"reading the input failed: .*truncated.tfrecord is truncated: its record at byte \d+ is cut short",
+        ),
         # A full disk at the first checkpoint (see script_cases).
-        ({"output_dir": tmp_path / "full.run", "num_train_steps": 10, "save_checkpoints_steps": 5},
-         r"writing to --output_dir=.*full.run failed \(rerun the command to resume\): .*File too large"),
+        (
+            {"output_dir": tmp_path / "full.run", "num_train_steps": 10, "save_checkpoints_steps": 5},
+            r"writing to --output_dir=.*full.run failed \(rerun the command to resume\): .*File too large",
+        ),
     ]
     outcomes, _, stderr = run_cases(
-        "run_pretraining", [_flags(config_file, data, tmp_path / f"o{i}", **overrides) for i, (overrides, _) in enumerate(cases)]
+        "run_pretraining",
+        [_flags(config_file, data, tmp_path / f"o{i}", **overrides) for i, (overrides, _) in enumerate(cases)],
     )
     for (overrides, message), outcome in zip(cases, outcomes, strict=True):
         assert outcome.startswith("run_pretraining.py: error: ") and re.search(message, outcome), (overrides, outcome)
         assert "\n" not in outcome
     assert not [d for d in os.listdir(tmp_path) if (tmp_path / d / "checkpoint").exists()]
-    assert re.search(r"--bert_config_file: BERT config file .*misspelt.json' has the unknown key 'hidden_dropout_probs', one edit away from 'hidden_dropout_prob'", stderr)
+    assert re.search(
+        r"--bert_config_file: BERT config file .*misspelt.json' has the unknown key "
+        r"'hidden_dropout_probs', one edit away from 'hidden_dropout_prob'",
+        stderr,
+    )
 
 
 def _free_port():
@@ -145,9 +177,13 @@ def test_tpu_flags_without_a_reachable_tpu_fail_fast(tmp_path):
     config_file, data = _setup(tmp_path)
     address = f"grpc://127.0.0.1:{_free_port()}"
     start = time.time()
-    result = run_script("run_pretraining.py", *_flags(config_file, data, tmp_path / "o", use_tpu=True, tpu_name=address))
+    result = run_script(
+        "run_pretraining.py", *_flags(config_file, data, tmp_path / "o", use_tpu=True, tpu_name=address)
+    )
     assert result.returncode != 0
-    assert f"no TPU reachable at tpu_name='{address}'" in result.stderr and "nothing accepts connections" in result.stderr, result.stderr[-2000:]
+    assert (
+        f"no TPU reachable at tpu_name='{address}'" in result.stderr and "nothing accepts connections" in result.stderr
+    ), result.stderr[-2000:]
     assert time.time() - start < 60
     assert not (tmp_path / "o" / "checkpoint").exists()
 
@@ -160,11 +196,20 @@ def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
     out = tmp_path / "out"
     cluster = {"worker": [f"localhost:{_free_port()}", f"localhost:{_free_port()}"]}
     flags = _flags(
-        str(config_file), ",".join(files), out, num_train_steps=6, save_checkpoints_steps=3, distribution_strategy="multi_worker_mirrored"
+        str(config_file),
+        ",".join(files),
+        out,
+        num_train_steps=6,
+        save_checkpoints_steps=3,
+        distribution_strategy="multi_worker_mirrored",
     )
     processes = []
     for index in range(2):
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
+        env = {
+            **os.environ,
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+        }
         processes.append(
             subprocess.Popen(
                 [sys.executable, os.path.join(REPO, "run_scripts", "run_pretraining.py"), *flags],

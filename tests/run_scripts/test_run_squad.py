@@ -94,7 +94,7 @@ def test_learns_v1_writes_the_originals_files_and_resumes_exactly_after_kill(tmp
     assert set(metrics) == {"exact_match", "f1"} and metrics["exact_match"] > 90, metrics
     assert (straight / "train.tf_record").exists() and (straight / "eval.tf_record").exists()
     record = _json(straight / "fine_tuning_task.json")
-    assert record["task_name"] == "squad" and record["model"] == "span_labeler"
+    assert record["task_name"] == "squad" and record["kind"] == "squad"
 
     # kill -9 after the first checkpoint, then the same command: the same answers and logits.
     resumed = tmp_path / "resumed"
@@ -265,8 +265,8 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
     """Google's layout with run_squad's cls/squad/output_weights [2, hidden] (and Adam slots):
     predictions and n-best lists equal the original's procedure restated (features, a numpy
     BERT, the n-best rules); our run written back to that layout predicts the same."""
-    from tests.data.test_squad_features import original_examples, original_features
-    from tests.data.test_squad_predictions import reference_predictions
+    from tests.tasks.squad.test_features import original_examples, original_features
+    from tests.tasks.squad.test_predictions import reference_predictions
     from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
     from bert_tf.tokenization import FullTokenizer
     from tests import numpy_bert

@@ -107,6 +107,10 @@ def test_trains_the_pretrainer_with_fit_and_round_trips():
     clone = AdamWeightDecay.from_config(optimizer.get_config())
     assert clone.weight_decay_rate == 0.01 and clone.exclude_from_weight_decay == ["LayerNorm", "layer_norm", "bias"]
     assert clone.get_config()["learning_rate"] == optimizer.get_config()["learning_rate"]  # the schedule
-    assert clone.get_config()["learning_rate"]["config"] == {"init_lr": 5e-3, "num_train_steps": 40, "num_warmup_steps": 4}
+    assert clone.get_config()["learning_rate"]["config"] == {
+        "init_lr": 5e-3,
+        "num_train_steps": 40,
+        "num_warmup_steps": 4,
+    }
     with pytest.raises(ValueError, match="unknown optimizer 'sgd'"):
         create_optimizer("sgd", 1e-3, 10, 1)

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from bert_tf.data import tfrecords
 from bert_tf.training.pretraining import Pretraining, PretrainingSettings
+from bert_tf.training.trainer import INITIALISED, RESUMED
 from tests import numpy_bert
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config
@@ -72,13 +73,18 @@ def test_gradient_accumulation_matches_one_larger_batch(tmp_path):
     data, _ = write_records(tmp_path / "d.tfrecord", 64, config.vocab_size)
     runs = []
     for k in (1, 2, 4):
-        run = Pretraining(config, settings(tmp_path, f"k{k}", gradient_accumulation_steps=k, num_train_steps=3), one_device())
+        run = Pretraining(
+            config, settings(tmp_path, f"k{k}", gradient_accumulation_steps=k, num_train_steps=3), one_device()
+        )
         run.train(data)
         runs.append(weights_of(run))
     for other in runs[1:]:
         for a, b in zip(runs[0], other, strict=True):
             np.testing.assert_allclose(a, b, atol=2e-6)
-    assert any(not np.allclose(a, b) for a, b in zip(runs[0], weights_of(Pretraining(config, settings(tmp_path, "init"), one_device())), strict=True))
+    assert any(
+        not np.allclose(a, b)
+        for a, b in zip(runs[0], weights_of(Pretraining(config, settings(tmp_path, "init"), one_device())), strict=True)
+    )
 
 
 def test_restart_resumes_at_the_saved_step_with_the_same_result(tmp_path):
@@ -99,11 +105,14 @@ def test_restart_resumes_at_the_saved_step_with_the_same_result(tmp_path):
         first.train(data, on_log=kill_at_4)
     again = Pretraining(config, settings(tmp_path, "resumed"), one_device())  # the same command
     started, step = again.train(data)
-    assert started.startswith("resumed from") and "ckpt-3" in started and step == 6
+    assert started.start == RESUMED and started.path.endswith("ckpt-3") and step == 6
     for a, b in zip(weights_of(straight), weights_of(again), strict=True):
         np.testing.assert_array_equal(a, b)  # bit for bit: data position and dropout masks resume
     assert int(again.optimizer.iterations) == 6
-    assert sorted(f for f in os.listdir(tmp_path / "resumed") if f.endswith(".index")) == ["ckpt-3.index", "ckpt-6.index"]
+    assert sorted(f for f in os.listdir(tmp_path / "resumed") if f.endswith(".index")) == [
+        "ckpt-3.index",
+        "ckpt-6.index",
+    ]
     # Reached num_train_steps: starting again only restores.
     done = Pretraining(config, settings(tmp_path, "resumed"), one_device())
     assert done.train(data)[1] == 6
@@ -115,8 +124,9 @@ def test_eval_from_an_original_checkpoint_matches_numpy(tmp_path):
     ckpt = write_tf1_checkpoint(tmp_path / "orig" / "bert_model.ckpt", weights)
     data, f = write_records(tmp_path / "eval.tfrecord", 20, config.vocab_size, seed=3)
     run = Pretraining(config, settings(tmp_path, "eval", eval_batch_size=4), one_device())
-    assert run.restore(ckpt).startswith("initialised from")
+    assert run.restore(ckpt).start == INITIALISED
     results = run.evaluate(data)
+    run.write_eval_results(results)
 
     layers, pooled = numpy_bert.bert(weights, config, f["input_ids"], f["input_mask"], f["segment_ids"])
     mlm, nsp = numpy_bert.pretraining_heads(weights, layers[-1], pooled, f["masked_lm_positions"])
@@ -143,16 +153,21 @@ def test_eval_from_an_original_checkpoint_matches_numpy(tmp_path):
 def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
     config = tiny_config(**NO_DROPOUT)
     data, _ = write_records(tmp_path / "d.tfrecord", 40, config.vocab_size)
-    run = Pretraining(config, settings(tmp_path, "nan", learning_rate=1e9, num_train_steps=30, save_checkpoints_steps=1), one_device())
+    run = Pretraining(
+        config, settings(tmp_path, "nan", learning_rate=1e9, num_train_steps=30, save_checkpoints_steps=1), one_device()
+    )
     with pytest.raises(FloatingPointError, match=r"loss became nan at step \d+; .*last good checkpoint is .*ckpt-\d+"):
         run.train(data)
 
 
 def test_bad_settings_fail_before_training(tmp_path):
     config = tiny_config()
-    with pytest.raises(ValueError, match="train_batch_size 10 is not divisible by 1 replica\\(s\\) x 4"):
+    with pytest.raises(ValueError, match="train_batch_size=10 is not divisible by 1 replica\\(s\\) x 4"):
         Pretraining(config, settings(tmp_path, "x", train_batch_size=10, gradient_accumulation_steps=4), one_device())
-    with pytest.raises(ValueError, match="max_seq_length 64 exceeds max_position_embeddings 24"):
+    with pytest.raises(
+        ValueError,
+        match="Cannot use sequence length 64 because the BERT model was only trained up to sequence length 24",
+    ):
         Pretraining(config, settings(tmp_path, "y", max_seq_length=64), one_device())
 
 
@@ -220,7 +235,7 @@ def test_init_checkpoint_accepts_our_training_checkpoints(tmp_path):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b))
 
     fresh = Pretraining(config, settings(tmp_path, "second"), one_device())  # a new run from it
-    assert fresh.restore(ckpt).startswith("initialised from")
+    assert fresh.restore(ckpt).start == INITIALISED
     for a, b in zip(weights_of(fresh), weights_of(run), strict=True):
         np.testing.assert_array_equal(a, b)
     assert fresh.global_step == 0  # weights only: a new run starts its own schedule
@@ -257,7 +272,9 @@ def test_loop_variants_train(tmp_path, variant):
     variant = dict(variant)
     keras.mixed_precision.set_global_policy(variant.pop("policy", "float32"))
     try:
-        run = Pretraining(config, settings(tmp_path, "v", num_train_steps=4, steps_per_execution=1, **variant), one_device())
+        run = Pretraining(
+            config, settings(tmp_path, "v", num_train_steps=4, steps_per_execution=1, **variant), one_device()
+        )
         before = weights_of(run)
         losses = []
         run.train(data, on_log=lambda step, logs: losses.append(logs["loss"]))

@@ -1,0 +1,70 @@
+"""The model a checkpoint path names, whatever it is: Google's checkpoint, one of our training
+checkpoints (a run's folder or its ckpt-N, with the files the run left beside it) or a `.keras`
+file. Used by the export and conversion scripts; errors are ValueErrors naming the path."""
+
+import os
+
+from bert_tf.checkpoints.restore import load_keras_model, restore
+from bert_tf.models import BertEncoder
+from bert_tf.tasks import record as run_record
+from bert_tf.tasks import registry
+
+
+def beside(checkpoint, name):
+    """`name` in the checkpoint's folder (the folder itself, or the one holding the file), or None
+    when there is no such file."""
+    path = os.path.join(run_record.run_directory(checkpoint), name)
+    return path if os.path.isfile(path) else None
+
+
+def restored(model, checkpoint):
+    """`model` with `checkpoint`'s weights; a source that lacks a task model's head is an error."""
+    report = restore(model, checkpoint)
+    if report is not None and report.not_found:
+        raise ValueError(
+            f"{checkpoint} has no trained {type(model).__name__} head ({', '.join(report.not_found)}): "
+            "use the output folder of a fine-tuning run"
+        )
+    return model
+
+
+def from_keras_file(path, model_class, config=None):
+    """The model a .keras file holds (its own dtype policy kept), checked against `model_class`
+    (an encoder is taken out of a model that holds one) and `config` (when given)."""
+    model = load_keras_model(path)
+    if model_class is BertEncoder:
+        model = getattr(model, "encoder", model)
+    if not isinstance(model, model_class):
+        raise ValueError(f"{path} holds a {type(model).__name__}, not a {model_class.__name__}")
+    saved = getattr(model, "encoder", model).bert_config()
+    if config is not None and config.encoder_kwargs() != saved.encoder_kwargs():
+        raise ValueError(
+            f"{path} was saved with another config than the one given: {saved.encoder_kwargs()} vs "
+            f"{config.encoder_kwargs()}"
+        )
+    return model
+
+
+def run_record_for(checkpoint, kind=None):
+    """The run record beside a fine-tuning run's checkpoint (checked to be of `kind`, when given)."""
+    directory = run_record.run_directory(checkpoint)
+    found = run_record.read(directory)
+    if found is None:
+        wanted = f"the output folder of {registry.get(kind).script}" if kind else "a fine-tuning run's output folder"
+        raise ValueError(f"{checkpoint}: no {run_record.FILE_NAME} in {directory}; expected {wanted}")
+    if kind is not None and found.kind != registry.get(kind).name:
+        raise ValueError(
+            f"{checkpoint} holds a {found.kind} model (task {found.task_name!r}), not a {kind}: use the kind that "
+            "matches it"
+        )
+    return found
+
+
+def task_model(checkpoint, record, config):
+    """The fine-tuned model of `record`'s kind, from a .keras file or a checkpoint; returns
+    (model, config) (a .keras file brings its own config)."""
+    kind = record.task_kind
+    if checkpoint.endswith(".keras"):
+        model = from_keras_file(checkpoint, kind.model_class, config)
+        return model, model.encoder.bert_config()
+    return restored(kind.build_model(record, BertEncoder.from_bert_config(config)), checkpoint), config

@@ -1,0 +1,78 @@
+"""Token classification (paper §5.3, CoNLL-2003 NER) as a task of the one loop.
+
+Each word's tag is predicted from its first sub-token (`bert_tf.tasks.ner.inputs`): the labels are
+`[batch, seq]` tag ids with weight 1 on first sub-tokens and 0 elsewhere, so the classification
+task's loss and metrics apply as they are, per word instead of per example: the mean
+cross-entropy over the global batch's words, and word accuracy. Evaluation adds conlleval's
+entity-level precision, recall and F1 (overall and per type).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.tasks.ner import conlleval
+from bert_tf.data.batching import array_dataset
+from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
+from bert_tf.models import BertEncoder, BertTokenClassifier
+from bert_tf.tasks.classifier.task import ClassifierTask
+
+
+class NerTask(ClassifierTask):
+    """A BertTokenClassifier over the tags `labels`.
+
+    vocab_file / do_lower_case / max_seq_length configure the word pieces; context_words: how
+    many preceding words each window after a sentence's first repeats as context (`windows`).
+    `data` for `dataset` is `encode`'s dict.
+    """
+
+    def __init__(self, bert_config, labels, vocab_file=None, do_lower_case=True, max_seq_length=128,
+                 context_words=0, dropout_rate=0.1):
+        super().__init__(bert_config, labels, "single", vocab_file, do_lower_case, max_seq_length,
+                         pair=False, dropout_rate=dropout_rate)
+        bad = [t for t in self.labels if not conlleval.is_valid_tag(t)]
+        if bad:
+            raise ValueError(f"labels {bad} are not O or B-/I-/E-/S- followed by a type")
+        if context_words < 0:
+            raise ValueError(f"context_words must not be negative, got {context_words}")
+        self.context_words = context_words
+
+    def encode(self, sentences):
+        """`bert_tf.tasks.ner.conll.Sentence`s -> the window arrays `dataset` reads."""
+        if self.pack is None:
+            raise ValueError("NerTask needs a vocab_file to read text")
+        return encode_sentences(sentences, self.labels, self.pack.tokenizer, self.max_seq_length, self.context_words)
+
+    def build_model(self):
+        encoder = BertEncoder.from_bert_config(self.bert_config)
+        return BertTokenClassifier(encoder, num_classes=len(self.labels), dropout_rate=self.dropout_rate)
+
+    def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+        def to_model(batch):
+            x = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+            # Padding rows' label weights are 0 already.
+            return x, {"label": batch["label_ids"], "weight": batch["label_weights"], "sentence": batch["sentence"]}
+
+        ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches)
+        return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+    def predict_outputs(self, outputs):
+        return {"predicted": tf.argmax(outputs, axis=-1, output_type=tf.int32)}  # [batch, seq]
+
+    def eval_outputs(self, labels, outputs):
+        return {**self.predict_outputs(outputs), "label": labels["label"], "weight": labels["weight"],
+                "sentence": labels["sentence"]}
+
+    def eval_results(self, sums, gathered, batch_losses):
+        weights = gathered["weight"]
+        # Words per sentence (padding rows tag nothing; windows of a sentence are consecutive).
+        lengths = np.bincount(gathered["sentence"], weights=(weights > 0).sum(axis=1)).astype(int)
+        gold = self.tag_names(tags_of(gathered["label"], weights, lengths))
+        predicted = self.tag_names(tags_of(gathered["predicted"], weights, lengths))
+        n = max(sums["examples"], 1e-12)
+        results = {"eval_loss": sums["loss_sum"] / n, "loss": float(np.mean(batch_losses))}
+        results.update(conlleval.evaluate(gold, predicted).as_dict("eval_"))
+        return results
+
+    def tag_names(self, sentences):
+        """Lists of tag ids -> lists of tag names."""
+        return [[self.labels[i] for i in ids] for ids in sentences]

@@ -1,0 +1,96 @@
+"""The run record: what a fine-tuning run leaves beside its checkpoints (`fine_tuning_task.json`)
+so that exports, checkpoint conversion and later runs can rebuild and feed its model.
+
+Every run keeps its kind, task name, casing and max_seq_length; each kind keeps the fields its
+registry entry names (`TaskKind.record_fields`). The defaults below are the only ones.
+"""
+
+import dataclasses
+import json
+import os
+
+from bert_tf.io_utils import atomic_write
+from bert_tf.tasks import registry
+
+FILE_NAME = "fine_tuning_task.json"
+_COMMON = ("kind", "task_name", "do_lower_case", "max_seq_length")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    kind: str  # a `registry` kind: classifier, squad, ner, swag
+    task_name: str  # e.g. "mrpc", "squad", "ner", "swag"
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    # classifier, ner: the label (tag) names; label_kind single | regression | multi (ner: token)
+    labels: tuple = ()
+    label_kind: str = "single"
+    pair: bool = True  # classifier: whether text_b is packed
+    version_2_with_negative: bool = False  # squad
+    doc_stride: int = 128  # squad
+    max_query_length: int = 64  # squad
+    window_context_words: int = 16  # ner: words of context repeated in each window after the first
+    num_choices: int = 4  # swag
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", registry.get(self.kind).name)  # an old record's name -> the one name
+        object.__setattr__(self, "labels", tuple(self.labels))
+
+    @property
+    def task_kind(self):
+        return registry.get(self.kind)
+
+    def to_dict(self):
+        """The fields every run keeps and those of its kind (as written to the file)."""
+        names = _COMMON + self.task_kind.record_fields
+        return {name: list(v) if isinstance(v := getattr(self, name), tuple) else v for name in names}
+
+    @classmethod
+    def from_dict(cls, values, source=FILE_NAME):
+        """A record from its file's dict; a record written before kinds had one name (with
+        "model": "span_labeler", ...) reads too. An unknown key or kind is a ValueError naming
+        `source`."""
+        values = dict(values)
+        if "kind" not in values:  # written before kinds had one name
+            values["kind"] = values.pop("model", "classifier")
+        else:
+            values.pop("model", None)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        if "task_name" not in values:
+            raise ValueError(f"{source}: no task_name")
+        try:
+            return cls(**values)
+        except ValueError as e:
+            raise ValueError(f"{source}: {e}") from None
+
+    def write(self, directory):
+        """Writes FILE_NAME in `directory` (atomically)."""
+        os.makedirs(directory, exist_ok=True)
+        with atomic_write(os.path.join(directory, FILE_NAME)) as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+
+
+def read(directory):
+    """The record a run left in `directory`, or None when there is none; an unreadable one is a
+    ValueError naming the file."""
+    path = os.path.join(directory, FILE_NAME)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read {path}: {e}") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"cannot read {path}: not a JSON object")
+    return RunRecord.from_dict(values, path)
+
+
+def run_directory(checkpoint):
+    """The folder of a run, from what `--init_checkpoint` may name: the folder itself, one of its
+    ckpt-N or a .keras file in it."""
+    return checkpoint if os.path.isdir(checkpoint) else os.path.dirname(os.path.abspath(checkpoint))

@@ -1,0 +1,107 @@
+"""The fine-tuning task kinds: one entry each says everything the rest of the package dispatches on.
+
+A kind's name is used everywhere the kind is named: its folder (`bert_tf/tasks/<name>/`), the
+`--export_type` that serves it, the `kind` of its run record (`fine_tuning_task.json`), its Task
+class (`<Name>Task`). The entry gives its Keras model class and how a record sizes it, its
+exporter, the original-checkpoint names of its head's variables and the record fields it keeps.
+
+This module imports the models (keras only) and nothing of the tasks themselves: the Task class
+and the exporter are named by string and imported when asked for, so reading a head name (the
+checkpoint code does) loads no task, and no task module can import its way back here in a circle.
+"""
+
+import dataclasses
+import importlib
+
+from bert_tf.models import BertClassifier, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskKind:
+    name: str  # the one name of the kind (see the module docstring)
+    script: str  # the run_scripts/ script that fine-tunes it
+    model_class: type  # the Keras model (encoder + head)
+    head_layer: str  # the model's attribute holding the head (its `.dense` is the output layer)
+    # The original layout's names of the head's kernel and bias (the kernel stored [outputs, hidden]).
+    head_names: tuple
+    record_fields: tuple  # the run-record fields this kind keeps, beyond those every run keeps
+    task: str  # "module:Class" of its Task, imported on demand
+    exporter: str  # "module:function" of its export, imported on demand: f(model, record, **options)
+    model_args: callable = lambda record: {}  # the model's constructor arguments from a run record
+    legacy_names: tuple = ()  # what earlier run records called the kind (their "model" field)
+
+    def task_class(self):
+        return _load(self.task)
+
+    def export(self, model, record, **options):
+        """Writes `model` (fine-tuned as `record` says) as a SavedModel; see the kind's exporter."""
+        return _load(self.exporter)(model, record, **options)
+
+    def build_model(self, record, encoder):
+        """The fine-tuned model a run record describes, on `encoder` (weights to be restored by
+        the caller)."""
+        return self.model_class(encoder, **self.model_args(record))
+
+
+def _load(reference):
+    module, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def _classifier_outputs(record):
+    return {"num_classes": 1 if record.label_kind == "regression" else len(record.labels)}
+
+
+# run_classifier.create_model's and run_squad.create_model's top-level head variables; the token
+# classifier (one output per tag) and the multiple-choice model (one score) use the classifier's.
+_CLASSIFIER_HEAD = ("output_weights", "output_bias")
+
+KINDS = {
+    kind.name: kind
+    for kind in (
+        TaskKind(
+            name="classifier", script="run_classifier.py", model_class=BertClassifier, head_layer="classifier",
+            head_names=_CLASSIFIER_HEAD, record_fields=("label_kind", "labels", "pair"),
+            task="bert_tf.tasks.classifier.task:ClassifierTask",
+            exporter="bert_tf.tasks.classifier.export:export_run", model_args=_classifier_outputs,
+        ),
+        TaskKind(
+            name="squad", script="run_squad.py", model_class=BertSpanLabeler, head_layer="span_head",
+            head_names=("cls/squad/output_weights", "cls/squad/output_bias"),
+            record_fields=("version_2_with_negative", "doc_stride", "max_query_length"),
+            task="bert_tf.tasks.squad.task:SquadTask", exporter="bert_tf.tasks.squad.export:export_run",
+            legacy_names=("span_labeler",),
+        ),
+        TaskKind(
+            name="ner", script="run_ner.py", model_class=BertTokenClassifier, head_layer="classifier",
+            head_names=_CLASSIFIER_HEAD, record_fields=("label_kind", "labels", "window_context_words"),
+            task="bert_tf.tasks.ner.task:NerTask", exporter="bert_tf.tasks.ner.export:export_run",
+            model_args=lambda record: {"num_classes": len(record.labels)}, legacy_names=("token_classifier",),
+        ),
+        TaskKind(
+            name="swag", script="run_swag.py", model_class=BertMultipleChoice, head_layer="classifier",
+            head_names=_CLASSIFIER_HEAD, record_fields=("num_choices",),
+            task="bert_tf.tasks.swag.task:SwagTask", exporter="bert_tf.tasks.swag.export:export_run",
+            model_args=lambda record: {"num_choices": record.num_choices}, legacy_names=("multiple_choice",),
+        ),
+    )
+}
+
+
+def get(name):
+    """The kind called `name` (or, for records written before kinds had one name, its old name);
+    a ValueError listing the kinds for any other."""
+    if name in KINDS:
+        return KINDS[name]
+    for kind in KINDS.values():
+        if name in kind.legacy_names:
+            return kind
+    raise ValueError(f"unknown fine-tuning task kind {name!r}; known: {', '.join(KINDS)}")
+
+
+def of_model(model):
+    """The kind whose model `model` is, or None (an encoder, a pre-trainer, another model)."""
+    for kind in KINDS.values():
+        if type(model) is kind.model_class:
+            return kind
+    return None

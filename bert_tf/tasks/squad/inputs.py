@@ -1,0 +1,96 @@
+"""SQuAD features in the original's TFRecords (`bert_tf.tasks.squad.features.write_features`) -> tf.data
+batches of encoder inputs and answer positions (TensorFlow)."""
+
+import dataclasses
+
+import tensorflow as tf
+
+from bert_tf.data.batching import ordered_batches
+
+# Training shuffles the serialised features through a buffer of at most this many (~1.5 KB each
+# at max_seq_length 384, so up to ~150 MB): all of SQuAD v1.1's ~88,000 training features. The
+# features are written in file order (streamed, in bounded memory), where the original shuffled
+# the examples once in memory and then mixed them with a buffer of 100.
+SHUFFLE_BUFFER = 100000
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadRecords:
+    """A TFRecord file of `count` features of length `seq_length`; `is_training`: whether the
+    records carry start_positions / end_positions / is_impossible."""
+
+    path: str
+    count: int
+    seq_length: int
+    is_training: bool
+
+
+def _feature_spec(seq_length, is_training):
+    spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")}
+    spec["unique_ids"] = tf.io.FixedLenFeature([], tf.int64)
+    if is_training:
+        for name in ("start_positions", "end_positions", "is_impossible"):
+            spec[name] = tf.io.FixedLenFeature([], tf.int64)
+    return spec
+
+
+def check_records(records: SquadRecords):
+    """A ValueError naming the file when its first record is not a SQuAD feature of
+    `seq_length` (e.g. a file written with another --max_seq_length)."""
+    try:
+        first = next(iter(tf.data.TFRecordDataset(records.path).take(1)), None)
+        if first is None:
+            raise ValueError("it holds no record")
+        tf.io.parse_single_example(first, _feature_spec(records.seq_length, records.is_training))
+    except (tf.errors.OpError, ValueError) as e:
+        message = getattr(e, "message", str(e)).splitlines()[0]
+        raise ValueError(
+            f"{records.path} is not a file of SQuAD features of length {records.seq_length}: {message}"
+        ) from None
+
+
+def _zero_record(seq_length, is_training):
+    names = ["input_ids", "input_mask", "segment_ids"]
+    feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=[0] * seq_length)) for name in names}
+    scalars = ["unique_ids"] + (["start_positions", "end_positions", "is_impossible"] if is_training else [])
+    feature.update({name: tf.train.Feature(int64_list=tf.train.Int64List(value=[0])) for name in scalars})
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+    """Batches `(x, y)`: x the encoder inputs (int32 `[batch_size, seq]`), y `start_positions`,
+    `end_positions` (int32 `[batch_size]`; 0 without answers) and `weight`.
+
+    batch_size is per replica. "train": records sharded per input pipeline, shuffled with `seed`
+    (reshuffled every epoch, reproducibly), repeated, batched with drop_remainder, the first
+    `skip_batches` skipped before parsing (cheap: a resumed run continues the same order).
+    "eval"/"predict": every feature once, in file order, padded with rows of weight 0 to whole
+    global batches, each pipeline taking its replicas' slices (`ordered_batches`).
+    """
+    ds = tf.data.TFRecordDataset(records.path)
+    pipelines = input_context.num_input_pipelines if input_context else 1
+    replicas = input_context.num_replicas_in_sync if input_context else 1
+    if mode == "train":
+        if pipelines > 1:
+            ds = ds.shard(pipelines, input_context.input_pipeline_id)
+        ds = ds.shuffle(min(records.count, SHUFFLE_BUFFER), seed=seed, reshuffle_each_iteration=True).repeat()
+        ds = ds.map(lambda r: (r, 1.0)).batch(batch_size, drop_remainder=True)
+        if skip_batches:
+            ds = ds.skip(skip_batches)
+    elif mode in ("eval", "predict"):
+        extra = -records.count % (batch_size * replicas)
+        padding = tf.data.Dataset.from_tensors((_zero_record(records.seq_length, records.is_training), 0.0)).repeat(extra)
+        ds = ordered_batches(ds.take(records.count).map(lambda r: (r, 1.0)).concatenate(padding), batch_size, input_context)
+    else:
+        raise ValueError(f"mode {mode!r} is not train, eval or predict")
+    spec = _feature_spec(records.seq_length, records.is_training)
+
+    def to_model(serialized, weight):
+        f = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(serialized, spec).items()}
+        x = {"input_word_ids": f["input_ids"], "input_mask": f["input_mask"], "input_type_ids": f["segment_ids"]}
+        y = {"weight": tf.cast(weight, tf.float32)}
+        if records.is_training:
+            y.update(start_positions=f["start_positions"], end_positions=f["end_positions"])
+        return x, y
+
+    return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,115 @@
+"""The life of a fine-tuning run in its output folder: checking that the folder holds nothing or
+this run's earlier self, leaving the run record, config and vocab beside the first checkpoint,
+and training, resuming or restoring the model (TensorFlow).
+
+Errors are ValueErrors whose message starts with the setting at fault (`output_dir=...`,
+`do_lower_case=...`), so that a script can put `--` in front and name its flag.
+"""
+
+import os
+import shutil
+
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.io_utils import atomic_write
+from bert_tf.tasks import record as run_record
+from bert_tf.tasks.record import RunRecord
+from bert_tf.training.trainer import RANDOM, RestoreStatus
+
+
+def check_output_dir(output_dir, record: RunRecord, same):
+    """What `output_dir` holds must be this run's: nothing, or a run record whose fields `same`
+    equal `record`'s, with the same casing; another run's checkpoints would be resumed with the
+    wrong head, or fail late. Checked before any work (that the folder can be written is
+    `io_utils.check_output_dir`'s to say). Returns warnings (a different max_seq_length: inputs
+    are cut differently)."""
+    previous = run_record.read(output_dir) if os.path.isdir(output_dir) else None
+    if previous is None:
+        if os.path.isdir(output_dir) and tf.train.latest_checkpoint(output_dir):
+            raise ValueError(
+                f"output_dir={output_dir} holds checkpoints of another kind of run (no {run_record.FILE_NAME}): "
+                f"write to another folder (to start from those weights, initialise from {output_dir})"
+            )
+        return []
+    for name in same:
+        if getattr(previous, name) != getattr(record, name):
+            detail = f" with {name} {_shown(getattr(previous, name))}" if name != "task_name" else ""
+            raise ValueError(
+                f"output_dir={output_dir} holds a run of task {previous.task_name!r}{detail}, not "
+                f"{_shown(getattr(record, name))}: write to another folder"
+            )
+    if previous.do_lower_case != record.do_lower_case:
+        raise ValueError(
+            f"do_lower_case={record.do_lower_case}, but the model in {output_dir} was fine-tuned with "
+            f"do_lower_case={previous.do_lower_case}"
+        )
+    if previous.max_seq_length != record.max_seq_length:
+        return [
+            f"max_seq_length={record.max_seq_length}, but the model in {output_dir} was fine-tuned with "
+            f"{previous.max_seq_length}: inputs are cut differently"
+        ]
+    return []
+
+
+def _shown(value):
+    return repr(list(value) if isinstance(value, tuple) else value)
+
+
+def write_run_files(output_dir, record: RunRecord, config: BertConfig, vocab_file):
+    """What an export or a later run needs to read the model in `output_dir`: the run record,
+    bert_config.json and vocab.txt (each written atomically)."""
+    record.write(output_dir)
+    config.to_json_file(os.path.join(output_dir, "bert_config.json"))
+    vocab = os.path.join(output_dir, "vocab.txt")
+    if os.path.abspath(vocab_file) != os.path.abspath(vocab):
+        with open(vocab_file, "rb") as src, atomic_write(vocab, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+
+
+def has_model(output_dir, init_checkpoint):
+    """Whether a run that does not train has weights to evaluate or predict with."""
+    return bool(init_checkpoint) or (os.path.isdir(output_dir) and bool(tf.train.latest_checkpoint(output_dir)))
+
+
+def nothing_to_restore(output_dir):
+    return ValueError(
+        f"output_dir={output_dir} has no checkpoint and no init_checkpoint was given: nothing to "
+        "evaluate or predict with (train first, or initialise from a trained model)"
+    )
+
+
+def restore_trained(trainer, init_checkpoint) -> RestoreStatus:
+    """Without training: the output folder's latest checkpoint, else `init_checkpoint`; there
+    being neither is an error (a random model would be evaluated without a word)."""
+    status = trainer.restore(init_checkpoint)
+    if status.start == RANDOM:
+        raise nothing_to_restore(trainer.settings.output_dir)
+    return status
+
+
+def train_or_restore(trainer, train_data, do_train, init_checkpoint, write_files, on_log=None) -> RestoreStatus:
+    """Trains (`do_train`) or restores (`restore_trained`). Training calls `write_files()` (e.g.
+    `write_run_files` for this run) after the first step, before the first checkpoint, on the
+    chief only: every checkpoint has its record beside it, and a run that fails to start leaves
+    nothing. `on_log(step, logs)` sees every logged step."""
+    if not do_train:
+        return restore_trained(trainer, init_checkpoint)
+    written = []
+
+    def log(step, logs):
+        if not written and trainer.is_chief:
+            write_files()
+            written.append(True)
+        if on_log is not None:
+            on_log(step, logs)
+
+    status, _ = trainer.train(train_data, init_checkpoint, on_log=log)
+    return status
+
+
+def training_steps(num_examples, train_batch_size, num_train_epochs, warmup_proportion):
+    """The original's (num_train_steps, num_warmup_steps): examples / batch x epochs, and that
+    share of them warming up."""
+    steps = int(num_examples / max(train_batch_size, 1) * num_train_epochs)
+    return steps, int(steps * warmup_proportion)

@@ -1,0 +1,72 @@
+"""What a task gives the one training loop (`bert_tf.training.trainer.Trainer`).
+
+A task is pre-training, or a fine-tuning task: it builds its model, turns its data into tf.data
+batches, and states its loss and metrics as per-batch sums, so that the loop can add them up
+over micro-batches, replicas and steps and normalise them over the global batch (one device,
+several replicas and gradient accumulation then give the same updates).
+"""
+
+import abc
+
+
+class Task(abc.ABC):
+    """The pieces of a task. `data` below is whatever the task reads (files, examples)."""
+
+    # Names of the per-batch sums `sums` returns (fixed, so the loop can accumulate them).
+    sum_names: tuple = ()
+
+    @abc.abstractmethod
+    def build_model(self):
+        """The Keras model (built under the strategy's scope)."""
+
+    def restore(self, model, path):
+        """Loads initial weights from `path` (init_checkpoint); returns the checkpoint loader's
+        report (`bert_tf.checkpoints.LoadReport`: what was unused, what was not found) or None
+        when the source says nothing of that (a .keras file, one of our checkpoints)."""
+        from bert_tf import checkpoints
+
+        return checkpoints.restore(model, path)
+
+    def num_examples(self, data):
+        """How many examples `data` holds (prediction drops the rows past them, which pad the
+        last global batch). The default reads a dict of arrays, one row per example."""
+        return len(next(iter(data.values())))
+
+    @abc.abstractmethod
+    def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+        """A tf.data.Dataset of `(x, y)` batches of `batch_size` (per replica) for `mode`:
+        "train" (shuffled with `seed`, repeated forever, the first `skip_batches` skipped
+        cheaply), "eval" or "predict" (every example once; see `ordered_batches`)."""
+
+    def normalizers(self, labels):
+        """Per-batch values summed over the whole global batch (every replica and micro-batch)
+        before the loss is computed: what the loss divides by."""
+        return {}
+
+    @abc.abstractmethod
+    def sums(self, labels, outputs):
+        """float32 scalars summed over the batch, named as `sum_names`: the loss's numerators
+        and the metrics' counts."""
+
+    @abc.abstractmethod
+    def loss(self, sums, normalizers):
+        """This batch's share of the global batch's loss (plain arithmetic, so it also runs
+        on Python floats)."""
+
+    @abc.abstractmethod
+    def train_logs(self, sums):
+        """Metrics from sums added up over steps and replicas; must include "loss"."""
+
+    def eval_outputs(self, labels, outputs):
+        """Per-example tensors `[batch, ...]` that evaluation needs whole (gathered in input
+        order across replicas), e.g. probabilities and labels for F1."""
+        return {}
+
+    @abc.abstractmethod
+    def eval_results(self, sums, gathered, batch_losses):
+        """The results dict from the summed `sums`, the gathered `eval_outputs` (numpy, input
+        order) and the list of each batch's loss (the original's `loss` is their mean)."""
+
+    def predict_outputs(self, outputs):
+        """Per-example tensors to return from prediction."""
+        return outputs

@@ -1,0 +1,71 @@
+"""The task registry and the run record: one name per kind, records of earlier releases read."""
+
+import json
+
+import pytest
+
+from bert_tf.models import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+from bert_tf.tasks import record as run_record
+from bert_tf.tasks import registry
+from bert_tf.tasks.record import RunRecord
+from tests.tiny import tiny_config
+
+# The kinds as the scripts, folders and export types name them, with their models and heads.
+EXPECTED = {
+    "classifier": (BertClassifier, "run_classifier.py", ("output_weights", "output_bias")),
+    "squad": (BertSpanLabeler, "run_squad.py", ("cls/squad/output_weights", "cls/squad/output_bias")),
+    "ner": (BertTokenClassifier, "run_ner.py", ("output_weights", "output_bias")),
+    "swag": (BertMultipleChoice, "run_swag.py", ("output_weights", "output_bias")),
+}
+
+
+def test_every_kind_names_its_parts():
+    assert set(registry.KINDS) == set(EXPECTED)
+    for name, (model_class, script, heads) in EXPECTED.items():
+        kind = registry.get(name)
+        assert (kind.model_class, kind.script, kind.head_names) == (model_class, script, heads)
+        assert kind.task_class().__name__ == f"{name.capitalize()}Task"
+        assert callable(kind.export) and kind.exporter.startswith(f"bert_tf.tasks.{name}.export:")
+
+
+def test_models_are_sized_from_the_record():
+    encoder = BertEncoder.from_bert_config(tiny_config())
+    record = RunRecord(kind="classifier", task_name="mnli", labels=("a", "b", "c"))
+    assert registry.get("classifier").build_model(record, encoder).num_classes == 3
+    regression = RunRecord(kind="classifier", task_name="sts-b", label_kind="regression")
+    assert registry.get("classifier").build_model(regression, encoder).num_classes == 1
+    assert registry.get("swag").build_model(RunRecord(kind="swag", task_name="swag", num_choices=5), encoder).num_choices == 5
+    model = registry.get("ner").build_model(RunRecord(kind="ner", task_name="ner", labels=("O", "B-X")), encoder)
+    assert registry.of_model(model).name == "ner" and registry.of_model(encoder) is None
+
+
+def test_record_round_trip_keeps_its_kinds_fields_only(tmp_path):
+    record = RunRecord(kind="squad", task_name="squad", do_lower_case=False, max_seq_length=384, doc_stride=64)
+    record.write(tmp_path)
+    written = json.loads((tmp_path / run_record.FILE_NAME).read_text())
+    assert written == {
+        "kind": "squad", "task_name": "squad", "do_lower_case": False, "max_seq_length": 384,
+        "version_2_with_negative": False, "doc_stride": 64, "max_query_length": 64,
+    }
+    assert run_record.read(tmp_path) == record
+    assert run_record.read(tmp_path / "nowhere") is None
+
+
+@pytest.mark.parametrize("old, kind", [("span_labeler", "squad"), ("token_classifier", "ner"),
+                                       ("multiple_choice", "swag"), ("classifier", "classifier")])
+def test_records_of_earlier_releases_read(tmp_path, old, kind):
+    (tmp_path / run_record.FILE_NAME).write_text(json.dumps({"task_name": "t", "model": old, "labels": ["a", "b"]}))
+    assert run_record.read(tmp_path).kind == kind
+
+
+def test_bad_records_name_the_file(tmp_path):
+    path = tmp_path / run_record.FILE_NAME
+    path.write_text(json.dumps({"task_name": "t", "kind": "ner", "colour": "red"}))
+    with pytest.raises(ValueError, match=r"fine_tuning_task.json: unknown field\(s\) colour"):
+        run_record.read(tmp_path)
+    path.write_text(json.dumps({"task_name": "t", "kind": "translation"}))
+    with pytest.raises(ValueError, match="unknown fine-tuning task kind 'translation'; known: classifier, squad"):
+        run_record.read(tmp_path)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="cannot read"):
+        run_record.read(tmp_path)

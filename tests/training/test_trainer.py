@@ -1,0 +1,107 @@
+"""The one loop's contract, on a toy Task (a linear regression): what it asks of a task and what
+it promises back (restore status, predictions trimmed to the examples, resumable training)."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.data.batching import array_dataset
+from bert_tf.training.task import Task
+from bert_tf.training.trainer import INITIALISED, RANDOM, RESUMED, Trainer, TrainingSettings
+
+
+class LinearTask(Task):
+    """y = x . w: mean squared error, summed over the batch and divided by the global count."""
+
+    sum_names = ("squared_error", "examples")
+
+    def build_model(self):
+        inputs = {"x": keras.Input((3,), name="x")}
+        return keras.Model(inputs, keras.layers.Dense(1, use_bias=False)(inputs["x"])[:, 0])
+
+    def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+        ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches)
+        return ds.map(lambda b: ({"x": b["x"]}, {"y": b["y"], "weight": b["weight"]}))
+
+    def normalizers(self, labels):
+        return {"examples": tf.reduce_sum(labels["weight"])}
+
+    def sums(self, labels, outputs):
+        error = labels["weight"] * tf.square(outputs - labels["y"])
+        return {"squared_error": tf.reduce_sum(error), "examples": tf.reduce_sum(labels["weight"])}
+
+    def loss(self, sums, normalizers):
+        return sums["squared_error"] / normalizers["examples"]
+
+    def train_logs(self, sums):
+        return {"loss": sums["squared_error"] / max(sums["examples"], 1e-12)}
+
+    def eval_results(self, sums, gathered, batch_losses):
+        return {"eval_loss": sums["squared_error"] / sums["examples"], "loss": float(np.mean(batch_losses))}
+
+    def predict_outputs(self, outputs):
+        return {"y": outputs}
+
+
+def _data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    return {"x": x, "y": x @ np.array([1.0, -2.0, 0.5], np.float32)}
+
+
+def _trainer(tmp_path, **overrides):
+    values = dict(
+        output_dir=str(tmp_path), train_batch_size=8, eval_batch_size=4, predict_batch_size=4, learning_rate=0.1,
+        num_train_steps=60, num_warmup_steps=0, save_checkpoints_steps=30, seed=3,
+    )
+    values.update(overrides)
+    return Trainer(LinearTask(), TrainingSettings(**values), tf.distribute.get_strategy())
+
+
+def test_trains_evaluates_and_predicts_every_example_once_in_order(tmp_path):
+    trainer = _trainer(tmp_path)
+    data = _data(64)
+    before = trainer.evaluate(data)["eval_loss"]
+    status, step = trainer.train(data)
+    assert status.start == RANDOM and step == 60
+    results = trainer.evaluate(data)
+    assert results["global_step"] == 60 and results["eval_loss"] < before / 10
+    test = _data(10, seed=1)  # 10 rows: the last batch of 4 is padded with 2 rows
+    predicted = trainer.predict(test)["y"]
+    assert predicted.shape == (10,)
+    kernel = trainer.model.layers[-1].kernel.numpy()[:, 0]  # the rows in input order, nothing else
+    np.testing.assert_allclose(predicted, test["x"] @ kernel, rtol=1e-5, atol=1e-5)
+
+
+def test_restore_says_what_it_did(tmp_path):
+    first = _trainer(tmp_path / "a", num_train_steps=30)
+    first.train(_data(64))
+    resumed = _trainer(tmp_path / "a", num_train_steps=60)
+    status = resumed.restore()
+    assert (status.start, status.step, status.path.endswith("ckpt-30")) == (RESUMED, 30, True)
+    assert "resumed from" in str(status)
+    fresh = _trainer(tmp_path / "b")
+    status = fresh.restore(str(tmp_path / "a" / "ckpt-30"))
+    assert (status.start, status.step) == (INITIALISED, 0)
+    np.testing.assert_array_equal(fresh.model.get_weights()[0], first.model.get_weights()[0])
+    assert _trainer(tmp_path / "c").restore().start == RANDOM
+
+
+def test_a_resumed_run_ends_where_an_uninterrupted_one_does(tmp_path):
+    data = _data(64)
+    whole = _trainer(tmp_path / "whole")
+    whole.train(data)
+
+    def stop_after_the_first_checkpoint(step, logs):
+        if step > 30:
+            raise KeyboardInterrupt
+
+    try:
+        _trainer(tmp_path / "parts").train(data, on_log=stop_after_the_first_checkpoint)
+    except KeyboardInterrupt:
+        pass
+    status, step = _trainer(tmp_path / "parts").train(data)
+    assert status.start == RESUMED and step == 60
+    again = _trainer(tmp_path / "parts")
+    again.restore()
+    np.testing.assert_array_equal(again.model.get_weights()[0], whole.model.get_weights()[0])
