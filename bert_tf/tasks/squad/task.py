@@ -10,8 +10,8 @@ original), averaged over the batch; the two averaged. `data` for `dataset` is a
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.squad.inputs import squad_dataset
 from bert_tf.models import BertEncoder, BertSpanLabeler
+from bert_tf.tasks.squad.inputs import squad_dataset
 from bert_tf.training.task import Task
 
 
@@ -27,6 +27,10 @@ class SquadTask(Task):
 
     def build_model(self):
         return BertSpanLabeler(BertEncoder.from_bert_config(self.bert_config))
+
+    def num_examples(self, data):
+        # `data` is a SquadRecords: its features are the rows prediction returns.
+        return data.count
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         return squad_dataset(data, mode, batch_size, input_context, seed, skip_batches)

@@ -3,6 +3,7 @@ the one reader (`bert_tf.tasks.squad.features`), the official evaluation and the
 as they treat the downloaded files."""
 
 import json
+import os
 
 from bert_tf.data.tfds import load_split
 from bert_tf.io_utils import atomic_write
@@ -50,3 +51,12 @@ def write_squad_json(name, split, path, data_dir=None, download=False):
     with atomic_write(path) as f:
         json.dump({"version": version, "data": data}, f, ensure_ascii=False)
     return sum(len(p["qas"]) for a in data for p in a["paragraphs"])
+
+
+def tfds_json_file(name, split, output_dir, data_dir=None, download=False):
+    """TFDS dataset `name`'s `split` written as a SQuAD json file in `output_dir` (so that the one
+    reader, the official evaluation and the output files all work on it as on a downloaded
+    file); returns its path, `<name with _ for />_<split>.json`."""
+    path = os.path.join(output_dir, f"{name.replace('/', '_')}_{split}.json")
+    write_squad_json(name, split, path, data_dir, download)
+    return path

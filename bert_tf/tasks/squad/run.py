@@ -1,0 +1,165 @@
+"""A SQuAD run's steps around the one loop (the original run_squad.py's main, without its flags):
+the run record, the tokenizer, dev or test set, prediction and its output files
+(predictions.json, nbest_predictions.json, null_odds.json), the official evaluation
+(eval_results.json and .txt).
+
+The features to predict are not held in memory: the logits of row i belong to feature i of
+eval.tf_record, and post-processing rebuilds the features from the input file in the same order
+(`by_example`)."""
+
+import contextlib
+import dataclasses
+import itertools
+import json
+import os
+
+from bert_tf.io_utils import atomic_write
+from bert_tf.tasks.record import RunRecord
+from bert_tf.tasks.squad import features as squad
+from bert_tf.tasks.squad import metrics as squad_metrics
+from bert_tf.tasks.squad.json_reader import iter_squad_articles
+from bert_tf.tasks.squad.predictions import write_predictions
+from bert_tf.tokenization import FullTokenizer
+
+PREDICTIONS_FILE = "predictions.json"
+NBEST_FILE = "nbest_predictions.json"
+NULL_ODDS_FILE = "null_odds.json"
+EVAL_RESULTS_FILES = ("eval_results.json", "eval_results.txt")
+
+
+def squad_record(version_2_with_negative, do_lower_case, max_seq_length, doc_stride, max_query_length):
+    """The run record of a SQuAD run: what its features and a later export depend on."""
+    return RunRecord(
+        kind="squad", task_name="squad", version_2_with_negative=version_2_with_negative,
+        do_lower_case=do_lower_case, max_seq_length=max_seq_length, doc_stride=doc_stride,
+        max_query_length=max_query_length,
+    )
+
+
+def load_tokenizer(vocab_file, do_lower_case):
+    """The FullTokenizer of `vocab_file`; a ValueError starting `vocab_file=...` when the file
+    cannot be read or is no vocab (check it against the model with `BertConfig.check_vocab_size`)."""
+    try:
+        return FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"vocab_file={vocab_file}: {e}") from None
+
+
+def has_answers(input_file):
+    """Whether the SQuAD file at `input_file` is a dev set (its questions carry answers or are
+    marked is_impossible) rather than a test set (no question does, or their answer lists are
+    empty). A ValueError naming the file and the question when some questions have answers and
+    another has none; the reader's ValueError for a malformed file."""
+    with_answers, without = 0, None
+    for article in iter_squad_articles(input_file):
+        for paragraph in article.get("paragraphs", ()) if isinstance(article, dict) else ():
+            for qa in paragraph.get("qas", ()) if isinstance(paragraph, dict) else ():
+                if not isinstance(qa, dict):
+                    continue  # the reader names what is wrong
+                if qa.get("answers") or qa.get("is_impossible"):
+                    with_answers += 1
+                elif without is None:
+                    without = qa.get("id")
+            if with_answers and without is not None:
+                raise ValueError(
+                    f"{input_file}: question {without!r} has no answers (and is not marked "
+                    "is_impossible) while other questions have answers: a dev set needs them on every question"
+                )
+    return with_answers > 0
+
+
+def by_example(input_file, tokenizer, record: RunRecord, start_logits, end_logits):
+    """Yields `(example, [(feature, start_logits, end_logits), ...])` in file order, the features
+    rebuilt from `input_file` as they were written to eval.tf_record (`record`'s settings; row i
+    of the float `[features, max_seq_length]` logits is feature i): nothing but the logits is held
+    in memory. A ValueError (starting with `input_file`) when the file no longer gives as many
+    features as there are rows."""
+    examples, again = itertools.tee(squad.read_squad_examples(input_file, False, record.version_2_with_negative))
+    features = squad.convert_examples_to_features(
+        again, tokenizer, record.max_seq_length, record.doc_stride, record.max_query_length, False
+    )
+    index, example, group, row = -1, None, [], -1
+    for row, feature in enumerate(features):
+        if row >= len(start_logits):
+            break
+        if feature.example_index != index:
+            if group:
+                yield example, group
+            while index < feature.example_index:
+                example, index = next(examples), index + 1
+            group = []
+        group.append((feature, start_logits[row], end_logits[row]))
+    if row + 1 != len(start_logits):
+        raise ValueError(f"{input_file} changed while predicting: its features no longer match eval.tf_record")
+    if group:
+        yield example, group
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerSettings:
+    """How answers are picked from the logits (the original's flags of the same names)."""
+
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0  # v2.0: predict "" when null score - best span's > this
+
+
+@dataclasses.dataclass(frozen=True)
+class Answers:
+    """What `write_answers` wrote: the predictions ({question id: text}, file order) and, for
+    v2.0, the path of null_odds.json (else None)."""
+
+    predictions: dict
+    null_odds_file: str | None
+
+
+def write_answers(input_file, tokenizer, record: RunRecord, answers: AnswerSettings, logits, output_dir):
+    """Post-processes `logits` ({"start_logits", "end_logits"}: float `[features, seq]`, one row
+    per feature of eval.tf_record) into predictions.json, nbest_predictions.json and, for v2.0,
+    null_odds.json in `output_dir`. Returns Answers."""
+    null_odds = os.path.join(output_dir, NULL_ODDS_FILE)
+    predictions = write_predictions(
+        by_example(input_file, tokenizer, record, logits["start_logits"], logits["end_logits"]),
+        os.path.join(output_dir, PREDICTIONS_FILE),
+        os.path.join(output_dir, NBEST_FILE),
+        null_odds,
+        answers.n_best_size,
+        answers.max_answer_length,
+        record.do_lower_case,
+        record.version_2_with_negative,
+        answers.null_score_diff_threshold,
+    )
+    return Answers(predictions, null_odds if record.version_2_with_negative else None)
+
+
+def predict(trainer, input_file, records, tokenizer, record: RunRecord, answers: AnswerSettings):
+    """The trained model's answers to the questions of `input_file` (its features in `records`,
+    a SquadRecords), written to the trainer's output_dir (`write_answers`). Every worker predicts;
+    only the chief writes and gets Answers, the others None."""
+    logits = trainer.predict(records)
+    if not trainer.is_chief:
+        return None
+    return write_answers(input_file, tokenizer, record, answers, logits, trainer.settings.output_dir)
+
+
+def evaluate(trainer, input_file, answers: Answers):
+    """The official evaluation of `answers` against the dev set `input_file` (v2.0 with the null
+    odds): eval_results.json (the official script's JSON) and eval_results.txt with global_step
+    in the trainer's output_dir. Returns the official results."""
+    na_probs = None
+    if answers.null_odds_file:
+        with open(answers.null_odds_file, encoding="utf-8") as f:
+            na_probs = json.load(f)
+    results = squad_metrics.evaluate(input_file, answers.predictions, na_probs=na_probs)
+    with atomic_write(os.path.join(trainer.settings.output_dir, EVAL_RESULTS_FILES[0])) as f:
+        f.write(json.dumps(results) + "\n")
+    trainer.write_eval_results({**results, "global_step": trainer.global_step})
+    return results
+
+
+def remove_eval_results(output_dir):
+    """Removes eval_results.json/.txt from `output_dir`: after a test set's predictions, a dev
+    set's figures must not stay beside them."""
+    for name in EVAL_RESULTS_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(output_dir, name))

@@ -1,0 +1,350 @@
+"""A SQuAD run's steps without flags: the feature cache (reused while input and settings are the
+same, rewritten when one changes), the regrouping of logits rows by example, dev vs test sets,
+the output files and the official evaluation, on tiny files made here."""
+
+import dataclasses
+import json
+import os
+import types
+
+import numpy as np
+import pytest
+
+from bert_tf.tasks.squad import feature_cache
+from bert_tf.tasks.squad import run as squad_run
+from bert_tf.tasks.squad.feature_cache import NoQuestionsError, cached_features
+from bert_tf.tokenization import FullTokenizer
+from tests.tiny import tiny_config, write_vocab
+
+# Single-piece words: a window's tokens are the context's words.
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sat", "on", "mat", "where", "is", "?"]
+SEQ, STRIDE, QUERY = 16, 3, 6
+# Paragraph word counts: one window (5 words), several (11, 14 words; a window holds
+# SEQ - 5 - 3 = 8 words beside [CLS] where is the cat ? [SEP] ... [SEP]).
+LENGTHS = (5, 11, 14)
+
+
+def _context(n, cat_at):
+    words = [("dog", "sat", "on", "the", "mat")[i % 5] for i in range(n)]
+    words[cat_at] = "cat"
+    return " ".join(words)
+
+
+def _squad(path, answers=True, impossible=False, lengths=LENGTHS):
+    """A SQuAD file: one paragraph per entry of `lengths`, two questions each (the cat's place)."""
+    paragraphs = []
+    for p, n in enumerate(lengths):
+        context = _context(n, cat_at=n - 2)
+        start = len(" ".join(context.split()[: n - 2])) + 1
+        qas = []
+        for q in range(2):
+            qa = {"id": f"q{p}-{q}", "question": "where is the cat ?"}
+            if answers:
+                qa["answers"] = [{"text": "cat", "answer_start": start}]
+            if impossible and q == 1:
+                qa.update(answers=[], is_impossible=True)
+            qas.append(qa)
+        paragraphs.append({"context": context, "qas": qas})
+    data = [{"title": "t", "paragraphs": paragraphs}]
+    path.write_text(json.dumps({"version": "v2.0" if impossible else "1.1", "data": data}), encoding="utf-8")
+    return str(path)
+
+
+def _windows(n, seq=SEQ, stride=STRIDE, query_tokens=5):
+    """The original's doc spans of an n-word context: how many windows."""
+    room, start, count = seq - query_tokens - 3, 0, 0
+    while start < n:
+        length = min(n - start, room)
+        count += 1
+        if start + length == n:
+            break
+        start += min(length, stride)
+    return count
+
+
+@pytest.fixture
+def vocab(tmp_path):
+    return write_vocab(tmp_path / "vocab.txt", VOCAB)
+
+
+@pytest.fixture
+def tokenizer(vocab):
+    return FullTokenizer(vocab)
+
+
+def _record(**changes):
+    values = dict(version_2_with_negative=False, do_lower_case=True, max_seq_length=SEQ, doc_stride=STRIDE,
+                  max_query_length=QUERY)
+    return squad_run.squad_record(**{**values, **changes})
+
+
+# ---- The feature cache -------------------------------------------------------------------------
+
+
+def test_features_are_written_once_and_reused_while_nothing_changes(tmp_path, vocab, tokenizer):
+    train = _squad(tmp_path / "train.json")
+    out = str(tmp_path / "out")
+    first = cached_features(train, True, tokenizer, vocab, _record(), out)
+    assert not first.reused and first.examples == 6
+    assert first.records.path == os.path.join(out, "train.tf_record") and first.records.is_training
+    assert first.records.count == 2 * sum(_windows(n) for n in LENGTHS)
+    assert first.stats["questions"] == 6
+    meta = json.loads(open(first.records.path + ".json").read())
+    assert meta["features"] == first.records.count and meta["examples"] == 6
+    assert meta["fingerprint"]["max_seq_length"] == SEQ and meta["fingerprint"]["is_training"] is True
+    assert "kind" not in meta["fingerprint"] and "task_name" not in meta["fingerprint"]
+    assert first.summary() == f"{train}: 6 questions -> 6 examples, {first.records.count} features"
+
+    written = os.stat(first.records.path).st_mtime_ns
+    again = cached_features(train, True, tokenizer, vocab, _record(), out)
+    assert again.reused and again.records == first.records and again.examples == 6
+    assert os.stat(first.records.path).st_mtime_ns == written  # not written again
+    assert again.summary() == f"Reusing {first.records.path}: {first.records.count} features of 6 examples"
+    # Another run of the same settings, named otherwise, reuses them too: the name is not an input.
+    renamed = dataclasses.replace(_record(), task_name="squad-again")
+    assert cached_features(train, True, tokenizer, vocab, renamed, out).reused
+    # Prediction features are another file.
+    evaluation = cached_features(train, False, tokenizer, vocab, _record(), out)
+    assert not evaluation.reused and evaluation.records.path == os.path.join(out, "eval.tf_record")
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["doc_stride", "max_query_length", "max_seq_length", "do_lower_case", "input", "vocab", "version", "meta"],
+)
+def test_features_are_rewritten_when_an_input_or_setting_changes(tmp_path, vocab, tokenizer, monkeypatch, change):
+    train = _squad(tmp_path / "train.json")
+    out = str(tmp_path / "out")
+    first = cached_features(train, True, tokenizer, vocab, _record(), out)
+    record = _record()
+    if change == "doc_stride":
+        record = _record(doc_stride=1)
+    elif change == "max_query_length":
+        record = _record(max_query_length=QUERY + 1)
+    elif change == "max_seq_length":
+        record = _record(max_seq_length=SEQ + 4)
+    elif change == "do_lower_case":
+        record = _record(do_lower_case=False)
+    elif change == "input":
+        _squad(tmp_path / "train.json", lengths=(5, 11))
+    elif change == "vocab":
+        write_vocab(vocab, VOCAB + ["mats"])
+    elif change == "version":
+        monkeypatch.setattr(feature_cache, "FEATURES_VERSION", feature_cache.FEATURES_VERSION + 1)
+    elif change == "meta":
+        (tmp_path / "out" / "train.tf_record.json").write_text("{not json")
+    again = cached_features(train, True, tokenizer, vocab, record, out)
+    assert not again.reused
+    assert again.records.seq_length == record.max_seq_length
+    if change == "input":
+        assert again.examples == 4 and again.records.count < first.records.count
+    elif change in ("doc_stride", "max_seq_length"):
+        windows = sum(_windows(n, record.max_seq_length, record.doc_stride) for n in LENGTHS)
+        assert again.records.count == 2 * windows != first.records.count
+    assert cached_features(train, True, tokenizer, vocab, record, out).reused  # and now kept
+
+
+def test_a_lost_tf_record_is_written_again(tmp_path, vocab, tokenizer):
+    train = _squad(tmp_path / "train.json")
+    out = str(tmp_path / "out")
+    first = cached_features(train, True, tokenizer, vocab, _record(), out)
+    os.remove(first.records.path)
+    again = cached_features(train, True, tokenizer, vocab, _record(), out)
+    assert not again.reused and os.path.isfile(again.records.path) and again.records == first.records
+
+
+def test_no_question_is_an_error_naming_the_file_and_leaves_no_file(tmp_path, vocab, tokenizer):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"version": "1.1", "data": []}))
+    out = tmp_path / "out"
+    with pytest.raises(NoQuestionsError) as error:
+        cached_features(str(empty), True, tokenizer, vocab, _record(), str(out))
+    assert str(error.value) == f"{empty}: no question to train on"
+    with pytest.raises(NoQuestionsError, match="no question to answer"):
+        cached_features(str(empty), False, tokenizer, vocab, _record(), str(out))
+    assert os.listdir(out) == []
+
+
+def test_a_bad_file_is_the_readers_error(tmp_path, vocab, tokenizer):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"version": "1.1", "data": [{"paragraphs": [{"qas": []}]}]}))
+    with pytest.raises(ValueError, match="bad.json.*'context'"):
+        cached_features(str(bad), True, tokenizer, vocab, _record(), str(tmp_path / "out"))
+
+
+def test_summary_names_skipped_and_impossible_questions():
+    records = types.SimpleNamespace(path="f", count=7)
+    stats = {"questions": 5, "impossible": 2, "skipped_answer_mismatch": 1}
+    line = feature_cache.CachedFeatures("in.json", records, 4, stats, False).summary()
+    assert line == (
+        "in.json: 5 questions (2 without an answer) -> 4 examples, 7 features; 1 skipped: the answer text is not "
+        "at its answer_start (as the original)"
+    )
+
+
+def test_counted_counts_what_passed():
+    counted = feature_cache.Counted(iter("abc"))
+    assert next(counted) == "a" and counted.count == 1
+    assert list(counted) == ["b", "c"] and counted.count == 3
+
+
+# ---- Regrouping the logits by example ------------------------------------------------------------
+
+
+def _row_logits(rows):
+    """Row i holds i everywhere: a group's logits tell which rows it got."""
+    logits = np.repeat(np.arange(rows, dtype=np.float32)[:, None], SEQ, axis=1)
+    return logits, -logits
+
+
+def test_by_example_groups_rows_in_file_order(tmp_path, tokenizer):
+    dev = _squad(tmp_path / "dev.json")
+    windows = [_windows(n) for n in LENGTHS for _ in range(2)]
+    start, end = _row_logits(sum(windows))
+    groups = list(squad_run.by_example(dev, tokenizer, _record(), start, end))
+    assert [example.qas_id for example, _ in groups] == [f"q{p}-{q}" for p in range(3) for q in range(2)]
+    assert [len(group) for _, group in groups] == windows
+    rows = [int(s[0]) for _, group in groups for _, s, _ in group]
+    assert rows == list(range(sum(windows)))  # row i is feature i, each once
+    for index, (_, group) in enumerate(groups):
+        assert [f.example_index for f, _, _ in group] == [index] * len(group)
+        assert [f.doc_span_index for f, _, _ in group] == list(range(len(group)))
+        assert all(np.array_equal(e, -s) for _, s, e in group)
+
+
+@pytest.mark.parametrize("rows", [-1, 1])
+def test_by_example_fails_when_the_file_no_longer_matches_the_logits(tmp_path, tokenizer, rows):
+    dev = _squad(tmp_path / "dev.json")
+    start, end = _row_logits(2 * sum(_windows(n) for n in LENGTHS) + rows)
+    with pytest.raises(ValueError, match=r"dev.json changed while predicting: .* eval.tf_record"):
+        list(squad_run.by_example(dev, tokenizer, _record(), start, end))
+
+
+# ---- Dev or test set ------------------------------------------------------------------------------
+
+
+def test_dev_and_test_sets(tmp_path):
+    assert squad_run.has_answers(_squad(tmp_path / "dev.json"))
+    assert squad_run.has_answers(_squad(tmp_path / "dev2.json", impossible=True))  # is_impossible counts
+    assert not squad_run.has_answers(_squad(tmp_path / "test.json", answers=False))
+    empty_lists = json.loads((tmp_path / "test.json").read_text())
+    for qa in empty_lists["data"][0]["paragraphs"][0]["qas"]:
+        qa["answers"] = []
+    (tmp_path / "empty_lists.json").write_text(json.dumps(empty_lists))
+    assert not squad_run.has_answers(str(tmp_path / "empty_lists.json"))
+
+
+def test_a_question_without_answers_in_a_dev_set_is_an_error(tmp_path):
+    data = json.loads(open(_squad(tmp_path / "dev.json")).read())
+    del data["data"][0]["paragraphs"][1]["qas"][1]["answers"]
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(data))
+    with pytest.raises(ValueError) as error:
+        squad_run.has_answers(str(partial))
+    assert str(error.value).startswith(f"{partial}: question 'q1-1' has no answers (and is not marked is_impossible)")
+
+
+def test_a_malformed_file_is_the_readers_error(tmp_path):
+    malformed = tmp_path / "malformed.json"
+    malformed.write_text(open(_squad(tmp_path / "dev.json")).read()[:-30])
+    with pytest.raises(ValueError, match="malformed.json"):
+        squad_run.has_answers(str(malformed))
+
+
+# ---- Answers, evaluation, the run's files ------------------------------------------------------------
+
+
+def _cat_logits(dev, tokenizer, record):
+    """Logits that point at the cat in every window holding it (else at [CLS])."""
+    from bert_tf.tasks.squad import features as squad
+
+    examples = squad.read_squad_examples(dev, False, record.version_2_with_negative)
+    features = list(squad.convert_examples_to_features(examples, tokenizer, SEQ, STRIDE, QUERY, False))
+    start = np.full((len(features), SEQ), -5.0, np.float32)
+    for row, feature in enumerate(features):
+        cats = [i for i, t in enumerate(feature.tokens) if t == "cat" and i in feature.token_to_orig_map]
+        start[row, cats[0] if cats else 0] = 5.0
+    return {"start_logits": start, "end_logits": start.copy()}
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_answers_are_written_and_evaluated(tmp_path, tokenizer, v2):
+    dev = _squad(tmp_path / "dev.json", impossible=v2)
+    record = _record(version_2_with_negative=v2)
+    out = tmp_path / "out"
+    out.mkdir()
+    settings = squad_run.AnswerSettings(n_best_size=3, max_answer_length=4)
+    answers = squad_run.write_answers(dev, tokenizer, record, settings, _cat_logits(dev, tokenizer, record), str(out))
+    ids = [f"q{p}-{q}" for p in range(3) for q in range(2)]
+    assert list(answers.predictions) == ids
+    assert json.loads((out / "predictions.json").read_text()) == answers.predictions
+    assert all(len(entries) <= 3 for entries in json.loads((out / "nbest_predictions.json").read_text()).values())
+    if v2:
+        assert answers.null_odds_file == str(out / "null_odds.json")
+        assert list(json.loads((out / "null_odds.json").read_text())) == ids
+    else:
+        assert answers.null_odds_file is None and not (out / "null_odds.json").exists()
+        assert set(answers.predictions.values()) == {"cat"}
+
+    written = []
+    trainer = types.SimpleNamespace(
+        settings=types.SimpleNamespace(output_dir=str(out)), global_step=7, write_eval_results=written.append
+    )
+    results = squad_run.evaluate(trainer, dev, answers)
+    assert json.loads((out / "eval_results.json").read_text()) == results
+    assert written == [{**results, "global_step": 7}]
+    assert ("best_f1_thresh" in results) == v2 and ("exact_match" in results) == (not v2)
+
+    (out / "eval_results.txt").write_text("x")
+    squad_run.remove_eval_results(str(out))
+    squad_run.remove_eval_results(str(out))  # none left: nothing to do
+    assert not (out / "eval_results.json").exists() and not (out / "eval_results.txt").exists()
+
+
+def test_predict_writes_on_the_chief_only(tmp_path, tokenizer):
+    dev = _squad(tmp_path / "dev.json")
+    logits = _cat_logits(dev, tokenizer, _record())
+
+    def trainer(chief):
+        return types.SimpleNamespace(
+            predict=lambda records: logits, is_chief=chief, settings=types.SimpleNamespace(output_dir=str(tmp_path))
+        )
+
+    settings = squad_run.AnswerSettings()
+    assert squad_run.predict(trainer(False), dev, None, tokenizer, _record(), settings) is None
+    assert not (tmp_path / "predictions.json").exists()
+    answers = squad_run.predict(trainer(True), dev, None, tokenizer, _record(), settings)
+    assert (tmp_path / "predictions.json").exists() and len(answers.predictions) == 6
+
+
+# ---- Run record, tokenizer, TFDS file, Task ------------------------------------------------------------
+
+
+def test_run_record_and_tokenizer(tmp_path, vocab):
+    record = _record(version_2_with_negative=True)
+    assert record.kind == "squad" and record.task_name == "squad"
+    assert record.to_dict()["version_2_with_negative"] is True and record.to_dict()["doc_stride"] == STRIDE
+    assert squad_run.load_tokenizer(vocab, True).vocab["cat"] == 6
+    missing = tmp_path / "missing.txt"
+    with pytest.raises(ValueError, match=f"^vocab_file={missing}: "):
+        squad_run.load_tokenizer(str(missing), True)
+    with pytest.raises(ValueError, match=f"^vocab_file={tmp_path}: "):
+        squad_run.load_tokenizer(str(tmp_path), True)  # a folder
+
+
+def test_tfds_split_is_written_beside_the_run(tmp_path, monkeypatch):
+    from bert_tf.tasks.squad import tfds
+
+    calls = []
+    monkeypatch.setattr(tfds, "write_squad_json", lambda *args: calls.append(args))
+    path = tfds.tfds_json_file("squad/v2.0", "validation", str(tmp_path), "data", True)
+    assert path == str(tmp_path / "squad_v2.0_validation.json")
+    assert calls == [("squad/v2.0", "validation", path, "data", True)]
+
+
+def test_squad_task_counts_features(tmp_path):
+    from bert_tf.tasks.squad.inputs import SquadRecords
+    from bert_tf.tasks.squad.task import SquadTask
+
+    task = SquadTask(tiny_config(), max_seq_length=SEQ)
+    assert task.num_examples(SquadRecords(str(tmp_path / "f"), 13, SEQ, False)) == 13
