@@ -27,7 +27,6 @@ import tempfile
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import app, flags
 

@@ -31,9 +31,9 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from bert_tf import BertClassifier, BertConfig, BertEncoder
-from bert_tf.tasks.classifier.inputs import TextPacker
-from bert_tf.tasks.classifier.export import export_classifier
 from bert_tf.export.common import text_preprocessing
+from bert_tf.tasks.classifier.export import export_classifier
+from bert_tf.tasks.classifier.inputs import TextPacker
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = flags.FLAGS

@@ -13,8 +13,8 @@ import json
 
 from absl import app, flags, logging
 
-from bert_tf.tasks.squad import metrics as squad_metrics
 from bert_tf.io_utils import atomic_write
+from bert_tf.tasks.squad import metrics as squad_metrics
 from run_scripts.common_flags import fail
 
 FLAGS = flags.FLAGS

@@ -137,7 +137,7 @@ def main(argv):
     test_sets = {"": (processor.submission_name, test[0]), **test[1]} if FLAGS.do_predict else {}
     test_features = {name: _encode(examples, processor, f"test {name}".strip()) for name, (_, examples) in test_sets.items()}
 
-    from bert_tf.tasks.classifier.task import ClassifierTask, METRIC_FOR_GLUE_TASK, write_submission, write_test_results
+    from bert_tf.tasks.classifier.task import METRIC_FOR_GLUE_TASK, ClassifierTask, write_submission, write_test_results
     from bert_tf.training.trainer import Trainer
 
     settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, len(train[0]))

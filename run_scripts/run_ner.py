@@ -22,8 +22,8 @@ import os
 
 from absl import app, flags, logging
 
-from bert_tf.tasks.ner import conll
 from bert_tf.tasks import record as run_record
+from bert_tf.tasks.ner import conll
 from bert_tf.tasks.record import RunRecord
 from run_scripts import common_flags
 from run_scripts.common_flags import fail
@@ -86,9 +86,9 @@ def _predict(trainer, task, sentences, features):
     figures on it, as eval_results.txt's)."""
     import numpy as np
 
+    from bert_tf.io_utils import atomic_write
     from bert_tf.tasks.ner import conlleval
     from bert_tf.tasks.ner.inputs import tags_of
-    from bert_tf.io_utils import atomic_write
 
     outputs = trainer.predict(features)
     if not trainer.is_chief:

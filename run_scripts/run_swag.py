@@ -31,8 +31,8 @@ TASK_NAME = "swag"
 
 
 def _read(split):
-    from bert_tf.tasks.swag import reader as swag
     from bert_tf.data.text_files import file_exists
+    from bert_tf.tasks.swag import reader as swag
 
     path = os.path.join(FLAGS.data_dir, swag.SPLIT_FILES[split])
     if not file_exists(path):

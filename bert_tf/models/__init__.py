@@ -3,8 +3,6 @@
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
-from bert_tf.models.bert_span_labeler import BertSpanLabeler
-from bert_tf.models.bert_token_classifier import BertTokenClassifier
 from bert_tf.models.bert_pretrainer import (
     MASKED_LM_DENOMINATOR_EPSILON,
     BertPretrainer,
@@ -13,6 +11,8 @@ from bert_tf.models.bert_pretrainer import (
     next_sentence_loss,
     next_sentence_xent,
 )
+from bert_tf.models.bert_span_labeler import BertSpanLabeler
+from bert_tf.models.bert_token_classifier import BertTokenClassifier
 
 __all__ = [
     "INPUT_NAMES",

@@ -40,7 +40,7 @@ def _probe_sigma(ch):
     return cased_not_ignorable, ignorable
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _assigned():
     """Code points that are neither unassigned (Cn), private-use (Co) nor surrogates (Cs): every
     other code point has no property the rules look at (CJK ranges aside), so only these need
@@ -48,7 +48,7 @@ def _assigned():
     return [cp for cp in range(NUM_CODE_POINTS) if unicodedata.category(chr(cp)) not in ("Cn", "Co", "Cs")]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cache_key():
     """Python version, Unicode version and the rules' sources: what the tables depend on."""
     sources = b"".join(
@@ -89,7 +89,7 @@ def _cached(name, build):
     return value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def flags():
     """uint8 `[0x110000]`: the bit flags above for every code point."""
     return _cached("flags", _build_flags)
@@ -119,7 +119,7 @@ def _build_flags():
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def combining_classes():
     """uint8 `[0x110000]`: canonical combining class (NFD orders marks by it)."""
     return _cached("combining_classes", _build_combining_classes)
@@ -132,7 +132,7 @@ def _build_combining_classes():
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def lower_nfd_map(strip_marks):
     """Dense tables of NFD(str.lower(c)) per code point, Mn removed when `strip_marks`:
 
@@ -179,7 +179,7 @@ def _build_lower_nfd_map(strip_marks):
     return lengths, starts, values
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def clean_map(do_lower_case, strip_marks=True, space_punctuation=True):
     """What the original makes of each code point, as a ragged table: int32 row_splits
     `[0x110001]` and int32 values.

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bert_tf import io_utils
-from bert_tf.data.pretraining import pipeline as pipelines
 from bert_tf.data.pretraining import creation as pd
+from bert_tf.data.pretraining import pipeline as pipelines
 from bert_tf.tokenization import FullTokenizer
 from tests.run_scripts.conftest import run_script
 from tests.run_scripts.script_cases import run_cases

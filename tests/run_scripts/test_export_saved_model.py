@@ -17,9 +17,9 @@ import tensorflow as tf
 
 from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
 from bert_tf.checkpoints import restore, save_keras_model
+from bert_tf.preprocessing import BertTokenizer
 from bert_tf.tasks.ner.conll import Sentence
 from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
-from bert_tf.preprocessing import BertTokenizer
 from bert_tf.tokenization import FullTokenizer
 from tests.run_scripts.conftest import run_main_cases
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint

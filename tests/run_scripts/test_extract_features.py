@@ -8,8 +8,8 @@ import pytest
 from tests import numpy_bert
 from tests.run_scripts.conftest import run_script
 from tests.run_scripts.script_cases import run_cases
-from tests.tiny import VOCAB, tiny_config
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
+from tests.tiny import VOCAB, tiny_config
 
 pytestmark = pytest.mark.slow
 

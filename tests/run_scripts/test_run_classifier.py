@@ -9,8 +9,8 @@ import random
 import numpy as np
 import pytest
 
-from tests.tasks.classifier.test_inputs import original_features
 from tests.run_scripts.conftest import converted_to_original, killed_and_rerun, run_main_cases, run_script
+from tests.tasks.classifier.test_inputs import original_features
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
 

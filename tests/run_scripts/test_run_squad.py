@@ -265,11 +265,11 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
     """Google's layout with run_squad's cls/squad/output_weights [2, hidden] (and Adam slots):
     predictions and n-best lists equal the original's procedure restated (features, a numpy
     BERT, the n-best rules); our run written back to that layout predicts the same."""
+    from bert_tf.tokenization import FullTokenizer
+    from tests import numpy_bert
     from tests.tasks.squad.test_features import original_examples, original_features
     from tests.tasks.squad.test_predictions import reference_predictions
     from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
-    from bert_tf.tokenization import FullTokenizer
-    from tests import numpy_bert
 
     config = tiny_config(vocab_size=len(VOCAB), max_position_embeddings=64)
     weights = random_weights(original_shapes(config, with_heads=False), seed=5)

@@ -35,12 +35,11 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data.pretraining import instances as instances_lib
 from bert_tf.data import tfrecords
-from bert_tf.data.pretraining import work_folder
+from bert_tf.data.pretraining import SHARD_WORKER, work_folder
+from bert_tf.data.pretraining import instances as instances_lib
 from bert_tf.data.pretraining.shards import Shard, plan_shards, read_shard_lines  # noqa: F401 (re-exported)
 from bert_tf.data.pretraining.work_folder import work_dir  # noqa: F401 (re-exported)
-from bert_tf.data.pretraining import SHARD_WORKER
 from bert_tf.data.worker_pool import WorkerPool
 from bert_tf.io_utils import atomic_write, check_distinct_outputs
 from bert_tf.preprocessing import BertTokenizer

@@ -16,8 +16,8 @@ the graph exactly as run_classifier.py does. Outputs, by the task's kind of labe
 
 import tensorflow as tf
 
-from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker
 from bert_tf.export.common import SavedModelRoot, as_float32, string_spec, write_text_in_export
+from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker
 from bert_tf.tasks.classifier.task import MULTI_LABEL_THRESHOLD
 
 

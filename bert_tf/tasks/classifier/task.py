@@ -13,9 +13,9 @@ original `run_classifier.py`), plus regression (STS-B) and multi-label classific
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.models import BertClassifier, BertEncoder
 from bert_tf.tasks.classifier import metrics
 from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker, classifier_dataset
-from bert_tf.models import BertClassifier, BertEncoder
 from bert_tf.training.task import Task
 
 # Metrics reported besides accuracy and loss, by name (`eval_<name>`).

@@ -11,8 +11,8 @@ each. A bad line is an error naming the file and line.
 
 import dataclasses
 
-from bert_tf.tasks.ner.conlleval import OUTSIDE, PREFIXES, is_valid_tag, split_tag
 from bert_tf.data.text_files import format_names, read_text_lines
+from bert_tf.tasks.ner.conlleval import OUTSIDE, PREFIXES, is_valid_tag, split_tag
 
 DOCSTART = "-DOCSTART-"
 # Where the splits sit: file names in --data_dir, TFDS split names.

@@ -10,11 +10,11 @@ entity-level precision, recall and F1 (overall and per type).
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.ner import conlleval
 from bert_tf.data.batching import array_dataset
-from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
 from bert_tf.models import BertEncoder, BertTokenClassifier
 from bert_tf.tasks.classifier.task import ClassifierTask
+from bert_tf.tasks.ner import conlleval
+from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
 
 
 class NerTask(ClassifierTask):

@@ -19,8 +19,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.tasks.squad.json_reader import iter_squad_articles
 from bert_tf.io_utils import owner_tag, remove_stale_temporaries
+from bert_tf.tasks.squad.json_reader import iter_squad_articles
 from bert_tf.tokenization import FullTokenizer
 
 FIRST_UNIQUE_ID = 1000000000  # the original numbers features from here

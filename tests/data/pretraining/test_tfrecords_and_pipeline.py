@@ -5,7 +5,6 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import tfrecords
-
 from bert_tf.data.pretraining import pipeline as pipelines
 
 SEQ, PRED = 16, 4

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.preprocessing import BertPackInputs, BertTokenizer
 from bert_tf.tasks.classifier.inputs import TextPacker, classifier_dataset, encode_examples
 from bert_tf.tasks.classifier.processors import InputExample
-from bert_tf.preprocessing import BertPackInputs, BertTokenizer
 from bert_tf.tokenization import FullTokenizer
 
 VOCAB = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "data", "vocab.txt")

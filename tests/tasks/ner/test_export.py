@@ -4,8 +4,8 @@ graph) cuts sentences exactly as `ner_inputs.windows` (one sentence, Python) doe
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.ner.inputs import windows
 from bert_tf.tasks.ner.export import word_windows
+from bert_tf.tasks.ner.inputs import windows
 
 
 def _windows(counts, row_splits, capacity, context_words):

@@ -5,9 +5,9 @@ import random
 import numpy as np
 import pytest
 
+from bert_tf.preprocessing import BertTokenizer
 from bert_tf.tasks.ner.conll import Sentence
 from bert_tf.tasks.ner.inputs import encode_sentences, tags_of, windows, word_pieces
-from bert_tf.preprocessing import BertTokenizer
 from bert_tf.tokenization import FullTokenizer
 from tests.tiny import VOCAB, write_vocab
 
