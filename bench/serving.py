@@ -31,7 +31,7 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from bert_tf import BertClassifier, BertConfig, BertEncoder
-from bert_tf.export.common import text_preprocessing
+from bert_tf.preprocessing import text_preprocessing
 from bert_tf.tasks.classifier.export import export_classifier
 from bert_tf.tasks.classifier.inputs import TextPacker
 

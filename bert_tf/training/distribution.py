@@ -77,7 +77,7 @@ def create_strategy(name, num_gpus=0, num_cpu_devices=0, tpu_address=None, tpu_z
     if name == "mirrored":
         if num_gpus:
             if num_gpus > len(gpus):
-                raise ValueError(f"--num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible")
+                raise ValueError(f"num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible")
             return tf.distribute.MirroredStrategy([g.name for g in gpus[:num_gpus]])
         cpus = tf.config.list_logical_devices("CPU")
         devices = [d.name for d in (gpus or cpus[: max(1, num_cpu_devices or 1)])]
