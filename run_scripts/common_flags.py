@@ -263,6 +263,13 @@ def define_tfds_flags(example):
     flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")
 
 
+# The original scripts' words, run_classifier's unmatched closing quote included.
+_NOTHING_TO_DO = {
+    ("do_train", "do_eval", "do_predict"): "At least one of `do_train`, `do_eval` or `do_predict' must be True.",
+    ("do_train", "do_predict"): "At least one of `do_train` or `do_predict` must be True.",
+}
+
+
 def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
     """What a fine-tuning script checks before reading any input: something to do, the casing
     against the checkpoint's name, the config, max_seq_length against it, warmup_proportion, a
@@ -273,8 +280,7 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
 
     f = flag_values
     if not any(getattr(f, name) for name in actions):
-        names = [f"`{name}`" for name in actions]
-        fail(f"At least one of {', '.join(names[:-1])} or {names[-1]} must be True.")
+        fail(_NOTHING_TO_DO[tuple(actions)])
     distribution.split_cpu(f.num_cpu_devices)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))
     config = load_bert_config(f.bert_config_file)
