@@ -18,7 +18,7 @@ ending). Started again with the same command, a run resumes from the latest chec
 from absl import app, flags, logging
 
 from bert_tf.tasks.swag import run as swag_run
-from bert_tf.tasks.swag.reader import NUM_CHOICES, encode_examples
+from bert_tf.tasks.swag.reader import encode_examples
 from run_scripts import common_flags
 from run_scripts.common_flags import fail, library_call
 
@@ -55,7 +55,7 @@ def main(argv):
     strategy = common_flags.create_strategy(FLAGS)
     task = library_call(lambda: swag_run.build_task(config, record, f.vocab_file))
     trainer = library_call(lambda: Trainer(task, settings, strategy))
-    logging.info("Task swag (%d choices); strategy %s with %d replica(s)", NUM_CHOICES,
+    logging.info("Task swag (%d choices); strategy %s with %d replica(s)", record.num_choices,
                  common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)
     if f.do_train:
         logging.info("***** Running training: %d examples, batch size %d, %d steps *****", len(train),
