@@ -15,91 +15,66 @@ ending). Started again with the same command, a run resumes from the latest chec
 --output_dir.
 """
 
-import os
-
 from absl import app, flags, logging
 
-from bert_tf.tasks.record import RunRecord
+from bert_tf.tasks.swag import run as swag_run
+from bert_tf.tasks.swag.reader import encode_examples
 from run_scripts import common_flags
-from run_scripts.common_flags import fail
+from run_scripts.common_flags import fail, library_call
 
 FLAGS = flags.FLAGS
 
 common_flags.define_fine_tuning_flags("The input data dir: train.csv, val.csv and test.csv of the SWAG release.")
 
-TASK_NAME = "swag"
-
 
 def _read(split):
-    from bert_tf.data.text_files import file_exists
-    from bert_tf.tasks.swag import reader as swag
-
-    path = os.path.join(FLAGS.data_dir, swag.SPLIT_FILES[split])
-    if not file_exists(path):
-        fail(f"no {split} file {swag.SPLIT_FILES[split]!r} in --data_dir={FLAGS.data_dir} ({path} does not exist)")
     try:
-        return swag.read_swag(path, split, labelled=split != "test")
+        return swag_run.read_split(FLAGS.data_dir, split)
+    except swag_run.MissingSplitFile as e:
+        fail(f"no {split} file {e.file_name!r} in --data_dir={FLAGS.data_dir} ({e.path} does not exist)")
     except (ValueError, FileNotFoundError) as e:
         fail(str(e))
 
 
 def main(argv):
     del argv
-    if not FLAGS.data_dir:
+    f = FLAGS
+    if not f.data_dir:
         fail("--data_dir (the SWAG CSV files) is required")
     config = common_flags.check_fine_tuning_flags(FLAGS)
-    from bert_tf.tasks.swag.reader import NUM_CHOICES, encode_examples
-
     # Every input is read and checked before any training.
-    train = _read("train") if FLAGS.do_train else []
-    dev = _read("dev") if FLAGS.do_eval else []
-    test = _read("test") if FLAGS.do_predict else []
-    record = RunRecord(
-        kind="swag", task_name=TASK_NAME, num_choices=NUM_CHOICES, do_lower_case=FLAGS.do_lower_case,
-        max_seq_length=FLAGS.max_seq_length,
-    )
-    same = ("task_name", "kind", "num_choices") if FLAGS.do_train else ("kind", "num_choices")
-    common_flags.check_run_output_dir(FLAGS, record, same)
+    train = _read("train") if f.do_train else []
+    dev = _read("dev") if f.do_eval else []
+    test = _read("test") if f.do_predict else []
+    record = swag_run.swag_record(f.do_lower_case, f.max_seq_length)
+    common_flags.check_run_output_dir(FLAGS, record, swag_run.fields_to_match(f.do_train))
 
-    from bert_tf.tasks.classifier.task import write_submission, write_test_results
-    from bert_tf.tasks.swag.task import SwagTask
     from bert_tf.training.trainer import Trainer
 
     settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, len(train))
     strategy = common_flags.create_strategy(FLAGS)
-    try:
-        task = SwagTask(
-            config, NUM_CHOICES, vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-            max_seq_length=FLAGS.max_seq_length,
-        )
-        trainer = Trainer(task, settings, strategy)
-    except (ValueError, FileNotFoundError) as e:
-        fail(str(e))
-    logging.info("Task swag (%d choices); strategy %s with %d replica(s)", NUM_CHOICES,
+    task = library_call(lambda: swag_run.build_task(config, record, f.vocab_file))
+    trainer = library_call(lambda: Trainer(task, settings, strategy))
+    logging.info("Task swag (%d choices); strategy %s with %d replica(s)", record.num_choices,
                  common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)
-    if FLAGS.do_train:
+    if f.do_train:
         logging.info("***** Running training: %d examples, batch size %d, %d steps *****", len(train),
-                     FLAGS.train_batch_size, num_train_steps)
+                     f.train_batch_size, num_train_steps)
     common_flags.train_or_restore(
         trainer, FLAGS, encode_examples(train) if train else None, record, config,
         {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"},
     )
 
-    if FLAGS.do_eval:
+    if f.do_eval:
         logging.info("***** Running evaluation: %d examples *****", len(dev))
-        results = trainer.evaluate(encode_examples(dev))
-        trainer.write_eval_results(results)
-        common_flags.log_results(results)
+        common_flags.log_results(swag_run.evaluate(trainer, dev))
 
-    if FLAGS.do_predict:
+    if f.do_predict:
         logging.info("***** Running prediction: %d examples *****", len(test))
-        predictions = trainer.predict(encode_examples(test))
-        if trainer.is_chief:
-            results, submission = (os.path.join(FLAGS.output_dir, n) for n in ("test_results.tsv", "test_predictions.tsv"))
-            write_test_results(results, predictions, len(test))
-            write_submission(submission, test, predictions, task.labels, "single")
-            logging.info("Predictions: %s and %s", results, submission)
-    logging.info("Checkpoints and TensorBoard logs: %s", FLAGS.output_dir)
+        written = swag_run.predict(trainer, task, test)
+        if written:  # the chief
+            logging.info("Predictions: %s and %s", written.results_file, written.submission_file)
+    logging.info("Checkpoints and TensorBoard logs: %s", f.output_dir)
 
 
 if __name__ == "__main__":

@@ -65,7 +65,9 @@ def read_conll(path, labels=None, tagged=True):
         if width is None:
             width, width_line = len(cells), number
             if width == 1 and tagged:
-                raise ValueError(f"{path}:{number}: a word without a tag ({cells[0]!r}); the tag goes in the last column")
+                raise ValueError(
+                    f"{path}:{number}: a word without a tag ({cells[0]!r}); the tag goes in the last column"
+                )
         elif len(cells) != width:
             raise ValueError(
                 f"{path}:{number}: {len(cells)} column(s), but line {width_line} has {width}: every word "
@@ -116,7 +118,8 @@ def read_labels_file(path):
         tag = line.strip()
         if not tag:
             continue
-        problem = _tag_problem(tag, None) or (f"tag {tag!r} is listed twice (line {seen[tag]})" if tag in seen else None)
+        twice = f"tag {tag!r} is listed twice (line {seen[tag]})" if tag in seen else None
+        problem = _tag_problem(tag, None) or twice
         if problem:
             raise ValueError(f"{path}:{number}: {problem}")
         seen[tag] = number
@@ -151,7 +154,8 @@ def read_tfds_sentences(split, name="conll2003", data_dir=None, download=False, 
     if split not in TFDS_SPLITS:
         raise ValueError(f"unknown split {split!r}: expected one of {sorted(TFDS_SPLITS)}")
     where = f"TFDS dataset {name}, split {TFDS_SPLITS[split]}"
-    info, dataset = load_split(name, TFDS_SPLITS[split], data_dir, download, f"{where}, data_dir {data_dir or '(TFDS default)'}")
+    described = f"{where}, data_dir {data_dir or '(TFDS default)'}"
+    info, dataset = load_split(name, TFDS_SPLITS[split], data_dir, download, described)
     names = list(info.features[TFDS_TAGS].feature.names)
     sentences = []
     for i, row in enumerate(tfds.as_numpy(dataset)):

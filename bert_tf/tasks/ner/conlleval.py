@@ -136,7 +136,8 @@ class Report:
         (percentages, two decimals; the last column counts the predicted entities)."""
         o = self.overall
         lines = [
-            f"processed {self.tokens} tokens with {o.gold} phrases; found: {o.predicted} phrases; correct: {o.correct}.",
+            f"processed {self.tokens} tokens with {o.gold} phrases; found: {o.predicted} phrases; "
+            f"correct: {o.correct}.",
             f"accuracy: {100 * self.accuracy:6.2f}%; precision: {100 * o.precision:6.2f}%; "
             f"recall: {100 * o.recall:6.2f}%; FB1: {100 * o.f1:6.2f}",
         ]
@@ -157,11 +158,11 @@ def evaluate(gold, predicted):
     if len(gold) != len(predicted):
         raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted ones")
     by_type, tokens, correct_tags = {}, 0, 0
-    for i, (g, p) in enumerate(zip(gold, predicted)):
+    for i, (g, p) in enumerate(zip(gold, predicted, strict=True)):
         if len(g) != len(p):
             raise ValueError(f"sentence {i}: {len(g)} gold tags but {len(p)} predicted ones")
         tokens += len(g)
-        correct_tags += sum(a == b for a, b in zip(g, p))
+        correct_tags += sum(a == b for a, b in zip(g, p, strict=True))
         g_entities, p_entities = set(entities(g)), set(entities(p))
         for field, found in (("gold", g_entities), ("predicted", p_entities), ("correct", g_entities & p_entities)):
             for kind, _, _ in found:

@@ -64,7 +64,9 @@ def read_swag(path, split="train", labelled=True):
     examples = []
     for line, row in rows[1:]:
         if len(row) != len(header):
-            raise ValueError(f"{path}:{line}: {len(row)} columns, but the header (line {header_line}) has {len(header)}")
+            raise ValueError(
+                f"{path}:{line}: {len(row)} columns, but the header (line {header_line}) has {len(header)}"
+            )
         label = None
         if LABEL in columns:
             text = row[columns[LABEL]].strip()

@@ -100,7 +100,9 @@ def test_predictions_are_conllevals_input_and_read_back(tmp_path):
     path = str(tmp_path / "predictions.txt")
     write_predictions(path, sentences, [["B-ORG", "B-MISC"], ["O"]])
     assert open(path).read() == "EU B-ORG B-ORG\nrejects O B-MISC\n\nPeter B-PER O\n\n"
-    assert [(s.words, s.tags) for s in read_conll(path)] == [(["EU", "rejects"], ["B-ORG", "B-MISC"]), (["Peter"], ["O"])]
+    assert [(s.words, s.tags) for s in read_conll(path)] == [
+        (["EU", "rejects"], ["B-ORG", "B-MISC"]), (["Peter"], ["O"]),
+    ]
     write_predictions(path, [Sentence(["Peter", "Pan"])], [["B-PER", "I-PER"]])
     assert open(path).read() == "Peter B-PER\nPan I-PER\n\n"
 
@@ -143,7 +145,8 @@ def test_tfds_conll2003():
         with _raises("split train, example 1: tag 'B-PER' is not one of the labels ['O', 'B-ORG', 'B-LOC']"):
             read_tfds_sentences("train", labels=["O", "B-ORG", "B-LOC"])
     # TFDS's own random mock: words and tags of different lengths, named.
-    with tfds.testing.mock_data(num_examples=2), _raises("TFDS dataset conll2003, split train, example 0:", "words but"):
+    named = _raises("TFDS dataset conll2003, split train, example 0:", "words but")
+    with tfds.testing.mock_data(num_examples=2), named:
         read_tfds_sentences("train")
     with _raises("unknown split 'validation'"):
         read_tfds_sentences("validation")

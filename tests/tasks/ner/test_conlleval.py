@@ -20,7 +20,10 @@ from bert_tf.tasks.ner.conlleval import Counts, entities, evaluate, is_valid_tag
         # B- after B- of the same type: two one-word entities.
         (["B-MISC", "B-MISC"], [("MISC", 0, 1), ("MISC", 1, 2)]),
         # IOBES: S- is a one-word entity, E- closes, E- after O opens (and closes) one.
-        (["S-PER", "B-LOC", "I-LOC", "E-LOC", "O", "E-ORG", "I-ORG"], [("PER", 0, 1), ("LOC", 1, 4), ("ORG", 5, 6), ("ORG", 6, 7)]),
+        (
+            ["S-PER", "B-LOC", "I-LOC", "E-LOC", "O", "E-ORG", "I-ORG"],
+            [("PER", 0, 1), ("LOC", 1, 4), ("ORG", 5, 6), ("ORG", 6, 7)],
+        ),
         (["O", "O"], []),
         ([], []),
         # The type is everything after the first '-'.

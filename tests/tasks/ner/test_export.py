@@ -27,7 +27,7 @@ def test_word_windows_cut_every_sentence_as_ner_inputs_windows_does():
             for left, start, end in windows(counts, capacity, context_words)
         ]
         got = _windows([c for s in sentences for c in s], offsets, capacity, context_words)
-        assert sorted(zip(*got)) == sorted(expected), (capacity, context_words)
+        assert sorted(zip(*got, strict=True)) == sorted(expected), (capacity, context_words)
 
 
 def test_word_windows_of_a_batch_without_words():

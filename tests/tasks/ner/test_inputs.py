@@ -79,7 +79,9 @@ def _check_windows(counts, capacity, context_words):
 
 def test_labels_go_on_first_pieces_and_long_sentences_are_windowed(tmp_path):
     tokenizer, full = _tokenizers(tmp_path, do_lower_case=False)
-    short = Sentence(["The", "unwanted", "cat", "runs", "to", "Paris", "\x07"], ["O", "O", "B-PER", "O", "O", "B-LOC", "O"])
+    short = Sentence(
+        ["The", "unwanted", "cat", "runs", "to", "Paris", "\x07"], ["O", "O", "B-PER", "O", "O", "B-LOC", "O"]
+    )
     rng = random.Random(0)
     words = [rng.choice(["New", "York", "running", "naïve", "cat", "xyzzy", "U.S."]) for _ in range(30)]
     long = Sentence(words, [rng.choice(LABELS) for _ in words])

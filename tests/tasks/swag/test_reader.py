@@ -42,7 +42,8 @@ def test_reads_the_releases_columns_quoted_fields_included(tmp_path):
     shuffled = [HEADER[:-1][::-1] + ["extra"]] + [row[:-1][::-1] + ["x"] for row in ROWS]
     test = read_swag(_write(tmp_path, shuffled, "test.csv"), "test", labelled=False)
     assert [(e.label, e.endings[2], e.context) for e in test] == [
-        (None, "walks slowly towards someone.", "Students lower their eyes nervously."), (None, "falls.", "He rides the motorcycle."),
+        (None, "walks slowly towards someone.", "Students lower their eyes nervously."),
+        (None, "falls.", "He rides the motorcycle."),
     ]
     assert encode_examples(test)["label"].tolist() == [0, 0]
 
