@@ -324,8 +324,22 @@ def check_run_output_dir(flag_values, record, same):
     must match); warnings are logged."""
     from bert_tf.training import run
 
-    for warning in library_call(lambda: run.check_output_dir(flag_values.output_dir, record, same), "--"):
-        logging.warning("--%s", warning)
+    names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length")
+    try:
+        warnings = run.check_output_dir(flag_values.output_dir, record, same)
+    except ValueError as e:
+        fail(as_flags(str(e), names))
+    for warning in warnings:
+        logging.warning("%s", as_flags(warning, names))
+
+
+def as_flags(message, names):
+    """A library message with the settings `names` written as the script's flags: `output_dir=X`
+    and a bare `output_dir` become `--output_dir=X`, `--output_dir` (not inside a path or word)."""
+    import re
+
+    pattern = r"(?<![\w\-/.])(" + "|".join(map(re.escape, names)) + r")(?=[=\s:,;)]|$)"
+    return re.sub(pattern, r"--\1", message)
 
 
 def fine_tuning_settings(flag_values, num_train_examples):

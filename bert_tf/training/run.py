@@ -29,7 +29,7 @@ def check_output_dir(output_dir, record: RunRecord, same):
         if os.path.isdir(output_dir) and tf.train.latest_checkpoint(output_dir):
             raise ValueError(
                 f"output_dir={output_dir} holds checkpoints of another kind of run (no {run_record.FILE_NAME}): "
-                f"write to another folder (to start from those weights, initialise from {output_dir})"
+                f"use another output_dir (to start from those weights, pass init_checkpoint={output_dir})"
             )
         return []
     for name in same:
@@ -37,11 +37,11 @@ def check_output_dir(output_dir, record: RunRecord, same):
             detail = f" with {name} {_shown(getattr(previous, name))}" if name != "task_name" else ""
             raise ValueError(
                 f"output_dir={output_dir} holds a run of task {previous.task_name!r}{detail}, not "
-                f"{_shown(getattr(record, name))}: write to another folder"
+                f"{_shown(getattr(record, name))}: use another output_dir"
             )
     if previous.do_lower_case != record.do_lower_case:
         raise ValueError(
-            f"do_lower_case={record.do_lower_case}, but the model in {output_dir} was fine-tuned with "
+            f"do_lower_case={record.do_lower_case}, but the model in output_dir={output_dir} was fine-tuned with "
             f"do_lower_case={previous.do_lower_case}"
         )
     if previous.max_seq_length != record.max_seq_length:

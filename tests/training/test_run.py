@@ -1,0 +1,72 @@
+"""A fine-tuning run's folder checks (`bert_tf.training.run`) without a script: what an
+output_dir may hold, and the messages naming the setting at fault (scripts turn them into flags)."""
+
+import json
+
+import pytest
+import tensorflow as tf
+
+from bert_tf.tasks.record import RunRecord
+from bert_tf.training import run
+
+MRPC = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), do_lower_case=True, max_seq_length=128)
+SAME = ("task_name", "label_kind", "labels")
+
+
+def _leave(folder, **fields):
+    folder.mkdir(exist_ok=True)
+    values = {"kind": "classifier", "task_name": "mrpc", "labels": ["0", "1"], "do_lower_case": True,
+              "max_seq_length": 128, **fields}
+    (folder / "fine_tuning_task.json").write_text(json.dumps(values), encoding="utf-8")
+
+
+def test_an_empty_or_missing_folder_and_the_same_run_pass(tmp_path):
+    assert run.check_output_dir(str(tmp_path / "new"), MRPC, SAME) == []
+    assert run.check_output_dir(str(tmp_path), MRPC, SAME) == []
+    _leave(tmp_path)
+    assert run.check_output_dir(str(tmp_path), MRPC, SAME) == []
+
+
+def test_another_task_is_refused_naming_what_differs(tmp_path):
+    _leave(tmp_path, task_name="cola")
+    with pytest.raises(ValueError) as e:
+        run.check_output_dir(str(tmp_path), MRPC, SAME)
+    assert str(e.value) == f"output_dir={tmp_path} holds a run of task 'cola', not 'mrpc': use another output_dir"
+    _leave(tmp_path, labels=["a", "b", "c"])
+    with pytest.raises(ValueError) as e:
+        run.check_output_dir(str(tmp_path), MRPC, SAME)
+    assert str(e.value) == (
+        f"output_dir={tmp_path} holds a run of task 'mrpc' with labels ['a', 'b', 'c'], not ['0', '1']: "
+        "use another output_dir"
+    )
+    # Fields not asked to match may differ (evaluating mnli-mm on an mnli run).
+    assert run.check_output_dir(str(tmp_path), MRPC, ("label_kind",)) == []
+
+
+def test_another_casing_is_refused_and_another_length_warned(tmp_path):
+    _leave(tmp_path, do_lower_case=False)
+    with pytest.raises(ValueError) as e:
+        run.check_output_dir(str(tmp_path), MRPC, SAME)
+    assert str(e.value) == (
+        f"do_lower_case=True, but the model in output_dir={tmp_path} was fine-tuned with do_lower_case=False"
+    )
+    _leave(tmp_path, max_seq_length=64)
+    assert run.check_output_dir(str(tmp_path), MRPC, SAME) == [
+        f"max_seq_length=128, but the model in {tmp_path} was fine-tuned with 64: inputs are cut differently"
+    ]
+
+
+def test_checkpoints_without_a_record_are_another_kind_of_run(tmp_path):
+    tf.train.Checkpoint(v=tf.Variable(1.0)).save(str(tmp_path / "ckpt"))
+    with pytest.raises(ValueError) as e:
+        run.check_output_dir(str(tmp_path), MRPC, SAME)
+    assert str(e.value) == (
+        f"output_dir={tmp_path} holds checkpoints of another kind of run (no fine_tuning_task.json): use another "
+        f"output_dir (to start from those weights, pass init_checkpoint={tmp_path})"
+    )
+
+
+def test_training_steps_are_the_originals():
+    # int(examples / batch * epochs), and int(steps * warmup_proportion).
+    assert run.training_steps(3668, 32, 3.0, 0.1) == (343, 34)
+    assert run.training_steps(10, 32, 1.0, 0.1) == (0, 0)
