@@ -79,8 +79,8 @@ class ClassifierInputs:
 
 def read_inputs(processor, splits, data_dir=None, tfds_name=None, tfds_data_dir=None, tfds_download=False):
     """The examples of `splits` (of "train", "dev", "test") with the task's extra dev and test
-    sets, from `data_dir`'s files or through TFDS (`catalog.read_split`); the task's own test set
-    is written under its `submission_name`. The readers' ValueError or FileNotFoundError (the
+    sets, from `data_dir`'s files or through TFDS (`catalog.read_split`); the task's own test set's
+    submission file is named after the task's `submission_name`. The readers' ValueError or FileNotFoundError (the
     message names the file or the task) for a missing or bad set."""
     read = {split: catalog.read_split(processor, split, data_dir, tfds_name, tfds_data_dir, tfds_download)
             for split in ("train", "dev", "test") if split in splits}
