@@ -15,13 +15,10 @@ again with the same command, a run resumes from the latest checkpoint in --outpu
 imports a module of yours that registers more tasks (`bert_tf.tasks.classifier.processors`).
 """
 
-import os
-
 from absl import app, flags, logging
 
-from bert_tf.tasks.record import RunRecord
 from run_scripts import common_flags
-from run_scripts.common_flags import fail
+from run_scripts.common_flags import fail, library_call
 
 FLAGS = flags.FLAGS
 
@@ -36,157 +33,70 @@ flags.DEFINE_string("labels_file", None, "multilabel: the label names, one per l
 flags.DEFINE_string("task_module", None, "A Python module to import first; it registers more tasks.")
 
 
-def _import_task_module(name):
-    """A module name importable from the current folder (as `python -m` would), or a .py file."""
-    import importlib.util
-    import sys
-
-    try:
-        if name.endswith(".py"):
-            if not os.path.isfile(name):
-                fail(f"--task_module={name}: no such file")
-            spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(name))[0], name)
-            spec.loader.exec_module(importlib.util.module_from_spec(spec))
-        else:
-            if os.getcwd() not in sys.path:
-                sys.path.insert(1, os.getcwd())
-            importlib.import_module(name)
-    except Exception as e:  # noqa: BLE001 - whatever the user's module raises, say where
-        fail(f"--task_module={name}: {type(e).__name__}: {e}")
-
-
-def _processor():
-    from bert_tf.tasks.classifier import catalog as classifier_tasks
-
+def _processor(classifier_run):
     if FLAGS.task_module:
-        _import_task_module(FLAGS.task_module)
-    name = FLAGS.task_name or (FLAGS.tfds_name and classifier_tasks.processor_for_tfds(FLAGS.tfds_name))
-    if not name:
-        fail(f"--task_name is required (known tasks: {', '.join(classifier_tasks.task_names())})")
-    try:
-        return classifier_tasks.create_processor(name, xnli_language=FLAGS.xnli_language, labels_file=FLAGS.labels_file)
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--task_name={name}: {e}")
-
-
-def _read(processor, split):
-    from bert_tf.tasks.classifier.catalog import read_split
-
-    try:
-        return read_split(processor, split, FLAGS.data_dir, FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_download)
-    except (ValueError, FileNotFoundError) as e:
-        fail(str(e))
-
-
-def _encode(examples, processor, source):
-    from bert_tf.tasks.classifier.inputs import encode_examples
-
-    try:
-        return encode_examples(examples, processor.get_labels(), processor.label_kind, source)
-    except ValueError as e:
-        fail(str(e))
-
-
-def _task_record(processor, pair):
-    return RunRecord(
-        kind="classifier", task_name=processor.task_name or type(processor).__name__,
-        label_kind=processor.label_kind, labels=processor.get_labels(), pair=pair,
-        do_lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
+        library_call(lambda: classifier_run.import_task_module(FLAGS.task_module), "--task_module=")
+    return library_call(
+        lambda: classifier_run.create_processor(
+            FLAGS.task_name, FLAGS.tfds_name, lambda option: f"{option} (--{option})",  # the flag of that name
+            xnli_language=FLAGS.xnli_language, labels_file=FLAGS.labels_file,
+        ),
+        "--",
     )
 
 
-def _named(results, name):
-    """An extra eval set's results under its name: eval_accuracy -> eval_mismatched_accuracy,
-    loss -> mismatched_loss (global_step stays)."""
-    if not name:
-        return results
-    renamed = {}
-    for key, value in results.items():
-        if key.startswith("eval_"):
-            key = f"eval_{name}_{key[5:]}"
-        elif key != "global_step":
-            key = f"{name}_{key}"
-        renamed[key] = value
-    return renamed
+def _announce(action):
+    """Logs each set's start: `***** Running evaluation (mismatched): 12 examples *****`."""
+    return lambda name, count: logging.info(
+        "***** Running %s%s: %d examples *****", action, f" ({name})" if name else "", count
+    )
 
 
 def main(argv):
     del argv
-    config = common_flags.check_fine_tuning_flags(FLAGS)
-    if not FLAGS.data_dir and not FLAGS.tfds_name:
+    f = FLAGS
+    if not (f.do_train or f.do_eval or f.do_predict):  # the original's words, its odd quote included
+        fail("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    config = common_flags.check_fine_tuning_flags(f)
+    if not f.data_dir and not f.tfds_name:
         fail("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
-    processor = _processor()
+    from bert_tf.tasks.classifier import run as classifier_run
 
+    processor = _processor(classifier_run)
     # Every input is read and checked before any training.
-    train, dev, test = ([], {}), ([], {}), ([], {})
-    if FLAGS.do_train:
-        train = _read(processor, "train")
-    if FLAGS.do_eval:
-        dev = _read(processor, "dev")
-    if FLAGS.do_predict:
-        test = _read(processor, "test")
-    everything = train[0] + dev[0] + test[0] + [e for x in dev[1].values() for e in x] + [e for _, x in test[1].values() for e in x]
-    pair = any(e.text_b is not None for e in everything)
-    record = _task_record(processor, pair)
-    # Evaluating or predicting may use any run with the same head (mnli-mm on an mnli run).
-    same = ("task_name", "label_kind", "labels") if FLAGS.do_train else ("label_kind", "labels")
-    common_flags.check_run_output_dir(FLAGS, record, same)
-    train_features = _encode(train[0], processor, "train") if FLAGS.do_train else None
-    dev_sets = {"": dev[0], **dev[1]} if FLAGS.do_eval else {}
-    dev_features = {name: _encode(examples, processor, f"dev {name}".strip()) for name, examples in dev_sets.items()}
-    test_sets = {"": (processor.submission_name, test[0]), **test[1]} if FLAGS.do_predict else {}
-    test_features = {name: _encode(examples, processor, f"test {name}".strip()) for name, (_, examples) in test_sets.items()}
+    splits = [split for split, wanted in (("train", f.do_train), ("dev", f.do_eval), ("test", f.do_predict)) if wanted]
+    inputs = library_call(
+        lambda: classifier_run.read_inputs(processor, splits, f.data_dir, f.tfds_name, f.tfds_data_dir, f.tfds_download)
+    )
+    record = classifier_run.classifier_record(processor, inputs.pair, f.do_lower_case, f.max_seq_length)
+    common_flags.check_run_output_dir(f, record, classifier_run.same_fields(f.do_train))
+    features = library_call(lambda: classifier_run.encode_inputs(inputs))
 
-    from bert_tf.tasks.classifier.task import METRIC_FOR_GLUE_TASK, ClassifierTask, write_submission, write_test_results
     from bert_tf.training.trainer import Trainer
 
-    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, len(train[0]))
-    strategy = common_flags.create_strategy(FLAGS)
-    try:
-        task = ClassifierTask(
-            config,
-            processor.get_labels(),
-            processor.label_kind,
-            vocab_file=FLAGS.vocab_file,
-            do_lower_case=FLAGS.do_lower_case,
-            max_seq_length=FLAGS.max_seq_length,
-            pair=pair,
-            extra_metrics=getattr(processor, "metrics", None) or METRIC_FOR_GLUE_TASK.get(processor.submission_name, ()),
-        )
-        trainer = Trainer(task, settings, strategy)
-    except (ValueError, FileNotFoundError) as e:
-        fail(str(e))
+    num_train_examples = len(inputs.train or ())
+    settings, num_train_steps = common_flags.fine_tuning_settings(f, num_train_examples)
+    strategy = common_flags.create_strategy(f)
+    trainer = library_call(
+        lambda: Trainer(classifier_run.classifier_task(config, processor, record, f.vocab_file), settings, strategy)
+    )
     logging.info(
         "Task %s (%s, %d labels); strategy %s with %d replica(s)",
-        record.task_name, processor.label_kind, len(record.labels),
-        common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync,
+        record.task_name, record.label_kind, len(record.labels),
+        common_flags.strategy_name(f), strategy.num_replicas_in_sync,
     )
-    if FLAGS.do_train:
-        logging.info("***** Running training: %d examples, batch size %d, %d steps *****", len(train[0]), FLAGS.train_batch_size, num_train_steps)
+    if f.do_train:
+        logging.info("***** Running training: %d examples, batch size %d, %d steps *****",
+                     num_train_examples, f.train_batch_size, num_train_steps)
     fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
-    common_flags.train_or_restore(trainer, FLAGS, train_features, record, config, fields)
+    common_flags.train_or_restore(trainer, f, features.train, record, config, fields)
 
-    if FLAGS.do_eval:
-        results = {}
-        for name, features in dev_features.items():
-            logging.info("***** Running evaluation%s: %d examples *****", f" ({name})" if name else "", len(dev_sets[name]))
-            part = trainer.evaluate(features)
-            results.update(_named(part, name))
-        trainer.write_eval_results(results)
-        common_flags.log_results(results)
-
-    if FLAGS.do_predict:
-        for name, (stem, examples) in test_sets.items():
-            logging.info("***** Running prediction%s: %d examples *****", f" ({name})" if name else "", len(examples))
-            predictions = trainer.predict(test_features[name])
-            if not trainer.is_chief:
-                continue
-            suffix = f"_{name}" if name else ""
-            write_test_results(os.path.join(FLAGS.output_dir, f"test_results{suffix}.tsv"), predictions, len(examples))
-            submission = os.path.join(FLAGS.output_dir, f"{stem}.tsv" if stem else f"test_predictions{suffix}.tsv")
-            write_submission(submission, examples, predictions, processor.get_labels(), processor.label_kind)
-            logging.info("Predictions: %s and %s", os.path.join(FLAGS.output_dir, f"test_results{suffix}.tsv"), submission)
-    logging.info("Checkpoints and TensorBoard logs: %s", FLAGS.output_dir)
+    if f.do_eval:
+        common_flags.log_results(classifier_run.evaluate(trainer, inputs, features, _announce("evaluation")))
+    if f.do_predict:
+        for results_file, submission in classifier_run.predict(trainer, inputs, features, _announce("prediction")):
+            logging.info("Predictions: %s and %s", results_file, submission)
+    logging.info("Checkpoints and TensorBoard logs: %s", f.output_dir)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,13 @@ def task_names():
     return sorted(processors.TASKS)
 
 
-def create_processor(name, **options):
+def create_processor(name, *, describe_option=str, **options):
     """A processor for task `name` (case-insensitive).
 
     `options` (e.g. xnli_language="zh", labels_file="labels.txt") go to the processor's
     constructor, each only if the constructor has a parameter of that name; None means "not
-    given". A required parameter without an option is a ValueError.
+    given". A required parameter without an option is a ValueError naming each missing option
+    as `describe_option(name)` says (a script adds the flag that gives it).
     """
     key = name.strip().lower()
     if key not in processors.TASKS:
@@ -35,7 +36,7 @@ def create_processor(name, **options):
         and p.name not in kwargs
     ]
     if missing:
-        needs = ", ".join(missing)
+        needs = ", ".join(describe_option(m) for m in missing)
         raise ValueError(f"task {key!r} needs the option(s) {needs}")
     return cls(**kwargs)
 

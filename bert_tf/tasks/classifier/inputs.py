@@ -57,10 +57,11 @@ def encode_examples(examples, labels, label_kind, source="examples"):
 
     label_values = [label_of(e) for e in examples]
     dtype = np.int32 if label_kind == "single" else np.float32
+    shape = (len(examples), len(labels)) if label_kind == "multi" else (len(examples),)
     return {
         "text_a": np.array([e.text_a or "" for e in examples], dtype=object),
         "text_b": np.array([e.text_b or "" for e in examples], dtype=object),
-        "label": np.array(label_values, dtype=dtype).reshape((len(examples),) + ((len(labels),) if label_kind == "multi" else ())),
+        "label": np.array(label_values, dtype=dtype).reshape(shape),
     }
 
 

@@ -42,8 +42,9 @@ class ClassifierTask(Task):
 
         if label_kind not in LABEL_KINDS:
             raise ValueError(f"label_kind {label_kind!r} is not one of {', '.join(LABEL_KINDS)}")
-        if label_kind != "regression" and len(labels) < (1 if label_kind == "multi" else 2):
-            raise ValueError(f"a {label_kind}-label task needs at least {1 if label_kind == 'multi' else 2} labels, got {list(labels)}")
+        fewest = 1 if label_kind == "multi" else 2
+        if label_kind != "regression" and len(labels) < fewest:
+            raise ValueError(f"a {label_kind}-label task needs at least {fewest} labels, got {list(labels)}")
         bert_config.check_seq_length(max_seq_length)
         unknown = [m for m in extra_metrics if m not in METRIC_FUNCTIONS]
         if unknown:

@@ -12,7 +12,8 @@ from bert_tf.tasks.classifier.inputs import TextPacker, classifier_dataset, enco
 from bert_tf.tasks.classifier.processors import InputExample
 from bert_tf.tokenization import FullTokenizer
 
-VOCAB = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "data", "vocab.txt")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+VOCAB = os.path.join(REPO, "data", "vocab.txt")
 
 
 def original_features(tokenizer, text_a, text_b, max_seq_length):
@@ -56,7 +57,7 @@ def test_pipeline_builds_the_originals_features(do_lower_case):
     pack = TextPacker(tokenizer, BertPackInputs.from_vocabulary(tokenizer.vocabulary, seq), pair=True)
     features = encode_examples(examples, ["0", "1"], "single")
     got = {k: [] for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    for x, y in classifier_dataset(features, pack, 32, "predict"):
+    for x, _ in classifier_dataset(features, pack, 32, "predict"):
         for k in got:
             got[k].append(x[k].numpy())
         assert x["input_word_ids"].dtype == tf.int32
@@ -72,7 +73,8 @@ def test_pipeline_builds_the_originals_features(do_lower_case):
 
 def _one_replica_batches(features, batch, mode, **kw):
     pack = lambda a, b: {"text": a}  # noqa: E731 - keep the text to see which examples came
-    return [(x["text"].numpy().tolist(), y["weight"].numpy().tolist()) for x, y in classifier_dataset(features, pack, batch, mode, **kw)]
+    batches = classifier_dataset(features, pack, batch, mode, **kw)
+    return [(x["text"].numpy().tolist(), y["weight"].numpy().tolist()) for x, y in batches]
 
 
 def _features(n):
@@ -108,10 +110,12 @@ def test_training_order_is_seeded_reshuffled_each_epoch_and_skip_continues_it():
     features = _features(12)
     ds = classifier_dataset(features, lambda a, b: {"text": a}, 4, "train", seed=3)
     first = [x["text"].numpy().tolist() for x, _ in ds.take(9)]
-    again = [x["text"].numpy().tolist() for x, _ in classifier_dataset(features, lambda a, b: {"text": a}, 4, "train", seed=3).take(9)]
+    ds = classifier_dataset(features, lambda a, b: {"text": a}, 4, "train", seed=3)
+    again = [x["text"].numpy().tolist() for x, _ in ds.take(9)]
     assert first == again
+    every = sorted(f"t{i}".encode() for i in range(12))
     for epoch in range(3):
-        assert sorted(t for batch in first[3 * epoch : 3 * epoch + 3] for t in batch) == sorted(f"t{i}".encode() for i in range(12))
+        assert sorted(t for batch in first[3 * epoch : 3 * epoch + 3] for t in batch) == every
     assert first[:3] != first[3:6]  # a new order every epoch
     skipped = classifier_dataset(features, lambda a, b: {"text": a}, 4, "train", seed=3, skip_batches=5)
     assert [x["text"].numpy().tolist() for x, _ in skipped.take(4)] == first[5:9]
@@ -124,7 +128,8 @@ def test_labels_are_encoded_or_named_when_wrong():
         encode_examples(examples, ["x", "y"], "single", source="dev")
     scores = encode_examples([InputExample("s-1", "a", "b", "3.8")], [], "regression")["label"]
     assert scores.dtype == np.float32 and scores.tolist() == [pytest.approx(3.8)]
-    multi = encode_examples([InputExample("m-1", "a", None, ["b", "c"]), InputExample("m-2", "a", None, [])], ["a", "b", "c"], "multi")
+    examples = [InputExample("m-1", "a", None, ["b", "c"]), InputExample("m-2", "a", None, [])]
+    multi = encode_examples(examples, ["a", "b", "c"], "multi")
     assert multi["label"].tolist() == [[0, 1, 1], [0, 0, 0]]
     with pytest.raises(ValueError, match="label 'z'"):
         encode_examples([InputExample("m-3", "a", None, ["z"])], ["a"], "multi")

@@ -30,14 +30,15 @@ def test_random_cases_against_independent_statements():
         n = int(rng.integers(5, 60))
         labels = rng.integers(0, 2, n)
         predictions = rng.integers(0, 2, n)
-        tp = sum(1 for a, b in zip(labels, predictions) if a == b == 1)
+        tp = sum(1 for a, b in zip(labels, predictions, strict=True) if a == b == 1)
         precision = tp / max(sum(predictions), 1)
         recall = tp / max(sum(labels), 1)
         f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
         assert metrics.f1_score(labels, predictions) == pytest.approx(f1)
         # Matthews' coefficient is Pearson's r of the two 0/1 vectors (when neither is constant).
         if labels.std() > 0 and predictions.std() > 0:
-            assert metrics.matthews_corrcoef(labels, predictions) == pytest.approx(np.corrcoef(labels, predictions)[0, 1])
+            pearson = np.corrcoef(labels, predictions)[0, 1]
+            assert metrics.matthews_corrcoef(labels, predictions) == pytest.approx(pearson)
         x = rng.normal(size=n)
         y = 0.5 * x + rng.normal(size=n)
         assert metrics.pearson(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1])

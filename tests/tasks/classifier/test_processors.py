@@ -454,7 +454,7 @@ def test_user_tasks_register_both_ways(tmp_path, registry):
         def get_train_examples(self, data_dir):
             lines = self._read_tsv(os.path.join(data_dir, "train.tsv"))
             return [
-                InputExample(guid="train-%d" % i, text_a=line[1], label=line[0])
+                InputExample(guid="train-%d" % i, text_a=line[1], label=line[0])  # noqa: UP031 - the original's way
                 for i, line in enumerate(lines)
                 if i > 0
             ]
