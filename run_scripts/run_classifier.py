@@ -55,8 +55,6 @@ def _announce(action):
 def main(argv):
     del argv
     f = FLAGS
-    if not (f.do_train or f.do_eval or f.do_predict):  # the original's words, its odd quote included
-        fail("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     config = common_flags.check_fine_tuning_flags(f)
     if not f.data_dir and not f.tfds_name:
         fail("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
