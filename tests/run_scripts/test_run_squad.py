@@ -267,7 +267,7 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
     BERT, the n-best rules); our run written back to that layout predicts the same."""
     from bert_tf.tokenization import FullTokenizer
     from tests import numpy_bert
-    from tests.tasks.squad.test_features import original_examples, original_features
+    from tests.original_squad import original_examples, original_features
     from tests.tasks.squad.test_predictions import reference_predictions
     from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 
@@ -292,7 +292,7 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
 
     tokenizer = FullTokenizer(str(model_dir / "vocab.txt"))
     examples = original_examples(dev, False, False)
-    features = original_features(examples, tokenizer, SEQ, 8, 8, False)
+    features = list(original_features(examples, tokenizer, SEQ, 8, 8, False))
     ids, mask, segments = (np.array([f[i] for f in features]) for i in (6, 7, 8))
     layers, _ = numpy_bert.bert(weights, config, ids, mask, segments)
     logits = layers[-1] @ weights["cls/squad/output_weights"].T.astype(np.float64) + weights["cls/squad/output_bias"]
