@@ -1,6 +1,7 @@
 """A SQuAD run's steps without flags: the feature cache (reused while input and settings are the
 same, rewritten when one changes), the regrouping of logits rows by example, dev vs test sets,
-the output files and the official evaluation, on tiny files made here."""
+the output files and the official evaluation, reading a run's inputs (files or TFDS, errors
+naming the setting) and predicting then evaluating or not, on tiny files made here."""
 
 import dataclasses
 import json
@@ -348,3 +349,168 @@ def test_squad_task_counts_features(tmp_path):
 
     task = SquadTask(tiny_config(), max_seq_length=SEQ)
     assert task.num_examples(SquadRecords(str(tmp_path / "f"), 13, SEQ, False)) == 13
+
+
+# ---- Reading a run's inputs ------------------------------------------------------------------------
+
+
+def _read(files, out, tokenizer, vocab, do_train=True, do_predict=True, record=None):
+    ready = []
+    inputs = squad_run.read_inputs(files, do_train, do_predict, tokenizer, vocab, record or _record(), str(out),
+                                   on_features=ready.append)
+    return inputs, ready
+
+
+def test_read_inputs_makes_the_features_of_both_files(tmp_path, vocab, tokenizer):
+    train, dev = _squad(tmp_path / "train.json"), _squad(tmp_path / "dev.json", lengths=(5, 11))
+    out = tmp_path / "out"
+    inputs, ready = _read(squad_run.InputFiles(train_file=train, predict_file=dev), out, tokenizer, vocab)
+    assert inputs.predict_file == dev and inputs.evaluate  # its questions carry answers: a dev set
+    assert inputs.train.examples == 6 and inputs.train.records.path == str(out / "train.tf_record")
+    assert inputs.train.records.is_training and inputs.train.records.count == 2 * sum(_windows(n) for n in LENGTHS)
+    assert inputs.predict.examples == 4 and inputs.predict.records.path == str(out / "eval.tf_record")
+    assert not inputs.predict.records.is_training and inputs.predict.records.count == 2 * (1 + _windows(11))
+    assert ready == [inputs.train, inputs.predict]  # each reported as it is ready, train first
+
+
+def test_read_inputs_reads_only_what_the_run_wants(tmp_path, vocab, tokenizer):
+    test_set = _squad(tmp_path / "test.json", answers=False)
+    files = squad_run.InputFiles(train_file=str(tmp_path / "nothing.json"), predict_file=test_set)
+    inputs, ready = _read(files, tmp_path / "out", tokenizer, vocab, do_train=False)
+    assert inputs.train is None and inputs.predict_file == test_set and not inputs.evaluate  # a test set
+    assert ready == [inputs.predict] and inputs.predict.examples == 6
+    assert sorted(os.listdir(tmp_path / "out")) == ["eval.tf_record", "eval.tf_record.json"]
+    inputs, ready = _read(squad_run.InputFiles(train_file=_squad(tmp_path / "train.json")), tmp_path / "out2",
+                          tokenizer, vocab, do_predict=False)
+    assert (inputs.predict_file, inputs.predict, inputs.evaluate) == (None, None, False)
+    assert ready == [inputs.train] and inputs.train.examples == 6
+
+
+def test_read_inputs_takes_tfds_splits_instead_of_the_files(tmp_path, vocab, tokenizer, monkeypatch):
+    calls = []
+
+    def tfds_json_file(name, split, output_dir, data_dir, download):
+        calls.append((name, split, output_dir, data_dir, download))
+        return _squad(tmp_path / f"{split}.json", answers=split == "train")
+
+    monkeypatch.setattr(squad_run, "tfds_json_file", tfds_json_file)
+    files = squad_run.InputFiles("ignored.json", "ignored.json", "squad/v1.1", "tfds_data", True)
+    inputs, _ = _read(files, tmp_path / "out", tokenizer, vocab)
+    out = str(tmp_path / "out")
+    assert calls == [("squad/v1.1", split, out, "tfds_data", True) for split in ("train", "validation")]
+    assert inputs.predict_file == str(tmp_path / "validation.json") and not inputs.evaluate
+    assert inputs.train.input_file == str(tmp_path / "train.json") and inputs.train.examples == 6
+
+
+def _partial(tmp_path):
+    """A dev set in which one question has no answers: neither dev nor test set."""
+    data = json.loads(open(_squad(tmp_path / "dev.json")).read())
+    del data["data"][0]["paragraphs"][1]["qas"][1]["answers"]
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(data))
+    return str(partial)
+
+
+def test_read_inputs_errors_start_with_the_setting_at_fault(tmp_path, vocab, tokenizer, monkeypatch):
+    empty, bad = tmp_path / "empty.json", tmp_path / "bad.json"
+    empty.write_text(json.dumps({"version": "1.1", "data": []}))
+    bad.write_text(json.dumps({"version": "1.1", "data": [{"paragraphs": [{"qas": []}]}]}))
+    train, out = _squad(tmp_path / "train.json"), tmp_path / "out"
+    missing = str(tmp_path / "missing.json")
+
+    def error(files, do_train=True, do_predict=True):
+        with pytest.raises(ValueError) as caught:
+            _read(files, out, tokenizer, vocab, do_train, do_predict)
+        return caught.value
+
+    no_question = error(squad_run.InputFiles(train_file=str(empty)), do_predict=False)
+    assert isinstance(no_question, NoQuestionsError)
+    assert str(no_question) == f"train_file={empty}: no question to train on"
+    assert str(error(squad_run.InputFiles(train, str(empty)))) == f"predict_file={empty}: no question to answer"
+    assert str(error(squad_run.InputFiles(str(bad)), do_predict=False)).startswith(f"train_file: {bad}: article 0")
+    assert str(error(squad_run.InputFiles(train, missing))) == f"predict_file: SQuAD file {missing} does not exist"
+    assert str(error(squad_run.InputFiles(train, _partial(tmp_path)))).startswith(
+        f"predict_file: {tmp_path / 'partial.json'}: question 'q1-1' has no answers"
+    )
+
+    def unknown(name, split, *args):
+        raise ValueError(f"'{name}' is not a SQuAD dataset of TFDS")
+
+    monkeypatch.setattr(squad_run, "tfds_json_file", unknown)
+    message = "tfds_name=glue/mrpc: 'glue/mrpc' is not a SQuAD dataset of TFDS"
+    assert str(error(squad_run.InputFiles(tfds_name="glue/mrpc"))) == message
+
+
+def test_a_failed_read_removes_the_folder_it_made_only_while_empty(tmp_path, vocab, tokenizer):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"version": "1.1", "data": []}))
+    train = _squad(tmp_path / "train.json")
+    made = tmp_path / "made"
+    with pytest.raises(NoQuestionsError):
+        _read(squad_run.InputFiles(train_file=str(empty)), made, tokenizer, vocab, do_predict=False)
+    assert not made.exists()  # created by the read, left empty: removed
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(NoQuestionsError):
+        _read(squad_run.InputFiles(train_file=str(empty)), existing, tokenizer, vocab, do_predict=False)
+    assert existing.is_dir() and not os.listdir(existing)  # the user's folder stays
+    with pytest.raises(NoQuestionsError):  # the train features were written before the failure: kept
+        _read(squad_run.InputFiles(train, str(empty)), made, tokenizer, vocab)
+    assert sorted(os.listdir(made)) == ["train.tf_record", "train.tf_record.json"]
+
+
+# ---- Predicting, then evaluating or not ----------------------------------------------------------------
+
+
+def _predicting(tmp_path, tokenizer, dev, chief=True, record=None, evaluate=True):
+    """A trainer whose model points at the cat, and the inputs of `dev` (evaluate: a dev set)."""
+    record = record or _record()
+    logits = _cat_logits(dev, tokenizer, record)
+    trainer = types.SimpleNamespace(
+        predict=lambda records: logits, is_chief=chief, global_step=3, write_eval_results=lambda results: None,
+        settings=types.SimpleNamespace(output_dir=str(tmp_path / "out")),
+    )
+    return trainer, squad_run.SquadInputs(None, dev, types.SimpleNamespace(records=None), evaluate)
+
+
+def test_predict_and_evaluate_a_dev_set(tmp_path, tokenizer):
+    dev = _squad(tmp_path / "dev.json")
+    trainer, inputs = _predicting(tmp_path, tokenizer, dev)
+    (tmp_path / "out").mkdir()
+    answers, results = squad_run.predict_and_evaluate(trainer, inputs, tokenizer, _record(), squad_run.AnswerSettings())
+    assert answers.predictions == {f"q{p}-{q}": "cat" for p in range(3) for q in range(2)}
+    assert results == {"exact_match": 100.0, "f1": 100.0}
+    assert json.loads((tmp_path / "out" / "eval_results.json").read_text()) == results
+
+
+def test_predict_a_test_set_removes_an_earlier_evaluation(tmp_path, tokenizer):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "eval_results.json").write_text("{}")
+    (out / "eval_results.txt").write_text("exact_match = 1")
+    test_set = _squad(tmp_path / "test.json", answers=False)
+    trainer, inputs = _predicting(tmp_path, tokenizer, test_set, evaluate=False)
+    answers, results = squad_run.predict_and_evaluate(trainer, inputs, tokenizer, _record(), squad_run.AnswerSettings())
+    assert results is None and len(answers.predictions) == 6
+    assert sorted(os.listdir(out)) == ["nbest_predictions.json", "predictions.json"]
+
+
+def test_predict_and_evaluate_on_another_worker_writes_nothing(tmp_path, tokenizer):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "eval_results.json").write_text("{}")  # the chief's business, not this worker's
+    trainer, inputs = _predicting(tmp_path, tokenizer, _squad(tmp_path / "dev.json"), chief=False, evaluate=False)
+    assert squad_run.predict_and_evaluate(trainer, inputs, tokenizer, _record(), squad_run.AnswerSettings()) is None
+    assert os.listdir(out) == ["eval_results.json"]
+
+
+def test_an_evaluation_error_starts_with_the_predict_file(tmp_path, tokenizer):
+    """A v1.1 file answered as SQuAD 2.0: null odds the official v1.1 evaluation refuses."""
+    dev = _squad(tmp_path / "dev.json")
+    record = _record(version_2_with_negative=True)
+    trainer, inputs = _predicting(tmp_path, tokenizer, dev, record=record)
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError) as error:
+        squad_run.predict_and_evaluate(trainer, inputs, tokenizer, record, squad_run.AnswerSettings())
+    assert str(error.value) == f"{dev}: no-answer probabilities apply to SQuAD 2.0 only (the version here is 1.1)"
+    assert (tmp_path / "out" / "predictions.json").exists() and not (tmp_path / "out" / "eval_results.json").exists()
