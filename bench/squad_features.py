@@ -11,14 +11,18 @@ query 64, training) and writes the TFRecord file. It reports its own wall and CP
 imports (CPU time is the fairer measure on a shared machine), its peak RSS, and that peak less
 the RSS after imports (TensorFlow's share): what the work added.
 
-The original's procedure is restated below step for step (json.load of the whole file, the
-example list, every paragraph word tokenized again for each question, a scan of all spans per
-token for max context, one `tf.train.Example` per feature). The two files must hold the same
-records in the same order; they are compared as parsed `tf.train.Example`s, since the original's
-bytes vary from run to run (protobuf writes the feature map in a per-process hash order).
+The original's procedure is the restatement the tests check ours against, tests/original_squad.py
+(json.load of the whole file, the example list, every paragraph word tokenized again for each
+question, a scan of all spans per token for max context, one `tf.train.Example` per feature). The
+two files must hold the same records in the same order; they are compared as parsed
+`tf.train.Example`s, since the original's bytes vary from run to run (protobuf writes the feature
+map in a per-process hash order).
+
+A smoke run (the suite's, tests/bench/test_squad_features.py):
+    python bench/squad_features.py --questions=40 --sizes=1 --original_sizes=1 --predict_shape=1,32,2,64 \
+      --predict_batch_size=4 --max_seq_length=64 --doc_stride=32 --max_query_length=16
 """
 
-import collections
 import json
 import os
 import random
@@ -32,6 +36,7 @@ import time
 from absl import app, flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # run as `python bench/squad_features.py`: bert_tf and tests from this checkout
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("questions", 10000, "Questions in the 1x file.")
 flags.DEFINE_list("sizes", ["1", "4"], "File sizes, in multiples of --questions, for our runs.")
@@ -39,7 +44,8 @@ flags.DEFINE_list("original_sizes", ["1"], "Sizes on which to also run the origi
 flags.DEFINE_integer("max_seq_length", 384, "")
 flags.DEFINE_integer("doc_stride", 128, "")
 flags.DEFINE_integer("max_query_length", 64, "")
-flags.DEFINE_string("predict_shape", "4,256,4,1024", "Prediction throughput: layers,hidden,heads,intermediate ('' skips it).")
+flags.DEFINE_string("predict_shape", "4,256,4,1024",
+                    "Prediction throughput: layers,hidden,heads,intermediate ('' skips it).")
 flags.DEFINE_integer("predict_batch_size", 32, "Prediction throughput: the batch size.")
 flags.DEFINE_enum("run", None, ["ours", "original"], "Internal: run one procedure in this process.")
 flags.DEFINE_string("input", None, "Internal.")
@@ -122,150 +128,6 @@ def make_vocab(path, size=20000, seed=0):
         f.write("\n".join(tokens) + "\n")
 
 
-# ---- The original run_squad.py procedure, restated for timing.
-
-def original_read(input_file):
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(input_file, "r") as reader:
-        input_data = json.load(reader)["data"]
-    examples = []
-    for entry in input_data:
-        for paragraph in entry["paragraphs"]:
-            doc_tokens, char_to_word_offset, prev_is_whitespace = [], [], True
-            for c in paragraph["context"]:
-                if c == " " or c == "\t" or c == "\r" or c == "\n" or ord(c) == 0x202F:
-                    prev_is_whitespace = True
-                else:
-                    if prev_is_whitespace:
-                        doc_tokens.append(c)
-                    else:
-                        doc_tokens[-1] += c
-                    prev_is_whitespace = False
-                char_to_word_offset.append(len(doc_tokens) - 1)
-            for qa in paragraph["qas"]:
-                if len(qa["answers"]) != 1:
-                    raise ValueError("For training, each question should have exactly 1 answer.")
-                answer = qa["answers"][0]
-                text, offset = answer["text"], answer["answer_start"]
-                start, end = char_to_word_offset[offset], char_to_word_offset[offset + len(text) - 1]
-                actual_text = " ".join(doc_tokens[start : end + 1])
-                if actual_text.find(" ".join(text.strip().split())) == -1:
-                    continue
-                examples.append(dict(qas_id=qa["id"], question_text=qa["question"], doc_tokens=doc_tokens,
-                                     orig_answer_text=text, start_position=start, end_position=end))
-    return examples
-
-
-def _original_improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_answer_text):
-    tok_answer_text = " ".join(tokenizer.tokenize(orig_answer_text))
-    for new_start in range(input_start, input_end + 1):
-        for new_end in range(input_end, new_start - 1, -1):
-            if " ".join(doc_tokens[new_start : new_end + 1]) == tok_answer_text:
-                return new_start, new_end
-    return input_start, input_end
-
-
-def _original_is_max_context(doc_spans, cur_span_index, position):
-    best_score = best_span_index = None
-    for span_index, (start, length) in enumerate(doc_spans):
-        end = start + length - 1
-        if position < start or position > end:
-            continue
-        score = min(position - start, end - position) + 0.01 * length
-        if best_score is None or score > best_score:
-            best_score, best_span_index = score, span_index
-    return cur_span_index == best_span_index
-
-
-def original_convert(examples, tokenizer, max_seq_length, doc_stride, max_query_length, output_fn):
-    unique_id = 1000000000
-    for example_index, example in enumerate(examples):
-        query_tokens = tokenizer.tokenize(example["question_text"])[:max_query_length]
-        tok_to_orig_index, orig_to_tok_index, all_doc_tokens = [], [], []
-        for i, token in enumerate(example["doc_tokens"]):
-            orig_to_tok_index.append(len(all_doc_tokens))
-            for sub_token in tokenizer.tokenize(token):
-                tok_to_orig_index.append(i)
-                all_doc_tokens.append(sub_token)
-        tok_start = orig_to_tok_index[example["start_position"]]
-        if example["end_position"] < len(example["doc_tokens"]) - 1:
-            tok_end = orig_to_tok_index[example["end_position"] + 1] - 1
-        else:
-            tok_end = len(all_doc_tokens) - 1
-        tok_start, tok_end = _original_improve_answer_span(all_doc_tokens, tok_start, tok_end, tokenizer,
-                                                           example["orig_answer_text"])
-        max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
-        doc_spans, start_offset = [], 0
-        while start_offset < len(all_doc_tokens):
-            length = min(len(all_doc_tokens) - start_offset, max_tokens_for_doc)
-            doc_spans.append((start_offset, length))
-            if start_offset + length == len(all_doc_tokens):
-                break
-            start_offset += min(length, doc_stride)
-        for doc_span_index, (span_start, span_length) in enumerate(doc_spans):
-            tokens, token_to_orig_map, token_is_max_context, segment_ids = ["[CLS]"], {}, {}, [0]
-            for token in query_tokens:
-                tokens.append(token)
-                segment_ids.append(0)
-            tokens.append("[SEP]")
-            segment_ids.append(0)
-            for i in range(span_length):
-                split_token_index = span_start + i
-                token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
-                token_is_max_context[len(tokens)] = _original_is_max_context(doc_spans, doc_span_index,
-                                                                             split_token_index)
-                tokens.append(all_doc_tokens[split_token_index])
-                segment_ids.append(1)
-            tokens.append("[SEP]")
-            segment_ids.append(1)
-            input_ids = tokenizer.convert_tokens_to_ids(tokens)
-            input_mask = [1] * len(input_ids)
-            while len(input_ids) < max_seq_length:
-                input_ids.append(0)
-                input_mask.append(0)
-                segment_ids.append(0)
-            if not (tok_start >= span_start and tok_end <= span_start + span_length - 1):
-                start_position = end_position = 0
-            else:
-                start_position = tok_start - span_start + len(query_tokens) + 2
-                end_position = tok_end - span_start + len(query_tokens) + 2
-            output_fn(dict(unique_id=unique_id, example_index=example_index, doc_span_index=doc_span_index,
-                           tokens=tokens, token_to_orig_map=token_to_orig_map,
-                           token_is_max_context=token_is_max_context, input_ids=input_ids, input_mask=input_mask,
-                           segment_ids=segment_ids, start_position=start_position, end_position=end_position,
-                           is_impossible=False))
-            unique_id += 1
-
-
-class OriginalFeatureWriter:
-    def __init__(self, filename):
-        import tensorflow as tf
-
-        self.tf, self.num_features = tf, 0
-        self._writer = tf.io.TFRecordWriter(filename)
-
-    def process_feature(self, feature):
-        tf = self.tf
-        self.num_features += 1
-
-        def create_int_feature(values):
-            return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-        features = collections.OrderedDict()
-        features["unique_ids"] = create_int_feature([feature["unique_id"]])
-        features["input_ids"] = create_int_feature(feature["input_ids"])
-        features["input_mask"] = create_int_feature(feature["input_mask"])
-        features["segment_ids"] = create_int_feature(feature["segment_ids"])
-        features["start_positions"] = create_int_feature([feature["start_position"]])
-        features["end_positions"] = create_int_feature([feature["end_position"]])
-        features["is_impossible"] = create_int_feature([1 if feature["is_impossible"] else 0])
-        self._writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
-
-    def close(self):
-        self._writer.close()
-
-
 # ---- One run per process; the driver.
 
 def _rss_mb():
@@ -276,7 +138,9 @@ def _rss_mb():
 
 def run_one():
     from bert_tf.tasks.squad import features as squad
+    from bert_tf.tasks.squad.feature_writer import write_features
     from bert_tf.tokenization import FullTokenizer
+    from tests.original_squad import OriginalFeatureWriter, original_examples, original_features
 
     tokenizer = FullTokenizer(FLAGS.vocab, do_lower_case=True)
     lengths = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
@@ -285,13 +149,14 @@ def run_one():
     if FLAGS.run == "ours":
         stats = {}
         examples = squad.read_squad_examples(FLAGS.input, True, False, stats)
-        count = squad.write_features(squad.convert_examples_to_features(examples, tokenizer, *lengths, True),
-                                     FLAGS.output, True)
+        count = write_features(squad.convert_examples_to_features(examples, tokenizer, *lengths, True),
+                               FLAGS.output, True)
         num_examples = stats["examples"]
     else:
-        examples = original_read(FLAGS.input)
-        writer = OriginalFeatureWriter(FLAGS.output)
-        original_convert(examples, tokenizer, *lengths, writer.process_feature)
+        examples = original_examples(FLAGS.input, True, False)
+        writer = OriginalFeatureWriter(FLAGS.output, True)
+        for feature in original_features(examples, tokenizer, *lengths, True):
+            writer.process_feature(feature)
         writer.close()
         count, num_examples = writer.num_features, len(examples)
     seconds, cpu = time.perf_counter() - start, time.process_time() - start_cpu
@@ -335,6 +200,7 @@ def predict_throughput(data, vocab, tmp):
 
     from bert_tf.config import BertConfig
     from bert_tf.tasks.squad import features as squad
+    from bert_tf.tasks.squad.feature_writer import write_features
     from bert_tf.tasks.squad.inputs import SquadRecords
     from bert_tf.tasks.squad.task import SquadTask
     from bert_tf.tokenization import FullTokenizer
@@ -343,14 +209,15 @@ def predict_throughput(data, vocab, tmp):
     tokenizer = FullTokenizer(vocab, do_lower_case=True)
     path = os.path.join(tmp, "predict.tf_record")
     lengths = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
-    count = squad.write_features(
+    count = write_features(
         squad.convert_examples_to_features(squad.read_squad_examples(data, False, False), tokenizer, *lengths, False),
         path, False,
     )
     layers, hidden, heads, intermediate = (int(v) for v in FLAGS.predict_shape.split(","))
     config = BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=intermediate)
-    settings = TrainingSettings(output_dir=os.path.join(tmp, "predict_run"), predict_batch_size=FLAGS.predict_batch_size)
+    settings = TrainingSettings(output_dir=os.path.join(tmp, "predict_run"),
+                                predict_batch_size=FLAGS.predict_batch_size)
     trainer = Trainer(SquadTask(config, FLAGS.max_seq_length), settings, tf.distribute.get_strategy())
     records = SquadRecords(path, min(count, 20 * FLAGS.predict_batch_size), FLAGS.max_seq_length, False)
     trainer.predict(SquadRecords(path, FLAGS.predict_batch_size, FLAGS.max_seq_length, False))  # traces
@@ -358,7 +225,8 @@ def predict_throughput(data, vocab, tmp):
     out = trainer.predict(records)
     seconds = time.perf_counter() - start
     print(f"prediction (L={layers} H={hidden} A={heads} I={intermediate}, seq {FLAGS.max_seq_length}, batch "
-          f"{FLAGS.predict_batch_size}, fp32, Trainer.predict from the TFRecord): {records.count / seconds:.1f} features/s "
+          f"{FLAGS.predict_batch_size}, fp32, Trainer.predict from the TFRecord): "
+          f"{records.count / seconds:.1f} features/s "
           f"({len(out['start_logits'])} rows in {seconds:.1f} s; {count} features in the file)", flush=True)
 
 

@@ -29,33 +29,24 @@ FLAGS = flags.FLAGS
 common_flags.define_run_flags(max_seq_length=384, with_eval=False)
 flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
-flags.DEFINE_string(
-    "predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json"
-)
+flags.DEFINE_string("predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
 flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text (True for uncased models).")
-flags.DEFINE_integer(
-    "doc_stride", 128, "When splitting up a long document into chunks, how much stride to take between chunks."
-)
-flags.DEFINE_integer(
-    "max_query_length", 64, "The maximum number of tokens for the question. Longer questions are truncated."
-)
+flags.DEFINE_integer("doc_stride", 128,
+                     "When splitting up a long document into chunks, how much stride to take between chunks.")
+flags.DEFINE_integer("max_query_length", 64,
+                     "The maximum number of tokens for the question. Longer questions are truncated.")
 flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
 flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
-flags.DEFINE_integer(
-    "n_best_size", 20, "The total number of n-best predictions to generate in the nbest_predictions.json output file."
-)
-flags.DEFINE_integer(
-    "max_answer_length", 30, "The maximum length of an answer that can be generated."
-)
+flags.DEFINE_integer("n_best_size", 20,
+                     "The total number of n-best predictions to generate in the nbest_predictions.json output file.")
+flags.DEFINE_integer("max_answer_length", 30, "The maximum length of an answer that can be generated.")
 flags.DEFINE_bool("verbose_logging", False, "Print all warnings related to data processing.")
-flags.DEFINE_bool(
-    "version_2_with_negative", False, "If true, the SQuAD examples contain some that do not have an answer."
-)
-flags.DEFINE_float(
-    "null_score_diff_threshold", 0.0, "If null_score - best_non_null is greater than the threshold predict null."
-)
+flags.DEFINE_bool("version_2_with_negative", False,
+                  "If true, the SQuAD examples contain some that do not have an answer.")
+flags.DEFINE_float("null_score_diff_threshold", 0.0,
+                   "If null_score - best_non_null is greater than the threshold predict null.")
 common_flags.define_tpu_flags()
 # New flags.
 common_flags.define_training_flags()
@@ -63,8 +54,7 @@ flags.DEFINE_string("tfds_name", None, "Read SQuAD through tensorflow-datasets: 
 flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (default: its own).")
 flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")
 
-for _name in ("bert_config_file", "vocab_file", "output_dir"):
-    flags.mark_flag_as_required(_name)
+flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
 
 
 def _validate_flags():
@@ -77,19 +67,15 @@ def _validate_flags():
         fail("If `do_predict` is True, then `predict_file` (or --tfds_name) must be specified.")
     config = common_flags.check_fine_tuning_flags(FLAGS, actions=("do_train", "do_predict"))
     if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
-        fail(
-            f"The max_seq_length ({FLAGS.max_seq_length}) must be greater than max_query_length "
-            f"({FLAGS.max_query_length}) + 3"
-        )
+        fail(f"The max_seq_length ({FLAGS.max_seq_length}) must be greater than max_query_length "
+             f"({FLAGS.max_query_length}) + 3")
     for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
         if getattr(FLAGS, name) < 1:
             fail(f"--{name}={getattr(FLAGS, name)} must be a positive integer")
-    if FLAGS.doc_stride > FLAGS.max_seq_length - FLAGS.max_query_length - 3:
-        logging.warning(
-            "--doc_stride=%d is longer than a window's passage (max_seq_length - query - 3 = at least %d tokens): "
-            "parts of long contexts fall in no window and their answers cannot be found",
-            FLAGS.doc_stride, FLAGS.max_seq_length - FLAGS.max_query_length - 3,
-        )
+    if FLAGS.doc_stride > (passage := FLAGS.max_seq_length - FLAGS.max_query_length - 3):
+        logging.warning("--doc_stride=%d is longer than a window's passage (max_seq_length - query - 3 = at least %d "
+                        "tokens): parts of long contexts fall in no window and their answers cannot be found",
+                        FLAGS.doc_stride, passage)
     for name in ("train_file", "predict_file"):
         path = getattr(FLAGS, name)
         if path and not FLAGS.tfds_name and not os.path.isfile(path):
@@ -97,94 +83,51 @@ def _validate_flags():
     return config
 
 
-def _features(input_file, is_training, flag, tokenizer, record):
-    from bert_tf.tasks.squad.feature_cache import NoQuestionsError, cached_features
-
-    try:
-        cached = cached_features(input_file, is_training, tokenizer, FLAGS.vocab_file, record, FLAGS.output_dir)
-    except NoQuestionsError as e:
-        fail(f"--{flag}={e}")  # the message starts with the file
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--{flag}: {e}")
-    logging.info("%s", cached.summary())
-    return cached
-
-
-def _read_inputs(tokenizer, record):
-    """Every input read, checked and turned into features before any training: (train features,
-    predict file, its features, whether it is a dev set). A failed start leaves nothing."""
-    from bert_tf.tasks.squad.run import has_answers
-    from bert_tf.tasks.squad.tfds import tfds_json_file
-
-    def input_file(split, path):  # or the --tfds_name split, written as SQuAD json in output_dir
-        if not (f := FLAGS).tfds_name:
-            return path
-        return library_call(lambda: tfds_json_file(f.tfds_name, split, f.output_dir, f.tfds_data_dir, f.tfds_download),
-                            f"--tfds_name={f.tfds_name}: ")
-
-    created = not os.path.exists(FLAGS.output_dir)
-    try:
-        train_file = input_file("train", FLAGS.train_file) if FLAGS.do_train else None
-        predict_file = input_file("validation", FLAGS.predict_file) if FLAGS.do_predict else None
-        evaluate = FLAGS.do_predict and library_call(lambda: has_answers(predict_file), "--predict_file: ")
-        train = _features(train_file, True, "train_file", tokenizer, record) if FLAGS.do_train else None
-        predict = _features(predict_file, False, "predict_file", tokenizer, record) if FLAGS.do_predict else None
-    except SystemExit:
-        if created and os.path.isdir(FLAGS.output_dir) and not os.listdir(FLAGS.output_dir):
-            os.rmdir(FLAGS.output_dir)
-        raise
-    return train, predict_file, predict, evaluate
-
-
 def main(argv):
     del argv
     config = _validate_flags()
     from bert_tf.tasks.squad import run as squad_run
+    from bert_tf.tasks.squad.task import SquadTask
+    from bert_tf.training.trainer import Trainer
 
     tokenizer = library_call(lambda: squad_run.load_tokenizer(FLAGS.vocab_file, FLAGS.do_lower_case), "--")
     library_call(lambda: config.check_vocab_size(len(tokenizer.vocab), FLAGS.vocab_file),
                  f"--vocab_file vs --bert_config_file={FLAGS.bert_config_file}: ")
-    record = squad_run.squad_record(
-        FLAGS.version_2_with_negative, FLAGS.do_lower_case, FLAGS.max_seq_length, FLAGS.doc_stride,
-        FLAGS.max_query_length,
-    )
+    record = squad_run.squad_record(FLAGS.version_2_with_negative, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                                    FLAGS.doc_stride, FLAGS.max_query_length)
     common_flags.check_run_output_dir(FLAGS, record, ("task_name", "version_2_with_negative"))
     strategy = common_flags.create_strategy(FLAGS)
     common_flags.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)
-    train, predict_file, predict, evaluate = _read_inputs(tokenizer, record)
-
-    from bert_tf.tasks.squad.task import SquadTask
-    from bert_tf.training.trainer import Trainer
-
+    files = squad_run.InputFiles(FLAGS.train_file, FLAGS.predict_file, FLAGS.tfds_name, FLAGS.tfds_data_dir,
+                                 FLAGS.tfds_download)
+    inputs = library_call(lambda: squad_run.read_inputs(  # every input read before any training
+        files, FLAGS.do_train, FLAGS.do_predict, tokenizer, FLAGS.vocab_file, record, FLAGS.output_dir,
+        on_features=lambda cached: logging.info("%s", cached.summary())), "--")
+    train = inputs.train
     settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, train.examples if train else 0)
     trainer = library_call(lambda: Trainer(SquadTask(config, FLAGS.max_seq_length), settings, strategy))
     logging.info("SQuAD %s; strategy %s with %d replica(s)", "v2.0" if FLAGS.version_2_with_negative else "v1.1",
                  common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)
     if FLAGS.do_train:
-        logging.info(
-            "***** Running training: %d examples, %d features, batch size %d, %d steps *****",
-            train.examples, train.records.count, FLAGS.train_batch_size, num_train_steps,
-        )
+        logging.info("***** Running training: %d examples, %d features, batch size %d, %d steps *****",
+                     train.examples, train.records.count, FLAGS.train_batch_size, num_train_steps)
     fields = {"loss": "loss", "start_acc": "start_accuracy", "ex_per_s": "examples_per_second"}
     common_flags.train_or_restore(trainer, FLAGS, train.records if train else None, record, config, fields)
 
     if FLAGS.do_predict:
-        logging.info("***** Running predictions: %d features *****", predict.records.count)
-        settings = squad_run.AnswerSettings(FLAGS.n_best_size, FLAGS.max_answer_length, FLAGS.null_score_diff_threshold)
-        answers = library_call(
-            lambda: squad_run.predict(trainer, predict_file, predict.records, tokenizer, record, settings),
-            "--predict_file=",  # the one error: the file changed while predicting
-        )
-        if answers is None:  # not the chief: it writes nothing
+        logging.info("***** Running predictions: %d features *****", inputs.predict.records.count)
+        answers = squad_run.AnswerSettings(FLAGS.n_best_size, FLAGS.max_answer_length, FLAGS.null_score_diff_threshold)
+        done = library_call(lambda: squad_run.predict_and_evaluate(trainer, inputs, tokenizer, record, answers),
+                            "--predict_file=")  # every error starts with a file
+        if done is None:  # not the chief: it writes nothing
             return
-        logging.info("Wrote %d predictions to %s", len(answers.predictions),
+        written, results = done
+        logging.info("Wrote %d predictions to %s", len(written.predictions),
                      os.path.join(FLAGS.output_dir, squad_run.PREDICTIONS_FILE))
-        if evaluate:
-            results = library_call(lambda: squad_run.evaluate(trainer, predict_file, answers))
-            logging.info("***** Eval results *****\n%s", json.dumps(results, indent=2))
+        if results is None:
+            logging.info("%s carries no answers: no evaluation", inputs.predict_file)
         else:
-            logging.info("%s carries no answers: no evaluation", predict_file)
-            squad_run.remove_eval_results(FLAGS.output_dir)  # another file's figures
+            logging.info("***** Eval results *****\n%s", json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ def _paragraph(rng, qid, impossible=False):
 def write_squad(path, paragraphs, seed=0, version="1.1"):
     rng = random.Random(seed)
     data = [
-        {"title": f"article {a}", "paragraphs": [_paragraph(rng, f"{a}-{p}", version == "v2.0" and p % 3 == 0) for p in range(paragraphs // 4)]}
+        {"title": f"article {a}",
+         "paragraphs": [_paragraph(rng, f"{a}-{p}", version == "v2.0" and p % 3 == 0) for p in range(paragraphs // 4)]}
         for a in range(4)
     ]
     path.write_text(json.dumps({"version": version, "data": data}), encoding="utf-8")
@@ -54,7 +55,8 @@ def write_squad(path, paragraphs, seed=0, version="1.1"):
 def model_dir(tmp_path):
     d = tmp_path / "model"
     d.mkdir()
-    (d / "bert_config.json").write_text(json.dumps(tiny_config(vocab_size=len(VOCAB), max_position_embeddings=64).to_dict()))
+    config = tiny_config(vocab_size=len(VOCAB), max_position_embeddings=64)
+    (d / "bert_config.json").write_text(json.dumps(config.to_dict()))
     write_vocab(d / "vocab.txt", VOCAB)
     return d
 
@@ -108,14 +110,16 @@ def test_learns_v1_writes_the_originals_files_and_resumes_exactly_after_kill(tmp
     assert shapes["cls/squad/output_weights"] == [2, 32] and shapes["cls/squad/output_bias"] == [2]
     reread = tmp_path / "reread"
     # ... on two replicas (the CPU split in two): features are matched to logits by position.
-    result = run_script("run_squad.py", *_flags(model_dir, reread, do_predict=True, predict_file=dev, init_checkpoint=original,
-                                                num_cpu_devices=2, distribution_strategy="mirrored", predict_batch_size=6))
+    result = run_script("run_squad.py", *_flags(model_dir, reread, do_predict=True, predict_file=dev,
+                                                init_checkpoint=original, num_cpu_devices=2,
+                                                distribution_strategy="mirrored", predict_batch_size=6))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "with 2 replica(s)" in result.stderr
     assert (reread / "predictions.json").read_text() == (straight / "predictions.json").read_text()
     nbest_again = _json(reread / "nbest_predictions.json")
     for qid, entries in _json(straight / "nbest_predictions.json").items():
-        np.testing.assert_allclose([e["start_logit"] for e in nbest_again[qid]], [e["start_logit"] for e in entries], atol=1e-5)
+        np.testing.assert_allclose([e["start_logit"] for e in nbest_again[qid]], [e["start_logit"] for e in entries],
+                                   atol=1e-5)
 
 
 def test_v2_tfds_and_bad_inputs_in_one_process(tmp_path, model_dir):
@@ -153,7 +157,8 @@ def test_v2_tfds_and_bad_inputs_in_one_process(tmp_path, model_dir):
     empty.write_text(json.dumps({"version": "1.1", "data": []}))
     classifier_run = tmp_path / "classifier_run"
     classifier_run.mkdir()
-    (classifier_run / "fine_tuning_task.json").write_text(json.dumps({"task_name": "MRPC", "do_lower_case": True, "max_seq_length": 32}))
+    classifier_record = {"task_name": "MRPC", "do_lower_case": True, "max_seq_length": 32}
+    (classifier_run / "fine_tuning_task.json").write_text(json.dumps(classifier_record))
 
     # TFDS rows: our v2.0 files flattened as tensorflow-datasets' squad features.
     rows = {}
@@ -162,7 +167,9 @@ def test_v2_tfds_and_bad_inputs_in_one_process(tmp_path, model_dir):
             {"id": qa["id"], "title": article["title"], "context": paragraph["context"], "question": qa["question"],
              "answers": qa["answers"], "is_impossible": qa.get("is_impossible", False),
              "plausible_answers": qa.get("plausible_answers", [])}
-            for article in json.loads(path.read_text())["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]
+            for article in json.loads(path.read_text())["data"]
+            for paragraph in article["paragraphs"]
+            for qa in paragraph["qas"]
         ]
     (tmp_path / "rows.json").write_text(json.dumps(rows))
     prelude = f"""
@@ -191,9 +198,11 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
     from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 
     config = tiny_config(vocab_size=len(VOCAB), max_position_embeddings=64)
-    pretrained = write_tf1_checkpoint(tmp_path / "uncased_L-2_H-32" / "bert_model.ckpt", random_weights(original_shapes(config), seed=8))
+    pretrained = write_tf1_checkpoint(tmp_path / "uncased_L-2_H-32" / "bert_model.ckpt",
+                                      random_weights(original_shapes(config), seed=8))
     v2, tfds1, tfds2, relabelled = tmp_path / "v2", tmp_path / "tfds1", tmp_path / "tfds2", tmp_path / "relabelled"
-    train_v2 = dict(do_train=True, train_file=train2, do_predict=True, predict_file=dev2, version_2_with_negative=True, num_train_epochs=6)
+    train_v2 = dict(do_train=True, train_file=train2, do_predict=True, predict_file=dev2, version_2_with_negative=True,
+                    num_train_epochs=6)
     bad = tmp_path / "bad"
     (bad / "g").mkdir(parents=True)
     import subprocess
@@ -201,14 +210,16 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
 
     from bert_tf.io_utils import owner_tag
 
-    dead_pid = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = dead.stdout.strip()
     killed = bad / "g" / f".train.tf_record.{owner_tag().rpartition('-')[0]}-{dead_pid}.0badc0de.tmp"
     killed.write_bytes(b"left by a killed run")
     predict_v2 = dict(do_predict=True, version_2_with_negative=True, init_checkpoint=v2)
     cases = [
         _flags(model_dir, v2, **train_v2),
         _flags(model_dir, tfds1, do_train=True, do_predict=True, tfds_name="squad/v1.1", num_train_epochs=1),
-        _flags(model_dir, tfds2, do_predict=True, tfds_name="squad/v2.0", version_2_with_negative=True, init_checkpoint=v2),
+        _flags(model_dir, tfds2, do_predict=True, tfds_name="squad/v2.0", version_2_with_negative=True,
+               init_checkpoint=v2),
         _flags(model_dir, bad / "a", do_train=True, train_file=train2),
         _flags(model_dir, bad / "b", do_predict=True, predict_file=malformed, init_checkpoint=v2),
         _flags(model_dir, bad / "c", do_predict=True),
@@ -229,7 +240,8 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
     ]
     outcomes = run_main_cases("run_squad", cases, prelude=prelude)
     assert outcomes[:3] == ["ok"] * 3, outcomes[:3]
-    assert "train-v2.0.json" in outcomes[3] and "is_impossible" in outcomes[3] and "--version_2_with_negative" in outcomes[3]
+    assert "train-v2.0.json" in outcomes[3] and "is_impossible" in outcomes[3]
+    assert "--version_2_with_negative" in outcomes[3]
     assert "malformed.json" in outcomes[4] and "line" in outcomes[4]
     assert "If `do_predict` is True, then `predict_file`" in outcomes[5]
     assert "The max_seq_length (11) must be greater than max_query_length (8) + 3" in outcomes[6]
@@ -251,7 +263,9 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
     # v2.0: unanswerable questions answered "", the null odds written, the official v2.0 figures.
     predictions, null_odds = _json(v2 / "predictions.json"), _json(v2 / "null_odds.json")
     assert list(null_odds) == list(predictions)
-    impossible = {qa["id"] for a in _json(dev2)["data"] for p in a["paragraphs"] for qa in p["qas"] if qa.get("is_impossible")}
+    impossible = {
+        qa["id"] for a in _json(dev2)["data"] for p in a["paragraphs"] for qa in p["qas"] if qa.get("is_impossible")
+    }
     assert impossible and all(predictions[q] == "" for q in impossible)
     metrics = _json(v2 / "eval_results.json")
     assert metrics["NoAns_total"] == len(impossible) and metrics["exact"] > 90 and "best_f1_thresh" in metrics
@@ -267,7 +281,7 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
     BERT, the n-best rules); our run written back to that layout predicts the same."""
     from bert_tf.tokenization import FullTokenizer
     from tests import numpy_bert
-    from tests.tasks.squad.test_features import original_examples, original_features
+    from tests.original_squad import original_examples, original_features
     from tests.tasks.squad.test_predictions import reference_predictions
     from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 
@@ -282,17 +296,19 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
     words = ["the", "a", "cat", "dog", "bird", "sat", "on", "mat", "red", "blue", "is", "big", "small", "and", "near"]
     word_rng = random.Random(7)
     paragraphs = [{"context": " ".join(word_rng.choices(words, k=word_rng.randint(20, 40))),
-                   "qas": [{"id": f"q{i}-{j}", "question": " ".join(word_rng.choices(words, k=word_rng.randint(3, 12))), "answers": []}
+                   "qas": [{"id": f"q{i}-{j}", "question": " ".join(word_rng.choices(words, k=word_rng.randint(3, 12))),
+                            "answers": []}
                            for j in range(2)]} for i in range(5)]
     dev = tmp_path / "test.json"
     dev.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
     out = tmp_path / "out"
-    assert run_main_cases("run_squad", [_flags(model_dir, out, do_predict=True, predict_file=dev, init_checkpoint=ckpt)]) == ["ok"]
+    case = _flags(model_dir, out, do_predict=True, predict_file=dev, init_checkpoint=ckpt)
+    assert run_main_cases("run_squad", [case]) == ["ok"]
     assert not (out / "eval_results.json").exists()  # no answers in the file: nothing to evaluate
 
     tokenizer = FullTokenizer(str(model_dir / "vocab.txt"))
     examples = original_examples(dev, False, False)
-    features = original_features(examples, tokenizer, SEQ, 8, 8, False)
+    features = list(original_features(examples, tokenizer, SEQ, 8, 8, False))
     ids, mask, segments = (np.array([f[i] for f in features]) for i in (6, 7, 8))
     layers, _ = numpy_bert.bert(weights, config, ids, mask, segments)
     logits = layers[-1] @ weights["cls/squad/output_weights"].T.astype(np.float64) + weights["cls/squad/output_bias"]
@@ -300,7 +316,8 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
     assert list(predictions) == [e[0] for e in examples]
     for index, example in enumerate(examples):
         items = [
-            (types.SimpleNamespace(tokens=f[3], token_to_orig_map=f[4], token_is_max_context=f[5]), logits[k, :, 0], logits[k, :, 1])
+            (types.SimpleNamespace(tokens=f.tokens, token_to_orig_map=f.token_to_orig_map,
+                                   token_is_max_context=f.token_is_max_context), logits[k, :, 0], logits[k, :, 1])
             for k, f in enumerate(features) if f[1] == index
         ]
         text, entries, _ = reference_predictions(example[2], items, 5, 5, False, 0.0)

@@ -11,6 +11,7 @@ import os
 from bert_tf.io_utils import atomic_write
 from bert_tf.tasks.record import RunRecord
 from bert_tf.tasks.squad import features as squad
+from bert_tf.tasks.squad.feature_writer import write_features
 from bert_tf.tasks.squad.inputs import SquadRecords
 
 # Bumped when the features written for the same settings change: older files are rewritten.
@@ -116,7 +117,7 @@ def cached_features(input_file, is_training, tokenizer, vocab_file, record: RunR
         examples, tokenizer, record.max_seq_length, record.doc_stride, record.max_query_length, is_training
     )
     os.makedirs(output_dir, exist_ok=True)
-    count = squad.write_features(features, path, is_training)
+    count = write_features(features, path, is_training)
     if not count:
         os.remove(path)
         raise NoQuestionsError(f"{input_file}: no question to {'train on' if is_training else 'answer'}")

@@ -1,31 +1,25 @@
 """SQuAD v1.1 / v2.0 pre-processing, rule for rule as the original `run_squad.py`
-(`read_squad_examples`, `convert_examples_to_features`, `FeatureWriter`), but streaming and fast.
+(`read_squad_examples`, `convert_examples_to_features`), but streaming and fast; the original's
+`FeatureWriter` is `bert_tf.tasks.squad.feature_writer`.
 
-Same results as the original with less work: the file is read article by article (`squad_json`);
+Same results as the original with less work: the file is read article by article (`json_reader`);
 each paragraph is WordPiece-tokenized once for all its questions, each distinct whitespace word
 once while it stays in a bounded cache; max-context flags come from one pass over the spans
-instead of a scan of all spans per token; records are serialised straight to
-`tf.train.Example` bytes. Memory stays flat in the file's size.
+instead of a scan of all spans per token. Memory stays flat in the file's size.
 """
 
 import bisect
 import dataclasses
 import itertools
-import os
 import re
-import uuid
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
-from bert_tf.io_utils import owner_tag, remove_stale_temporaries
 from bert_tf.tasks.squad.json_reader import iter_squad_articles
 from bert_tf.tokenization import FullTokenizer
 
 FIRST_UNIQUE_ID = 1000000000  # the original numbers features from here
-_FEATURE_NAMES = ("unique_ids", "input_ids", "input_mask", "segment_ids")
-_TRAINING_NAMES = ("start_positions", "end_positions", "is_impossible")
 # The original's is_whitespace for paragraphs: only these five characters split words
 # (not e.g. U+00A0, which the tokenizer later treats as a space inside the word).
 _WORD = re.compile("[^ \t\r\n\u202f]+")
@@ -332,8 +326,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
                 example_index=example_index,
                 doc_span_index=span_index,
                 tokens=head_tokens + paragraph.tokens[start:end] + ["[SEP]"],
-                token_to_orig_map=dict(zip(positions, paragraph.tok_to_orig[start:end])),
-                token_is_max_context=dict(zip(positions, max_context[span_index])),
+                token_to_orig_map=dict(zip(positions, paragraph.tok_to_orig[start:end], strict=True)),
+                token_is_max_context=dict(zip(positions, max_context[span_index], strict=True)),
                 input_ids=head_ids + paragraph.ids[start:end] + [sep_id] + padding,
                 input_mask=[1] * used + padding,
                 segment_ids=[0] * doc_offset + [1] * (length + 1) + padding,
@@ -349,101 +343,3 @@ def _special_ids(tokenizer):
     if missing:
         raise ValueError(f"the vocabulary has no {' or '.join(missing)}, which every SQuAD feature needs")
     return tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
-
-
-def squad_feature_spec(seq_length, is_training):
-    """`tf.io.parse_example` spec of the records (all int64, as the original's input_fn reads
-    them); training adds the answer positions and `is_impossible`, which the writer also stores."""
-    spec = {"unique_ids": tf.io.FixedLenFeature([], tf.int64)}
-    spec.update({name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _FEATURE_NAMES[1:]})
-    if is_training:
-        spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in _TRAINING_NAMES})
-    return spec
-
-
-class _Varints(dict):
-    """Protobuf varint bytes of an int; those of ids and lengths (< 2**21) are kept, as they
-    repeat (unique ids do not: they would make the cache grow with the file)."""
-
-    def __missing__(self, value):
-        if not -(1 << 63) <= value < 1 << 64:
-            raise ValueError(f"{value} does not fit in an int64 feature")
-        number, out = value & 0xFFFFFFFFFFFFFFFF, bytearray()  # negatives: 64-bit two's complement
-        while number > 0x7F:
-            out.append(number & 0x7F | 0x80)
-            number >>= 7
-        out.append(number)
-        if 0 <= value < 1 << 21:
-            self[value] = bytes(out)
-        return bytes(out)
-
-
-def _small_ints(values):
-    """Packed varints of a list of ints in [0, 128) (masks, segment ids: one byte each, their
-    own value), made by bytes() in C; None for other values."""
-    if type(values) is not list:
-        return None
-    try:
-        packed = bytes(values)
-    except (ValueError, TypeError):  # a value outside [0, 256) or not an int
-        return None
-    return packed if packed.isascii() else None
-
-
-def _serialize(values_by_name, varints):
-    """A `tf.train.Example` of int64 lists, as bytes: features in the given order, each a
-    `Features.feature` map entry {1: key, 2: Feature{3: Int64List{1: packed varints}}} (each
-    tag byte is field number << 3 | 2, "length-delimited", followed by the length)."""
-    entries = []
-    for name, values in values_by_name:
-        packed = _small_ints(values)
-        if packed is None:
-            packed = b"".join(map(varints.__getitem__, values))
-        int64_list = b"\x0a" + varints[len(packed)] + packed if packed else b""  # empty: no field
-        feature = b"\x1a" + varints[len(int64_list)] + int64_list
-        entry = b"\x0a" + varints[len(name)] + name + b"\x12" + varints[len(feature)] + feature
-        entries.append(b"\x0a" + varints[len(entry)] + entry)
-    features = b"".join(entries)
-    return b"\x0a" + varints[len(features)] + features
-
-
-def _record_values(feature, is_training):
-    """(name, int list) pairs of one feature's record, in the original FeatureWriter's order."""
-    values = [
-        (b"unique_ids", (feature.unique_id,)),
-        (b"input_ids", feature.input_ids),
-        (b"input_mask", feature.input_mask),
-        (b"segment_ids", feature.segment_ids),
-    ]
-    if is_training:
-        values += [
-            (b"start_positions", (feature.start_position,)),
-            (b"end_positions", (feature.end_position,)),
-            (b"is_impossible", (1 if feature.is_impossible else 0,)),
-        ]
-    return values
-
-
-def write_features(features, path, is_training):
-    """Writes `features` (any iterable, consumed once) to the TFRecord file `path` as the
-    original FeatureWriter's `tf.train.Example`s; returns how many. The file appears complete or
-    not at all: it is written under a temporary name in the same folder and renamed at the end
-    (removed if anything fails; a killed writer's is removed by the next write)."""
-    directory = os.path.dirname(path)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    base = os.path.basename(path)
-    remove_stale_temporaries(directory or ".", base)  # a killed run's, named as atomic_write names them
-    temporary = os.path.join(directory, f".{base}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
-    varints, count = _Varints(), 0
-    try:
-        with tf.io.TFRecordWriter(temporary) as writer:
-            for feature in features:
-                writer.write(_serialize(_record_values(feature, is_training), varints))
-                count += 1
-        tf.io.gfile.rename(temporary, path, overwrite=True)
-    except BaseException:
-        if tf.io.gfile.exists(temporary):
-            tf.io.gfile.remove(temporary)
-        raise
-    return count

@@ -1,5 +1,5 @@
-"""SQuAD features in the original's TFRecords (`bert_tf.tasks.squad.features.write_features`) -> tf.data
-batches of encoder inputs and answer positions (TensorFlow)."""
+"""SQuAD features in the original's TFRecords (`bert_tf.tasks.squad.feature_writer.write_features`) ->
+tf.data batches of encoder inputs and answer positions (TensorFlow)."""
 
 import dataclasses
 
@@ -25,7 +25,10 @@ class SquadRecords:
     is_training: bool
 
 
-def _feature_spec(seq_length, is_training):
+def feature_spec(seq_length, is_training):
+    """`tf.io.parse_example` spec of the records (all int64, as the original's input_fn reads
+    them): unique_ids, and input_ids, input_mask, segment_ids of `seq_length`; training adds
+    start_positions, end_positions and is_impossible."""
     spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")}
     spec["unique_ids"] = tf.io.FixedLenFeature([], tf.int64)
     if is_training:
@@ -41,7 +44,7 @@ def check_records(records: SquadRecords):
         first = next(iter(tf.data.TFRecordDataset(records.path).take(1)), None)
         if first is None:
             raise ValueError("it holds no record")
-        tf.io.parse_single_example(first, _feature_spec(records.seq_length, records.is_training))
+        tf.io.parse_single_example(first, feature_spec(records.seq_length, records.is_training))
     except (tf.errors.OpError, ValueError) as e:
         message = getattr(e, "message", str(e)).splitlines()[0]
         raise ValueError(
@@ -79,11 +82,13 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
             ds = ds.skip(skip_batches)
     elif mode in ("eval", "predict"):
         extra = -records.count % (batch_size * replicas)
-        padding = tf.data.Dataset.from_tensors((_zero_record(records.seq_length, records.is_training), 0.0)).repeat(extra)
-        ds = ordered_batches(ds.take(records.count).map(lambda r: (r, 1.0)).concatenate(padding), batch_size, input_context)
+        zero = _zero_record(records.seq_length, records.is_training)
+        padding = tf.data.Dataset.from_tensors((zero, 0.0)).repeat(extra)
+        features = ds.take(records.count).map(lambda r: (r, 1.0)).concatenate(padding)
+        ds = ordered_batches(features, batch_size, input_context)
     else:
         raise ValueError(f"mode {mode!r} is not train, eval or predict")
-    spec = _feature_spec(records.seq_length, records.is_training)
+    spec = feature_spec(records.seq_length, records.is_training)
 
     def to_model(serialized, weight):
         f = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(serialized, spec).items()}

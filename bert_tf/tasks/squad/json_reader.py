@@ -10,6 +10,7 @@ import tensorflow as tf
 
 _WHITESPACE = " \t\n\r"
 _CHUNK_BYTES = 1 << 20
+_DECODER = json.JSONDecoder()  # stateless: one for every reader
 
 
 class _Buffer:
@@ -70,12 +71,12 @@ class _Buffer:
         self.pos += 1
         return char
 
-    def value(self, decoder=json.JSONDecoder()):
+    def value(self):
         """Decodes the JSON value that starts at the next non-whitespace character."""
         self.peek()
         while True:
             try:
-                value, end = decoder.raw_decode(self.text, self.pos)
+                value, end = _DECODER.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as error:
                 # Most likely the value runs past the buffer: read more (at least as much again,
                 # so a large value costs a few re-parses, not one per chunk) and retry.

@@ -110,6 +110,54 @@ def _span_candidates(feature_index, feature, start_logits, end_logits, n_best_si
             yield _Prelim(feature_index, start, end, start_logits[start], end_logits[end])
 
 
+def _candidates(features_and_results, n_best_size, max_answer_length, version_2_with_negative):
+    """`(features, prelims, score_null, null)`: the example's features; its candidate spans over
+    all windows (v2.0: and the null answer), best start + end score first (stable); the null
+    score, the smallest [CLS] start + end score over the windows (v2.0); `null`, the null
+    answer's `_Prelim` at the window with that score."""
+    features, prelims = [], []
+    score_null, null = _NULL_SCORE_START, _Prelim(0, 0, 0, 0.0, 0.0)
+    for feature_index, (feature, start_logits, end_logits) in enumerate(features_and_results):
+        start_logits = [float(x) for x in start_logits]
+        end_logits = [float(x) for x in end_logits]
+        features.append(feature)
+        if version_2_with_negative and start_logits[0] + end_logits[0] < score_null:
+            score_null = start_logits[0] + end_logits[0]
+            null = _Prelim(feature_index, 0, 0, start_logits[0], end_logits[0])
+        prelims.extend(
+            _span_candidates(feature_index, feature, start_logits, end_logits, n_best_size, max_answer_length)
+        )
+    if version_2_with_negative:
+        prelims.append(null)
+    prelims.sort(key=lambda p: p.start_logit + p.end_logit, reverse=True)
+    return features, prelims, score_null, null
+
+
+def _distinct_entries(example, features, prelims, n_best_size, do_lower_case):
+    """The first `n_best_size` candidates with distinct final texts, as `_Entry`s (the null
+    answer, start index 0 = [CLS], is the text "")."""
+    seen, nbest = set(), []
+    for pred in prelims:
+        if len(nbest) >= n_best_size:
+            break
+        if pred.start_index > 0:
+            feature = features[pred.feature_index]
+            orig_start = feature.token_to_orig_map[pred.start_index]
+            orig_end = feature.token_to_orig_map[pred.end_index]
+            text = get_final_text(
+                _detokenize(feature.tokens[pred.start_index : pred.end_index + 1]),
+                " ".join(example.doc_tokens[orig_start : orig_end + 1]),
+                do_lower_case,
+            )
+            if text in seen:
+                continue
+        else:
+            text = ""
+        seen.add(text)
+        nbest.append(_Entry(text, pred.start_logit, pred.end_logit))
+    return nbest
+
+
 def example_prediction(
     example,
     features_and_results,
@@ -135,48 +183,12 @@ def example_prediction(
       `(text, nbest, score_diff)`: `nbest` is a list of dicts with keys "text", "probability",
       "start_logit", "end_logit", best first; `score_diff` is None for v1.1.
     """
-    features = []
-    prelims = []
-    # v2.0: the null answer's score is the smallest [CLS] start + end score over the windows.
-    score_null, null_feature_index, null_start_logit, null_end_logit = _NULL_SCORE_START, 0, 0.0, 0.0
-    for feature_index, (feature, start_logits, end_logits) in enumerate(features_and_results):
-        start_logits = [float(x) for x in start_logits]
-        end_logits = [float(x) for x in end_logits]
-        features.append(feature)
-        if version_2_with_negative:
-            feature_null_score = start_logits[0] + end_logits[0]
-            if feature_null_score < score_null:
-                score_null, null_feature_index = feature_null_score, feature_index
-                null_start_logit, null_end_logit = start_logits[0], end_logits[0]
-        prelims.extend(
-            _span_candidates(feature_index, feature, start_logits, end_logits, n_best_size, max_answer_length)
-        )
-    if version_2_with_negative:
-        prelims.append(_Prelim(null_feature_index, 0, 0, null_start_logit, null_end_logit))
-    prelims.sort(key=lambda p: p.start_logit + p.end_logit, reverse=True)
-
-    seen, nbest = set(), []
-    for pred in prelims:
-        if len(nbest) >= n_best_size:
-            break
-        if pred.start_index > 0:  # a span; index 0 is [CLS], the null answer
-            feature = features[pred.feature_index]
-            orig_start = feature.token_to_orig_map[pred.start_index]
-            orig_end = feature.token_to_orig_map[pred.end_index]
-            text = get_final_text(
-                _detokenize(feature.tokens[pred.start_index : pred.end_index + 1]),
-                " ".join(example.doc_tokens[orig_start : orig_end + 1]),
-                do_lower_case,
-            )
-            if text in seen:
-                continue
-        else:
-            text = ""
-        seen.add(text)
-        nbest.append(_Entry(text, pred.start_logit, pred.end_logit))
-
-    if version_2_with_negative and "" not in seen:
-        nbest.append(_Entry("", null_start_logit, null_end_logit))
+    features, prelims, score_null, null = _candidates(
+        features_and_results, n_best_size, max_answer_length, version_2_with_negative
+    )
+    nbest = _distinct_entries(example, features, prelims, n_best_size, do_lower_case)
+    if version_2_with_negative and all(entry.text for entry in nbest):
+        nbest.append(_Entry("", null.start_logit, null.end_logit))
     # The original's nonce entry when nothing valid is left. In v2.0 the original crashes when
     # the n-best list holds only the null answer; the same nonce stands in as the best span there.
     if not nbest or (version_2_with_negative and not any(entry.text for entry in nbest)):
@@ -185,7 +197,7 @@ def example_prediction(
     probs = compute_softmax([entry.start_logit + entry.end_logit for entry in nbest])
     nbest_json = [
         {"text": entry.text, "probability": prob, "start_logit": entry.start_logit, "end_logit": entry.end_logit}
-        for entry, prob in zip(nbest, probs)
+        for entry, prob in zip(nbest, probs, strict=True)
     ]
     if not version_2_with_negative:
         return nbest[0].text, nbest_json, None

@@ -1,7 +1,7 @@
 """A SQuAD run's steps around the one loop (the original run_squad.py's main, without its flags):
-the run record, the tokenizer, dev or test set, prediction and its output files
-(predictions.json, nbest_predictions.json, null_odds.json), the official evaluation
-(eval_results.json and .txt).
+the run record, the tokenizer, the inputs (files or TFDS, dev or test set, their features),
+prediction and its output files (predictions.json, nbest_predictions.json, null_odds.json), the
+official evaluation (eval_results.json and .txt).
 
 The features to predict are not held in memory: the logits of row i belong to feature i of
 eval.tf_record, and post-processing rebuilds the features from the input file in the same order
@@ -17,8 +17,10 @@ from bert_tf.io_utils import atomic_write
 from bert_tf.tasks.record import RunRecord
 from bert_tf.tasks.squad import features as squad
 from bert_tf.tasks.squad import metrics as squad_metrics
+from bert_tf.tasks.squad.feature_cache import CachedFeatures, NoQuestionsError, cached_features
 from bert_tf.tasks.squad.json_reader import iter_squad_articles
 from bert_tf.tasks.squad.predictions import write_predictions
+from bert_tf.tasks.squad.tfds import tfds_json_file
 from bert_tf.tokenization import FullTokenizer
 
 PREDICTIONS_FILE = "predictions.json"
@@ -66,6 +68,91 @@ def has_answers(input_file):
                     "is_impossible) while other questions have answers: a dev set needs them on every question"
                 )
     return with_answers > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFiles:
+    """Where a run's questions come from: the SQuAD json files `train_file` and `predict_file`,
+    or, with `tfds_name` (squad/v1.1 or squad/v2.0), TFDS's train and validation splits (from
+    `tfds_data_dir`, TFDS's own when None; `tfds_download`: prepare them when missing), written as
+    SQuAD json in the run's folder."""
+
+    train_file: str | None = None
+    predict_file: str | None = None
+    tfds_name: str | None = None
+    tfds_data_dir: str | None = None
+    tfds_download: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadInputs:
+    """A run's inputs, read and turned into features: `train` and `predict` (CachedFeatures;
+    None when not wanted), `predict_file` (the SQuAD json answered: a TFDS split's copy too) and
+    `evaluate` (whether it is a dev set, its questions carrying answers)."""
+
+    train: CachedFeatures | None
+    predict_file: str | None
+    predict: CachedFeatures | None
+    evaluate: bool
+
+
+def _prefixed(prefix, work):
+    """`work()`, a ValueError or FileNotFoundError raised again as a ValueError starting `prefix`."""
+    try:
+        return work()
+    except (ValueError, FileNotFoundError) as e:
+        raise ValueError(f"{prefix}{e}") from e
+
+
+def _input_file(files: InputFiles, split, path, output_dir):
+    if not files.tfds_name:
+        return path
+    return _prefixed(
+        f"tfds_name={files.tfds_name}: ",
+        lambda: tfds_json_file(files.tfds_name, split, output_dir, files.tfds_data_dir, files.tfds_download),
+    )
+
+
+def _features(setting, input_file, is_training, tokenizer, vocab_file, record, output_dir):
+    try:
+        return cached_features(input_file, is_training, tokenizer, vocab_file, record, output_dir)
+    except NoQuestionsError as e:
+        raise NoQuestionsError(f"{setting}={e}") from e  # the message starts with the file
+    except (ValueError, FileNotFoundError) as e:
+        raise ValueError(f"{setting}: {e}") from e
+
+
+def read_inputs(files: InputFiles, do_train, do_predict, tokenizer, vocab_file, record: RunRecord, output_dir,
+                on_features=None):
+    """Every input the run wants (`do_train`, `do_predict`) read, checked and turned into
+    features in `output_dir` (`cached_features`; `tokenizer`: a FullTokenizer of `vocab_file`)
+    before any training: the files (TFDS splits written first), whether the predict file is a dev
+    set (`has_answers`), the train features, the predict features. `on_features(CachedFeatures)`
+    (optional) is called as each is ready. Returns SquadInputs.
+
+    Errors are ValueErrors starting with the setting at fault: `tfds_name=<name>: `,
+    `predict_file: ` (dev or test set), `train_file: ` or `predict_file: ` (the reader's error),
+    `train_file=<file>: no question ...` (NoQuestionsError). A failed start removes the
+    `output_dir` it created when it is still empty."""
+    created = not os.path.exists(output_dir)
+    try:
+        train_file = _input_file(files, "train", files.train_file, output_dir) if do_train else None
+        predict_file = _input_file(files, "validation", files.predict_file, output_dir) if do_predict else None
+        evaluate = bool(do_predict) and _prefixed("predict_file: ", lambda: has_answers(predict_file))
+
+        def features(setting, path, is_training):
+            cached = _features(setting, path, is_training, tokenizer, vocab_file, record, output_dir)
+            if on_features is not None:
+                on_features(cached)
+            return cached
+
+        train = features("train_file", train_file, True) if do_train else None
+        predict = features("predict_file", predict_file, False) if do_predict else None
+    except BaseException:
+        if created and os.path.isdir(output_dir) and not os.listdir(output_dir):
+            os.rmdir(output_dir)
+        raise
+    return SquadInputs(train, predict_file, predict, evaluate)
 
 
 def by_example(input_file, tokenizer, record: RunRecord, start_logits, end_logits):
@@ -145,12 +232,15 @@ def predict(trainer, input_file, records, tokenizer, record: RunRecord, answers:
 def evaluate(trainer, input_file, answers: Answers):
     """The official evaluation of `answers` against the dev set `input_file` (v2.0 with the null
     odds): eval_results.json (the official script's JSON) and eval_results.txt with global_step
-    in the trainer's output_dir. Returns the official results."""
+    in the trainer's output_dir. Returns the official results; a ValueError starting with
+    `input_file` when it cannot be evaluated."""
     na_probs = None
     if answers.null_odds_file:
         with open(answers.null_odds_file, encoding="utf-8") as f:
             na_probs = json.load(f)
-    results = squad_metrics.evaluate(input_file, answers.predictions, na_probs=na_probs)
+    results = _prefixed(
+        f"{input_file}: ", lambda: squad_metrics.evaluate(input_file, answers.predictions, na_probs=na_probs)
+    )
     with atomic_write(os.path.join(trainer.settings.output_dir, EVAL_RESULTS_FILES[0])) as f:
         f.write(json.dumps(results) + "\n")
     trainer.write_eval_results({**results, "global_step": trainer.global_step})
@@ -163,3 +253,20 @@ def remove_eval_results(output_dir):
     for name in EVAL_RESULTS_FILES:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(output_dir, name))
+
+
+def predict_and_evaluate(trainer, inputs: SquadInputs, tokenizer, record: RunRecord, answers: AnswerSettings):
+    """The trained model's answers to `inputs.predict_file` (`predict`), then, on the chief, the
+    official evaluation of a dev set (`evaluate`), or for a test set the removal of an earlier
+    run's eval_results (`remove_eval_results`: another file's figures). Returns
+    `(Answers, results)`, results None for a test set; None on the other workers.
+
+    Errors are ValueErrors starting with a file: the predict file (changed while predicting, or
+    what the evaluation finds wrong in it) or the features' TFRecord file."""
+    written = predict(trainer, inputs.predict_file, inputs.predict.records, tokenizer, record, answers)
+    if written is None:
+        return None
+    if not inputs.evaluate:
+        remove_eval_results(trainer.settings.output_dir)
+        return written, None
+    return written, evaluate(trainer, inputs.predict_file, written)

@@ -1,19 +1,17 @@
-"""SQuAD pre-processing against the original run_squad.py's procedure, restated below step for
-step on a json.load'ed file (slow and literal), on paragraphs built to hit its corner cases;
-the streaming JSON reader; the errors; the TFRecord format of the original FeatureWriter."""
+"""SQuAD pre-processing against the original run_squad.py's procedure (restated step for step in
+tests/original_squad.py), on paragraphs built to hit its corner cases; the streaming JSON
+reader; the errors."""
 
-import collections
 import json
-import os
 import random
 import re
 
 import pytest
-import tensorflow as tf
 
 from bert_tf.tasks.squad import features as squad
 from bert_tf.tasks.squad.json_reader import iter_squad_articles
 from bert_tf.tokenization import FullTokenizer
+from tests.original_squad import OriginalExample, original_examples, original_features
 
 # Whitespace words: punctuation glued on, accents, CJK, a no-break space inside a word (not a
 # word separator for the original), a word outside the vocab.
@@ -24,116 +22,6 @@ SEPARATORS = [" ", " ", " ", "  ", "\t", "\n", "\u202f", " \n\t", "\r\n"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "on", "mat", ",", "(", "1895", "-", "1943", ")",
          ".", "japan", "##ese", "it", "'", "s", "cafe", "naive", "uber", "我", "们", "喜", "欢", "中", "文", "run",
          "##ning", "un", "##want", "##ed", "co", "op", "u", "a", "10", "km", "x", "blue", '"', "quoted"]
-
-
-# ---- The original's procedure, restated (run_squad.py: read_squad_examples,
-# convert_examples_to_features, _improve_answer_span, _check_is_max_context).
-
-def original_examples(path, is_training, version_2_with_negative):
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)["data"]
-    examples = []
-    for entry in data:
-        for paragraph in entry["paragraphs"]:
-            doc_tokens, char_to_word_offset, prev_is_whitespace = [], [], True
-            for c in paragraph["context"]:
-                if c in (" ", "\t", "\r", "\n") or ord(c) == 0x202F:
-                    prev_is_whitespace = True
-                else:
-                    if prev_is_whitespace:
-                        doc_tokens.append(c)
-                    else:
-                        doc_tokens[-1] += c
-                    prev_is_whitespace = False
-                char_to_word_offset.append(len(doc_tokens) - 1)
-            for qa in paragraph["qas"]:
-                start = end = answer = None
-                impossible = False
-                if is_training:
-                    if version_2_with_negative:
-                        impossible = qa["is_impossible"]
-                    if len(qa["answers"]) != 1 and not impossible:
-                        raise ValueError("For training, each question should have exactly 1 answer.")
-                    if not impossible:
-                        answer = qa["answers"][0]["text"]
-                        offset = qa["answers"][0]["answer_start"]
-                        start = char_to_word_offset[offset]
-                        end = char_to_word_offset[offset + len(answer) - 1]
-                        actual = " ".join(doc_tokens[start : end + 1])
-                        if actual.find(" ".join(answer.strip().split())) == -1:
-                            continue
-                    else:
-                        start, end, answer = -1, -1, ""
-                examples.append((qa["id"], qa["question"], doc_tokens, answer, start, end, impossible))
-    return examples
-
-
-def original_features(examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training):
-    features, unique_id = [], 1000000000
-    for example_index, (_, question, doc_tokens, answer, start, end, impossible) in enumerate(examples):
-        query_tokens = tokenizer.tokenize(question)[:max_query_length]
-        tok_to_orig_index, orig_to_tok_index, all_doc_tokens = [], [], []
-        for i, token in enumerate(doc_tokens):
-            orig_to_tok_index.append(len(all_doc_tokens))
-            for sub_token in tokenizer.tokenize(token):
-                tok_to_orig_index.append(i)
-                all_doc_tokens.append(sub_token)
-        if is_training and not impossible:
-            tok_start = orig_to_tok_index[start]
-            tok_end = orig_to_tok_index[end + 1] - 1 if end < len(doc_tokens) - 1 else len(all_doc_tokens) - 1
-            tok_answer_text = " ".join(tokenizer.tokenize(answer))
-            found = None
-            for new_start in range(tok_start, tok_end + 1):
-                for new_end in range(tok_end, new_start - 1, -1):
-                    if found is None and " ".join(all_doc_tokens[new_start : new_end + 1]) == tok_answer_text:
-                        found = (new_start, new_end)
-            tok_start, tok_end = found or (tok_start, tok_end)
-        max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
-        doc_spans, start_offset = [], 0
-        while start_offset < len(all_doc_tokens):
-            length = min(len(all_doc_tokens) - start_offset, max_tokens_for_doc)
-            doc_spans.append((start_offset, length))
-            if start_offset + length == len(all_doc_tokens):
-                break
-            start_offset += min(length, doc_stride)
-        for doc_span_index, (span_start, span_length) in enumerate(doc_spans):
-            tokens = ["[CLS]", *query_tokens, "[SEP]"]
-            segment_ids = [0] * len(tokens)
-            token_to_orig_map, token_is_max_context = {}, {}
-            for i in range(span_length):
-                position = span_start + i
-                token_to_orig_map[len(tokens)] = tok_to_orig_index[position]
-                best_score = best_index = None
-                for index, (s, n) in enumerate(doc_spans):
-                    if s <= position <= s + n - 1:
-                        score = min(position - s, s + n - 1 - position) + 0.01 * n
-                        if best_score is None or score > best_score:
-                            best_score, best_index = score, index
-                token_is_max_context[len(tokens)] = best_index == doc_span_index
-                tokens.append(all_doc_tokens[position])
-                segment_ids.append(1)
-            tokens.append("[SEP]")
-            segment_ids.append(1)
-            input_ids = tokenizer.convert_tokens_to_ids(tokens)
-            input_mask = [1] * len(input_ids)
-            while len(input_ids) < max_seq_length:
-                input_ids.append(0)
-                input_mask.append(0)
-                segment_ids.append(0)
-            start_position = end_position = None
-            if is_training and not impossible:
-                if tok_start >= span_start and tok_end <= span_start + span_length - 1:
-                    start_position = tok_start - span_start + len(query_tokens) + 2
-                    end_position = tok_end - span_start + len(query_tokens) + 2
-                else:
-                    start_position = end_position = 0
-            if is_training and impossible:
-                start_position = end_position = 0
-            features.append((unique_id, example_index, doc_span_index, tokens, token_to_orig_map,
-                             token_is_max_context, input_ids, input_mask, segment_ids, start_position,
-                             end_position, impossible))
-            unique_id += 1
-    return features
 
 
 # ---- Data.
@@ -194,7 +82,8 @@ def as_tuple(feature):
 
 @pytest.mark.parametrize("version_2", [False, True], ids=["v1.1", "v2.0"])
 @pytest.mark.parametrize("is_training", [True, False], ids=["train", "predict"])
-@pytest.mark.parametrize("lengths", [(32, 8, 10), (24, 5, 6), (40, 128, 12)], ids=lambda x: "seq%d-stride%d-q%d" % x)
+@pytest.mark.parametrize("lengths", [(32, 8, 10), (24, 5, 6), (40, 128, 12)],
+                         ids=lambda x: "seq{}-stride{}-q{}".format(*x))
 def test_examples_and_features_are_the_originals(tmp_path, tokenizer, version_2, is_training, lengths):
     seq, stride, query = lengths
     path = dump(tmp_path, make_squad(random.Random(f"{version_2}{lengths}"), 30, version_2), ensure_ascii=False)
@@ -206,7 +95,7 @@ def test_examples_and_features_are_the_originals(tmp_path, tokenizer, version_2,
     assert got == expected_examples
     features = [as_tuple(f) for f in squad.convert_examples_to_features(examples, tokenizer, seq, stride, query,
                                                                          is_training)]
-    expected = original_features(expected_examples, tokenizer, seq, stride, query, is_training)
+    expected = list(original_features(expected_examples, tokenizer, seq, stride, query, is_training))
     assert features == expected
 
     # The data reaches the corners it is made for.
@@ -241,8 +130,8 @@ def test_words_and_questions_tokenize_as_the_tokenizer(tmp_path, monkeypatch, do
     words = [[w for w in re.split("[ \t\r\n\u202f]", text) if w] for text in texts]  # the original's split
     examples = [squad.SquadExample(f"q{i}", text, words[i - 1]) for i, text in enumerate(texts)]
     features = [as_tuple(f) for f in squad.convert_examples_to_features(examples, tokenizer, 40, 8, 30, False)]
-    expected = original_features([(e.qas_id, e.question_text, e.doc_tokens, None, None, None, False) for e in examples],
-                                 tokenizer, 40, 8, 30, False)
+    originals = [OriginalExample(e.qas_id, e.question_text, e.doc_tokens, None, None, None, False) for e in examples]
+    expected = list(original_features(originals, tokenizer, 40, 8, 30, False))
     assert features == expected
 
 
@@ -316,7 +205,7 @@ def _valid():
 def test_missing_field(tmp_path, path_to_field, message):
     data = _valid()
     node = data["data"][path_to_field[0]]
-    for key, step in zip(("paragraphs", "qas", "answers"), path_to_field[1:-1]):
+    for key, step in zip(("paragraphs", "qas", "answers"), path_to_field[1:-1], strict=False):
         node = node[key][step]
     del node[path_to_field[-1]]
     with pytest.raises(ValueError, match=f"squad.json: {message}"):
@@ -371,63 +260,6 @@ def test_v2_in_both_modes(tmp_path):
     assert (train.orig_answer_text, train.start_position, train.end_position, train.is_impossible) == ("", -1, -1, True)
     # As the original: prediction examples carry no answer, and is_impossible is read for training only.
     assert (predict.orig_answer_text, predict.start_position, predict.is_impossible) == (None, None, False)
-
-
-def original_record(feature, is_training):
-    """FeatureWriter.process_feature, restated."""
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-    features = collections.OrderedDict(unique_ids=ints([feature.unique_id]), input_ids=ints(feature.input_ids),
-                                       input_mask=ints(feature.input_mask), segment_ids=ints(feature.segment_ids))
-    if is_training:
-        features["start_positions"] = ints([feature.start_position])
-        features["end_positions"] = ints([feature.end_position])
-        features["is_impossible"] = ints([1 if feature.is_impossible else 0])
-    return tf.train.Example(features=tf.train.Features(feature=features))
-
-
-@pytest.mark.parametrize("is_training", [True, False])
-def test_write_features_in_the_original_format(tmp_path, tokenizer, is_training):
-    path = dump(tmp_path, make_squad(random.Random(3), 6, True))
-    features = list(squad.convert_examples_to_features(
-        squad.read_squad_examples(path, is_training, True), tokenizer, 24, 5, 6, is_training))
-    features[0].input_ids[-1] = 2**40  # any int64 survives, negative ones too
-    features[1].input_ids[-1] = -3
-    out = str(tmp_path / "out" / "train.tf_record")
-    assert squad.write_features(iter(features), out, is_training) == len(features)
-    records = list(tf.data.TFRecordDataset(out).as_numpy_iterator())
-    assert len(records) == len(features)
-    names = {"unique_ids": [], "input_ids": [24], "input_mask": [24], "segment_ids": [24]}
-    if is_training:
-        names.update(start_positions=[], end_positions=[], is_impossible=[])
-    spec = {name: tf.io.FixedLenFeature(shape, tf.int64) for name, shape in names.items()}
-    assert squad.squad_feature_spec(24, is_training) == spec
-    for record, feature in zip(records, features, strict=True):
-        assert tf.train.Example.FromString(record) == original_record(feature, is_training)
-        parsed = tf.io.parse_single_example(record, spec)
-        assert parsed["unique_ids"].numpy() == feature.unique_id
-        assert parsed["input_ids"].numpy().tolist() == feature.input_ids
-    assert sorted(os.listdir(tmp_path / "out")) == ["train.tf_record"]
-
-
-def test_write_features_leaves_no_partial_file(tmp_path, tokenizer):
-    path = dump(tmp_path, make_squad(random.Random(4), 3, False))
-    features = list(squad.convert_examples_to_features(squad.read_squad_examples(path, False, False), tokenizer,
-                                                       24, 5, 6, False))
-    out = tmp_path / "eval.tf_record"
-
-    def failing():
-        yield from features[:3]
-        raise RuntimeError("interrupted")
-
-    with pytest.raises(RuntimeError, match="interrupted"):
-        squad.write_features(failing(), str(out), False)
-    assert not out.exists()
-    out.write_bytes(b"previous")
-    with pytest.raises(RuntimeError, match="interrupted"):
-        squad.write_features(failing(), str(out), False)
-    assert out.read_bytes() == b"previous"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.tf_record", "squad.json"]
 
 
 def test_lengths_are_checked(tokenizer):

@@ -1,8 +1,7 @@
-"""A SQuAD run's steps without flags: the feature cache (reused while input and settings are the
-same, rewritten when one changes), the regrouping of logits rows by example, dev vs test sets,
-the output files and the official evaluation, on tiny files made here."""
+"""A SQuAD run's steps without flags: the regrouping of logits rows by example, dev vs test sets,
+the output files and the official evaluation, reading a run's inputs (files or TFDS, errors
+naming the setting) and predicting then evaluating or not, on tiny files made here."""
 
-import dataclasses
 import json
 import os
 import types
@@ -10,56 +9,11 @@ import types
 import numpy as np
 import pytest
 
-from bert_tf.tasks.squad import feature_cache
 from bert_tf.tasks.squad import run as squad_run
-from bert_tf.tasks.squad.feature_cache import NoQuestionsError, cached_features
+from bert_tf.tasks.squad.feature_cache import NoQuestionsError
 from bert_tf.tokenization import FullTokenizer
+from tests.tasks.squad.squad_files import LENGTHS, QUERY, SEQ, STRIDE, VOCAB, run_record, window_count, write_squad
 from tests.tiny import tiny_config, write_vocab
-
-# Single-piece words: a window's tokens are the context's words.
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sat", "on", "mat", "where", "is", "?"]
-SEQ, STRIDE, QUERY = 16, 3, 6
-# Paragraph word counts: one window (5 words), several (11, 14 words; a window holds
-# SEQ - 5 - 3 = 8 words beside [CLS] where is the cat ? [SEP] ... [SEP]).
-LENGTHS = (5, 11, 14)
-
-
-def _context(n, cat_at):
-    words = [("dog", "sat", "on", "the", "mat")[i % 5] for i in range(n)]
-    words[cat_at] = "cat"
-    return " ".join(words)
-
-
-def _squad(path, answers=True, impossible=False, lengths=LENGTHS):
-    """A SQuAD file: one paragraph per entry of `lengths`, two questions each (the cat's place)."""
-    paragraphs = []
-    for p, n in enumerate(lengths):
-        context = _context(n, cat_at=n - 2)
-        start = len(" ".join(context.split()[: n - 2])) + 1
-        qas = []
-        for q in range(2):
-            qa = {"id": f"q{p}-{q}", "question": "where is the cat ?"}
-            if answers:
-                qa["answers"] = [{"text": "cat", "answer_start": start}]
-            if impossible and q == 1:
-                qa.update(answers=[], is_impossible=True)
-            qas.append(qa)
-        paragraphs.append({"context": context, "qas": qas})
-    data = [{"title": "t", "paragraphs": paragraphs}]
-    path.write_text(json.dumps({"version": "v2.0" if impossible else "1.1", "data": data}), encoding="utf-8")
-    return str(path)
-
-
-def _windows(n, seq=SEQ, stride=STRIDE, query_tokens=5):
-    """The original's doc spans of an n-word context: how many windows."""
-    room, start, count = seq - query_tokens - 3, 0, 0
-    while start < n:
-        length = min(n - start, room)
-        count += 1
-        if start + length == n:
-            break
-        start += min(length, stride)
-    return count
 
 
 @pytest.fixture
@@ -72,122 +26,6 @@ def tokenizer(vocab):
     return FullTokenizer(vocab)
 
 
-def _record(**changes):
-    values = dict(version_2_with_negative=False, do_lower_case=True, max_seq_length=SEQ, doc_stride=STRIDE,
-                  max_query_length=QUERY)
-    return squad_run.squad_record(**{**values, **changes})
-
-
-# ---- The feature cache -------------------------------------------------------------------------
-
-
-def test_features_are_written_once_and_reused_while_nothing_changes(tmp_path, vocab, tokenizer):
-    train = _squad(tmp_path / "train.json")
-    out = str(tmp_path / "out")
-    first = cached_features(train, True, tokenizer, vocab, _record(), out)
-    assert not first.reused and first.examples == 6
-    assert first.records.path == os.path.join(out, "train.tf_record") and first.records.is_training
-    assert first.records.count == 2 * sum(_windows(n) for n in LENGTHS)
-    assert first.stats["questions"] == 6
-    meta = json.loads(open(first.records.path + ".json").read())
-    assert meta["features"] == first.records.count and meta["examples"] == 6
-    assert meta["fingerprint"]["max_seq_length"] == SEQ and meta["fingerprint"]["is_training"] is True
-    assert "kind" not in meta["fingerprint"] and "task_name" not in meta["fingerprint"]
-    assert first.summary() == f"{train}: 6 questions -> 6 examples, {first.records.count} features"
-
-    written = os.stat(first.records.path).st_mtime_ns
-    again = cached_features(train, True, tokenizer, vocab, _record(), out)
-    assert again.reused and again.records == first.records and again.examples == 6
-    assert os.stat(first.records.path).st_mtime_ns == written  # not written again
-    assert again.summary() == f"Reusing {first.records.path}: {first.records.count} features of 6 examples"
-    # Another run of the same settings, named otherwise, reuses them too: the name is not an input.
-    renamed = dataclasses.replace(_record(), task_name="squad-again")
-    assert cached_features(train, True, tokenizer, vocab, renamed, out).reused
-    # Prediction features are another file.
-    evaluation = cached_features(train, False, tokenizer, vocab, _record(), out)
-    assert not evaluation.reused and evaluation.records.path == os.path.join(out, "eval.tf_record")
-
-
-@pytest.mark.parametrize(
-    "change",
-    ["doc_stride", "max_query_length", "max_seq_length", "do_lower_case", "input", "vocab", "version", "meta"],
-)
-def test_features_are_rewritten_when_an_input_or_setting_changes(tmp_path, vocab, tokenizer, monkeypatch, change):
-    train = _squad(tmp_path / "train.json")
-    out = str(tmp_path / "out")
-    first = cached_features(train, True, tokenizer, vocab, _record(), out)
-    record = _record()
-    if change == "doc_stride":
-        record = _record(doc_stride=1)
-    elif change == "max_query_length":
-        record = _record(max_query_length=QUERY + 1)
-    elif change == "max_seq_length":
-        record = _record(max_seq_length=SEQ + 4)
-    elif change == "do_lower_case":
-        record = _record(do_lower_case=False)
-    elif change == "input":
-        _squad(tmp_path / "train.json", lengths=(5, 11))
-    elif change == "vocab":
-        write_vocab(vocab, VOCAB + ["mats"])
-    elif change == "version":
-        monkeypatch.setattr(feature_cache, "FEATURES_VERSION", feature_cache.FEATURES_VERSION + 1)
-    elif change == "meta":
-        (tmp_path / "out" / "train.tf_record.json").write_text("{not json")
-    again = cached_features(train, True, tokenizer, vocab, record, out)
-    assert not again.reused
-    assert again.records.seq_length == record.max_seq_length
-    if change == "input":
-        assert again.examples == 4 and again.records.count < first.records.count
-    elif change in ("doc_stride", "max_seq_length"):
-        windows = sum(_windows(n, record.max_seq_length, record.doc_stride) for n in LENGTHS)
-        assert again.records.count == 2 * windows != first.records.count
-    assert cached_features(train, True, tokenizer, vocab, record, out).reused  # and now kept
-
-
-def test_a_lost_tf_record_is_written_again(tmp_path, vocab, tokenizer):
-    train = _squad(tmp_path / "train.json")
-    out = str(tmp_path / "out")
-    first = cached_features(train, True, tokenizer, vocab, _record(), out)
-    os.remove(first.records.path)
-    again = cached_features(train, True, tokenizer, vocab, _record(), out)
-    assert not again.reused and os.path.isfile(again.records.path) and again.records == first.records
-
-
-def test_no_question_is_an_error_naming_the_file_and_leaves_no_file(tmp_path, vocab, tokenizer):
-    empty = tmp_path / "empty.json"
-    empty.write_text(json.dumps({"version": "1.1", "data": []}))
-    out = tmp_path / "out"
-    with pytest.raises(NoQuestionsError) as error:
-        cached_features(str(empty), True, tokenizer, vocab, _record(), str(out))
-    assert str(error.value) == f"{empty}: no question to train on"
-    with pytest.raises(NoQuestionsError, match="no question to answer"):
-        cached_features(str(empty), False, tokenizer, vocab, _record(), str(out))
-    assert os.listdir(out) == []
-
-
-def test_a_bad_file_is_the_readers_error(tmp_path, vocab, tokenizer):
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"version": "1.1", "data": [{"paragraphs": [{"qas": []}]}]}))
-    with pytest.raises(ValueError, match="bad.json.*'context'"):
-        cached_features(str(bad), True, tokenizer, vocab, _record(), str(tmp_path / "out"))
-
-
-def test_summary_names_skipped_and_impossible_questions():
-    records = types.SimpleNamespace(path="f", count=7)
-    stats = {"questions": 5, "impossible": 2, "skipped_answer_mismatch": 1}
-    line = feature_cache.CachedFeatures("in.json", records, 4, stats, False).summary()
-    assert line == (
-        "in.json: 5 questions (2 without an answer) -> 4 examples, 7 features; 1 skipped: the answer text is not "
-        "at its answer_start (as the original)"
-    )
-
-
-def test_counted_counts_what_passed():
-    counted = feature_cache.Counted(iter("abc"))
-    assert next(counted) == "a" and counted.count == 1
-    assert list(counted) == ["b", "c"] and counted.count == 3
-
-
 # ---- Regrouping the logits by example ------------------------------------------------------------
 
 
@@ -198,10 +36,10 @@ def _row_logits(rows):
 
 
 def test_by_example_groups_rows_in_file_order(tmp_path, tokenizer):
-    dev = _squad(tmp_path / "dev.json")
-    windows = [_windows(n) for n in LENGTHS for _ in range(2)]
+    dev = write_squad(tmp_path / "dev.json")
+    windows = [window_count(n) for n in LENGTHS for _ in range(2)]
     start, end = _row_logits(sum(windows))
-    groups = list(squad_run.by_example(dev, tokenizer, _record(), start, end))
+    groups = list(squad_run.by_example(dev, tokenizer, run_record(), start, end))
     assert [example.qas_id for example, _ in groups] == [f"q{p}-{q}" for p in range(3) for q in range(2)]
     assert [len(group) for _, group in groups] == windows
     rows = [int(s[0]) for _, group in groups for _, s, _ in group]
@@ -214,19 +52,19 @@ def test_by_example_groups_rows_in_file_order(tmp_path, tokenizer):
 
 @pytest.mark.parametrize("rows", [-1, 1])
 def test_by_example_fails_when_the_file_no_longer_matches_the_logits(tmp_path, tokenizer, rows):
-    dev = _squad(tmp_path / "dev.json")
-    start, end = _row_logits(2 * sum(_windows(n) for n in LENGTHS) + rows)
+    dev = write_squad(tmp_path / "dev.json")
+    start, end = _row_logits(2 * sum(window_count(n) for n in LENGTHS) + rows)
     with pytest.raises(ValueError, match=r"dev.json changed while predicting: .* eval.tf_record"):
-        list(squad_run.by_example(dev, tokenizer, _record(), start, end))
+        list(squad_run.by_example(dev, tokenizer, run_record(), start, end))
 
 
 # ---- Dev or test set ------------------------------------------------------------------------------
 
 
 def test_dev_and_test_sets(tmp_path):
-    assert squad_run.has_answers(_squad(tmp_path / "dev.json"))
-    assert squad_run.has_answers(_squad(tmp_path / "dev2.json", impossible=True))  # is_impossible counts
-    assert not squad_run.has_answers(_squad(tmp_path / "test.json", answers=False))
+    assert squad_run.has_answers(write_squad(tmp_path / "dev.json"))
+    assert squad_run.has_answers(write_squad(tmp_path / "dev2.json", impossible=True))  # is_impossible counts
+    assert not squad_run.has_answers(write_squad(tmp_path / "test.json", answers=False))
     empty_lists = json.loads((tmp_path / "test.json").read_text())
     for qa in empty_lists["data"][0]["paragraphs"][0]["qas"]:
         qa["answers"] = []
@@ -235,7 +73,7 @@ def test_dev_and_test_sets(tmp_path):
 
 
 def test_a_question_without_answers_in_a_dev_set_is_an_error(tmp_path):
-    data = json.loads(open(_squad(tmp_path / "dev.json")).read())
+    data = json.loads(open(write_squad(tmp_path / "dev.json")).read())
     del data["data"][0]["paragraphs"][1]["qas"][1]["answers"]
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps(data))
@@ -246,7 +84,7 @@ def test_a_question_without_answers_in_a_dev_set_is_an_error(tmp_path):
 
 def test_a_malformed_file_is_the_readers_error(tmp_path):
     malformed = tmp_path / "malformed.json"
-    malformed.write_text(open(_squad(tmp_path / "dev.json")).read()[:-30])
+    malformed.write_text(open(write_squad(tmp_path / "dev.json")).read()[:-30])
     with pytest.raises(ValueError, match="malformed.json"):
         squad_run.has_answers(str(malformed))
 
@@ -269,8 +107,8 @@ def _cat_logits(dev, tokenizer, record):
 
 @pytest.mark.parametrize("v2", [False, True])
 def test_answers_are_written_and_evaluated(tmp_path, tokenizer, v2):
-    dev = _squad(tmp_path / "dev.json", impossible=v2)
-    record = _record(version_2_with_negative=v2)
+    dev = write_squad(tmp_path / "dev.json", impossible=v2)
+    record = run_record(version_2_with_negative=v2)
     out = tmp_path / "out"
     out.mkdir()
     settings = squad_run.AnswerSettings(n_best_size=3, max_answer_length=4)
@@ -302,8 +140,8 @@ def test_answers_are_written_and_evaluated(tmp_path, tokenizer, v2):
 
 
 def test_predict_writes_on_the_chief_only(tmp_path, tokenizer):
-    dev = _squad(tmp_path / "dev.json")
-    logits = _cat_logits(dev, tokenizer, _record())
+    dev = write_squad(tmp_path / "dev.json")
+    logits = _cat_logits(dev, tokenizer, run_record())
 
     def trainer(chief):
         return types.SimpleNamespace(
@@ -311,9 +149,9 @@ def test_predict_writes_on_the_chief_only(tmp_path, tokenizer):
         )
 
     settings = squad_run.AnswerSettings()
-    assert squad_run.predict(trainer(False), dev, None, tokenizer, _record(), settings) is None
+    assert squad_run.predict(trainer(False), dev, None, tokenizer, run_record(), settings) is None
     assert not (tmp_path / "predictions.json").exists()
-    answers = squad_run.predict(trainer(True), dev, None, tokenizer, _record(), settings)
+    answers = squad_run.predict(trainer(True), dev, None, tokenizer, run_record(), settings)
     assert (tmp_path / "predictions.json").exists() and len(answers.predictions) == 6
 
 
@@ -321,7 +159,7 @@ def test_predict_writes_on_the_chief_only(tmp_path, tokenizer):
 
 
 def test_run_record_and_tokenizer(tmp_path, vocab):
-    record = _record(version_2_with_negative=True)
+    record = run_record(version_2_with_negative=True)
     assert record.kind == "squad" and record.task_name == "squad"
     assert record.to_dict()["version_2_with_negative"] is True and record.to_dict()["doc_stride"] == STRIDE
     assert squad_run.load_tokenizer(vocab, True).vocab["cat"] == 6
@@ -348,3 +186,171 @@ def test_squad_task_counts_features(tmp_path):
 
     task = SquadTask(tiny_config(), max_seq_length=SEQ)
     assert task.num_examples(SquadRecords(str(tmp_path / "f"), 13, SEQ, False)) == 13
+
+
+# ---- Reading a run's inputs ------------------------------------------------------------------------
+
+
+def _read(files, out, tokenizer, vocab, do_train=True, do_predict=True, record=None):
+    ready = []
+    inputs = squad_run.read_inputs(files, do_train, do_predict, tokenizer, vocab, record or run_record(), str(out),
+                                   on_features=ready.append)
+    return inputs, ready
+
+
+def test_read_inputs_makes_the_features_of_both_files(tmp_path, vocab, tokenizer):
+    train, dev = write_squad(tmp_path / "train.json"), write_squad(tmp_path / "dev.json", lengths=(5, 11))
+    out = tmp_path / "out"
+    inputs, ready = _read(squad_run.InputFiles(train_file=train, predict_file=dev), out, tokenizer, vocab)
+    assert inputs.predict_file == dev and inputs.evaluate  # its questions carry answers: a dev set
+    assert inputs.train.examples == 6 and inputs.train.records.path == str(out / "train.tf_record")
+    assert inputs.train.records.is_training and inputs.train.records.count == 2 * sum(window_count(n) for n in LENGTHS)
+    assert inputs.predict.examples == 4 and inputs.predict.records.path == str(out / "eval.tf_record")
+    assert not inputs.predict.records.is_training and inputs.predict.records.count == 2 * (1 + window_count(11))
+    assert ready == [inputs.train, inputs.predict]  # each reported as it is ready, train first
+
+
+def test_read_inputs_reads_only_what_the_run_wants(tmp_path, vocab, tokenizer):
+    test_set = write_squad(tmp_path / "test.json", answers=False)
+    files = squad_run.InputFiles(train_file=str(tmp_path / "nothing.json"), predict_file=test_set)
+    inputs, ready = _read(files, tmp_path / "out", tokenizer, vocab, do_train=False)
+    assert inputs.train is None and inputs.predict_file == test_set and not inputs.evaluate  # a test set
+    assert ready == [inputs.predict] and inputs.predict.examples == 6
+    assert sorted(os.listdir(tmp_path / "out")) == ["eval.tf_record", "eval.tf_record.json"]
+    inputs, ready = _read(squad_run.InputFiles(train_file=write_squad(tmp_path / "train.json")), tmp_path / "out2",
+                          tokenizer, vocab, do_predict=False)
+    assert (inputs.predict_file, inputs.predict, inputs.evaluate) == (None, None, False)
+    assert ready == [inputs.train] and inputs.train.examples == 6
+
+
+def test_read_inputs_takes_tfds_splits_instead_of_the_files(tmp_path, vocab, tokenizer, monkeypatch):
+    calls = []
+
+    def tfds_json_file(name, split, output_dir, data_dir, download):
+        calls.append((name, split, output_dir, data_dir, download))
+        return write_squad(tmp_path / f"{split}.json", answers=split == "train")
+
+    monkeypatch.setattr(squad_run, "tfds_json_file", tfds_json_file)
+    files = squad_run.InputFiles("ignored.json", "ignored.json", "squad/v1.1", "tfds_data", True)
+    inputs, _ = _read(files, tmp_path / "out", tokenizer, vocab)
+    out = str(tmp_path / "out")
+    assert calls == [("squad/v1.1", split, out, "tfds_data", True) for split in ("train", "validation")]
+    assert inputs.predict_file == str(tmp_path / "validation.json") and not inputs.evaluate
+    assert inputs.train.input_file == str(tmp_path / "train.json") and inputs.train.examples == 6
+
+
+def _partial(tmp_path):
+    """A dev set in which one question has no answers: neither dev nor test set."""
+    data = json.loads(open(write_squad(tmp_path / "dev.json")).read())
+    del data["data"][0]["paragraphs"][1]["qas"][1]["answers"]
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(data))
+    return str(partial)
+
+
+def test_read_inputs_errors_start_with_the_setting_at_fault(tmp_path, vocab, tokenizer, monkeypatch):
+    empty, bad = tmp_path / "empty.json", tmp_path / "bad.json"
+    empty.write_text(json.dumps({"version": "1.1", "data": []}))
+    bad.write_text(json.dumps({"version": "1.1", "data": [{"paragraphs": [{"qas": []}]}]}))
+    train, out = write_squad(tmp_path / "train.json"), tmp_path / "out"
+    missing = str(tmp_path / "missing.json")
+
+    def error(files, do_train=True, do_predict=True):
+        with pytest.raises(ValueError) as caught:
+            _read(files, out, tokenizer, vocab, do_train, do_predict)
+        return caught.value
+
+    no_question = error(squad_run.InputFiles(train_file=str(empty)), do_predict=False)
+    assert isinstance(no_question, NoQuestionsError)
+    assert str(no_question) == f"train_file={empty}: no question to train on"
+    assert str(error(squad_run.InputFiles(train, str(empty)))) == f"predict_file={empty}: no question to answer"
+    assert str(error(squad_run.InputFiles(str(bad)), do_predict=False)).startswith(f"train_file: {bad}: article 0")
+    assert str(error(squad_run.InputFiles(train, missing))) == f"predict_file: SQuAD file {missing} does not exist"
+    assert str(error(squad_run.InputFiles(train, _partial(tmp_path)))).startswith(
+        f"predict_file: {tmp_path / 'partial.json'}: question 'q1-1' has no answers"
+    )
+
+    def unknown(name, split, *args):
+        raise ValueError(f"'{name}' is not a SQuAD dataset of TFDS")
+
+    monkeypatch.setattr(squad_run, "tfds_json_file", unknown)
+    message = "tfds_name=glue/mrpc: 'glue/mrpc' is not a SQuAD dataset of TFDS"
+    assert str(error(squad_run.InputFiles(tfds_name="glue/mrpc"))) == message
+
+
+def test_a_failed_read_removes_the_folder_it_made_only_while_empty(tmp_path, vocab, tokenizer):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"version": "1.1", "data": []}))
+    train = write_squad(tmp_path / "train.json")
+    made = tmp_path / "made"
+    with pytest.raises(NoQuestionsError):
+        _read(squad_run.InputFiles(train_file=str(empty)), made, tokenizer, vocab, do_predict=False)
+    assert not made.exists()  # created by the read, left empty: removed
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(NoQuestionsError):
+        _read(squad_run.InputFiles(train_file=str(empty)), existing, tokenizer, vocab, do_predict=False)
+    assert existing.is_dir() and not os.listdir(existing)  # the user's folder stays
+    with pytest.raises(NoQuestionsError):  # the train features were written before the failure: kept
+        _read(squad_run.InputFiles(train, str(empty)), made, tokenizer, vocab)
+    assert sorted(os.listdir(made)) == ["train.tf_record", "train.tf_record.json"]
+
+
+# ---- Predicting, then evaluating or not ----------------------------------------------------------------
+
+
+ANSWERS = squad_run.AnswerSettings()
+
+
+def _predicting(tmp_path, tokenizer, dev, chief=True, record=None, evaluate=True):
+    """A trainer whose model points at the cat, and the inputs of `dev` (evaluate: a dev set)."""
+    record = record or run_record()
+    logits = _cat_logits(dev, tokenizer, record)
+    trainer = types.SimpleNamespace(
+        predict=lambda records: logits, is_chief=chief, global_step=3, write_eval_results=lambda results: None,
+        settings=types.SimpleNamespace(output_dir=str(tmp_path / "out")),
+    )
+    return trainer, squad_run.SquadInputs(None, dev, types.SimpleNamespace(records=None), evaluate)
+
+
+def test_predict_and_evaluate_a_dev_set(tmp_path, tokenizer):
+    dev = write_squad(tmp_path / "dev.json")
+    trainer, inputs = _predicting(tmp_path, tokenizer, dev)
+    (tmp_path / "out").mkdir()
+    answers, results = squad_run.predict_and_evaluate(trainer, inputs, tokenizer, run_record(), ANSWERS)
+    assert answers.predictions == {f"q{p}-{q}": "cat" for p in range(3) for q in range(2)}
+    assert results == {"exact_match": 100.0, "f1": 100.0}
+    assert json.loads((tmp_path / "out" / "eval_results.json").read_text()) == results
+
+
+def test_predict_a_test_set_removes_an_earlier_evaluation(tmp_path, tokenizer):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "eval_results.json").write_text("{}")
+    (out / "eval_results.txt").write_text("exact_match = 1")
+    test_set = write_squad(tmp_path / "test.json", answers=False)
+    trainer, inputs = _predicting(tmp_path, tokenizer, test_set, evaluate=False)
+    answers, results = squad_run.predict_and_evaluate(trainer, inputs, tokenizer, run_record(), ANSWERS)
+    assert results is None and len(answers.predictions) == 6
+    assert sorted(os.listdir(out)) == ["nbest_predictions.json", "predictions.json"]
+
+
+def test_predict_and_evaluate_on_another_worker_writes_nothing(tmp_path, tokenizer):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "eval_results.json").write_text("{}")  # the chief's business, not this worker's
+    trainer, inputs = _predicting(tmp_path, tokenizer, write_squad(tmp_path / "dev.json"), chief=False, evaluate=False)
+    assert squad_run.predict_and_evaluate(trainer, inputs, tokenizer, run_record(), ANSWERS) is None
+    assert os.listdir(out) == ["eval_results.json"]
+
+
+def test_an_evaluation_error_starts_with_the_predict_file(tmp_path, tokenizer):
+    """A v1.1 file answered as SQuAD 2.0: null odds the official v1.1 evaluation refuses."""
+    dev = write_squad(tmp_path / "dev.json")
+    record = run_record(version_2_with_negative=True)
+    trainer, inputs = _predicting(tmp_path, tokenizer, dev, record=record)
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError) as error:
+        squad_run.predict_and_evaluate(trainer, inputs, tokenizer, record, ANSWERS)
+    assert str(error.value) == f"{dev}: no-answer probabilities apply to SQuAD 2.0 only (the version here is 1.1)"
+    assert (tmp_path / "out" / "predictions.json").exists() and not (tmp_path / "out" / "eval_results.json").exists()
