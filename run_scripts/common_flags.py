@@ -198,13 +198,14 @@ def tpu_strategy(flag_values):
     return tf.distribute.TPUStrategy(resolver)
 
 
-def library_call(work, prefix=""):
+def library_call(work, prefix="", flag_names=()):
     """`work()`, with a library error (its message starts with the setting at fault, or says
-    what is wrong) as one line; `prefix` names the flag or file when the message does not."""
+    what is wrong) as one line; `prefix` names the flag or file when the message does not, and
+    the settings `flag_names` are written as flags (`as_flags`)."""
     try:
         return work()
     except (ValueError, FileNotFoundError, FloatingPointError) as e:
-        fail(f"{prefix}{e}")
+        fail(as_flags(f"{prefix}{e}", flag_names) if flag_names else f"{prefix}{e}")
 
 
 def train(trainer, data, init_checkpoint, fields, flag_values):

@@ -38,12 +38,10 @@ flags.DEFINE_integer(
 def _read(split, labels):
     """A split's sentences, their tags checked against `labels` (when given)."""
     f = FLAGS
-    try:
-        return ner_run.read_split(split, labels, f.data_dir, f.tfds_name, f.tfds_data_dir, f.tfds_download)
-    except ner_run.MissingSplitFile as e:
-        fail(f"no {split} file {e.file_name!r} in --data_dir={f.data_dir} ({e.path} does not exist)")
-    except (ValueError, FileNotFoundError) as e:
-        fail(str(e))
+    return library_call(
+        lambda: ner_run.read_split(split, labels, f.data_dir, f.tfds_name, f.tfds_data_dir, f.tfds_download),
+        flag_names=("data_dir",),
+    )
 
 
 def main(argv):

@@ -28,12 +28,7 @@ common_flags.define_fine_tuning_flags("The input data dir: train.csv, val.csv an
 
 
 def _read(split):
-    try:
-        return swag_run.read_split(FLAGS.data_dir, split)
-    except swag_run.MissingSplitFile as e:
-        fail(f"no {split} file {e.file_name!r} in --data_dir={FLAGS.data_dir} ({e.path} does not exist)")
-    except (ValueError, FileNotFoundError) as e:
-        fail(str(e))
+    return library_call(lambda: swag_run.read_split(FLAGS.data_dir, split), flag_names=("data_dir",))
 
 
 def main(argv):

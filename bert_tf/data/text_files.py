@@ -34,6 +34,15 @@ def file_exists(path):
     return os.path.isfile(path)
 
 
+def split_file(data_dir, split, file_name):
+    """The path of `split`'s file `file_name` in `data_dir`; a FileNotFoundError saying which
+    split and file are missing (`no dev file 'valid.txt' in data_dir=DIR (PATH does not exist)`)."""
+    path = os.path.join(data_dir, file_name)
+    if not file_exists(path):
+        raise FileNotFoundError(f"no {split} file {file_name!r} in data_dir={data_dir} ({path} does not exist)")
+    return path
+
+
 def _read_bytes(path):
     if _is_remote(path):
         import tensorflow as tf

@@ -10,7 +10,7 @@ import typing
 
 import numpy as np
 
-from bert_tf.data.text_files import file_exists
+from bert_tf.data.text_files import split_file
 from bert_tf.io_utils import atomic_write
 from bert_tf.tasks import record as run_record
 from bert_tf.tasks.ner import conll, conlleval
@@ -24,26 +24,15 @@ TEST_RESULTS_FILE = "test_results.txt"
 FROM_TRAINING_DATA = "the training data"
 
 
-class MissingSplitFile(FileNotFoundError):
-    """`data_dir` lacks a split's file; `split`, `file_name` and `path` say which, so that a
-    script can name its own flag."""
-
-    def __init__(self, data_dir, split):
-        self.split, self.file_name = split, conll.SPLIT_FILES[split]
-        self.path = os.path.join(data_dir, self.file_name)
-        super().__init__(f"data_dir={data_dir}: no {split} file {self.file_name!r} ({self.path} does not exist)")
-
-
 def read_split(split, labels=None, data_dir=None, tfds_name=None, tfds_data_dir=None, tfds_download=False):
     """The sentences of a split ("train", "dev" or "test"): its CoNLL file in `data_dir`
     (`conll.SPLIT_FILES`; the test file may be untagged) or, with `tfds_name`, the TFDS split.
-    Tags outside `labels` (when given) are errors. MissingSplitFile when `data_dir` lacks the
-    file; the readers' ValueError, naming the file and line or the TFDS example, for bad data."""
+    Tags outside `labels` (when given) are errors. FileNotFoundError (`split_file`'s) when
+    `data_dir` lacks the file; the readers' ValueError, naming the file and line or the TFDS example, for bad data."""
     if tfds_name:
         return conll.read_tfds_sentences(split, tfds_name, tfds_data_dir, tfds_download, labels)
-    if not file_exists(os.path.join(data_dir, conll.SPLIT_FILES[split])):
-        raise MissingSplitFile(data_dir, split)
-    return conll.read_conll(os.path.join(data_dir, conll.SPLIT_FILES[split]), labels, tagged=split != "test")
+    path = split_file(data_dir, split, conll.SPLIT_FILES[split])
+    return conll.read_conll(path, labels, tagged=split != "test")
 
 
 class TagSet(typing.NamedTuple):

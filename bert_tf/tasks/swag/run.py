@@ -5,7 +5,7 @@ prediction's files (test_results.tsv, test_predictions.tsv)."""
 import dataclasses
 import os
 
-from bert_tf.data.text_files import file_exists
+from bert_tf.data.text_files import split_file
 from bert_tf.tasks.classifier.task import write_submission, write_test_results
 from bert_tf.tasks.record import RunRecord
 from bert_tf.tasks.swag.reader import NUM_CHOICES, SPLIT_FILES, encode_examples, read_swag
@@ -16,23 +16,11 @@ RESULTS_FILE = "test_results.tsv"  # the choices' probabilities, as run_classifi
 SUBMISSION_FILE = "test_predictions.tsv"  # `index<TAB>prediction`
 
 
-class MissingSplitFile(FileNotFoundError):
-    """`data_dir` lacks a split's file; `split`, `file_name` and `path` say which, so that a
-    script can name its own flag."""
-
-    def __init__(self, data_dir, split):
-        self.split, self.file_name = split, SPLIT_FILES[split]
-        self.path = os.path.join(data_dir, self.file_name)
-        super().__init__(f"data_dir={data_dir}: no {split} file {self.file_name!r} ({self.path} does not exist)")
-
-
 def read_split(data_dir, split):
     """The examples of a split ("train", "dev" or "test"): its CSV file in `data_dir`
-    (`reader.SPLIT_FILES`; the test file has no label column). MissingSplitFile when `data_dir`
-    lacks the file; the reader's ValueError, naming the file and line, for bad data."""
-    path = os.path.join(data_dir, SPLIT_FILES[split])
-    if not file_exists(path):
-        raise MissingSplitFile(data_dir, split)
+    (`reader.SPLIT_FILES`; the test file has no label column). FileNotFoundError (`split_file`'s)
+    when `data_dir` lacks the file; the reader's ValueError, naming the file and line, for bad data."""
+    path = split_file(data_dir, split, SPLIT_FILES[split])
     return read_swag(path, split, labelled=split != "test")
 
 
