@@ -24,19 +24,17 @@ import json
 import os
 import queue
 import shutil
+import time
 
 import tensorflow as tf
+from absl import logging
 
 from bert_tf.data.pretraining import SHARD_WORKER, work_folder
-from bert_tf.data.pretraining.shard_processor import (  # noqa: F401 (PretrainingDataConfig re-exported)
-    PretrainingDataConfig,
-    ShardProcessor,
-    Stats,
-)
+from bert_tf.data.pretraining.shard_processor import PretrainingDataConfig, ShardProcessor, Stats
 from bert_tf.data.pretraining.shards import Shard, plan_shards, read_shard_lines  # noqa: F401 (re-exported)
 from bert_tf.data.pretraining.work_folder import work_dir  # noqa: F401 (re-exported)
 from bert_tf.data.worker_pool import WorkerPool
-from bert_tf.io_utils import check_distinct_outputs
+from bert_tf.io_utils import check_distinct_outputs, check_output_file, expand_patterns
 
 # ---------------------------------------------------------------------------------------------
 # Worker processes: they and the main process take shards from one shared counter, so the main
@@ -195,10 +193,17 @@ def create_pretraining_data(
         with contextlib.suppress(OSError):
             shutil.rmtree(workdir)
         raise ValueError(f"the input has no documents with any tokens: {', '.join(files)}")
+    _assemble(workdir, shards, output_files, threads=max(_THREADS, num_workers))
+    shutil.rmtree(workdir)
+    return total, resumed
+
+
+def _assemble(workdir, shards, output_files, threads):
+    """Each output file from its parts, under a temporary name; the outputs are renamed into
+    place only once all are complete: all or none."""
     # One thread per output file: the byte copies (reads, joins, writes) release the GIL, so two
     # 147 MB outputs take 0.4 s together against 0.47 s for one alone.
-    # The outputs are renamed into place only once all are complete: all or none.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(_THREADS, num_workers)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
         jobs = [
             pool.submit(work_folder.assemble, [work_folder.part_path(workdir, s.index, k) for s in shards], output_file)
             for k, output_file in enumerate(output_files)
@@ -210,5 +215,118 @@ def create_pretraining_data(
         raise failed[0]
     for job, output_file in zip(jobs, output_files, strict=True):
         os.replace(job.result(), output_file)
-    shutil.rmtree(workdir)
-    return total, resumed
+
+
+# ---------------------------------------------------------------------------------------------
+# A job as create_pretraining_data.py runs it: planned (every check before any work), run, and
+# reported.
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """`input_files` (patterns already matched) made into `output_files`, in shards of about
+    `shard_size_mb` MB, by `num_workers` processes."""
+
+    config: PretrainingDataConfig
+    input_files: tuple[str, ...]
+    output_files: tuple[str, ...]
+    num_workers: int = 1
+    shard_size_mb: float = 1.0
+
+    @property
+    def shard_bytes(self):
+        return max(1, int(self.shard_size_mb * (1 << 20)))
+
+
+def plan_job(config, input_file, output_files, num_workers=1, shard_size_mb=1.0):
+    """The `Job`, after every check that can fail before any work: the settings, the input
+    patterns (`input_file`, comma-separated, each matching files), the vocab's special tokens,
+    output files that can be written and overwrite no input. Raises ValueError or
+    FileNotFoundError (an OSError for a vocab that cannot be read)."""
+    config.validate()
+    if num_workers < 1:
+        raise ValueError(f"num_workers={num_workers} must be at least 1")
+    if not shard_size_mb > 0:
+        raise ValueError(f"shard_size_mb={shard_size_mb} must be positive")
+    files = expand_patterns(input_file)
+    ShardProcessor.check_vocab(config.vocab_file)
+    if not output_files:
+        raise ValueError("output_files names no file")
+    for path in output_files:
+        check_output_file(path)
+    check_distinct_outputs(output_files, [("input_file", f) for f in files] + [("vocab_file", config.vocab_file)])
+    return Job(config, tuple(files), tuple(output_files), num_workers, shard_size_mb)
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What `run_job` did: `stats` summed over every shard, of which `resumed` were finished by
+    an earlier, interrupted run, in `seconds`."""
+
+    job: Job
+    stats: Stats
+    resumed: int
+    seconds: float
+
+    def report(self, prefix=""):
+        """`(absl logging level, line)` pairs, in order: what was resumed, what in the input
+        looks wrong, the counts, the files written. Settings are named `{prefix}name` (a script
+        passes "--" to name its flags)."""
+        s, seconds = self.stats, max(self.seconds, 1e-9)
+        lines = []
+        if self.resumed:
+            lines.append((logging.INFO, f"Resumed: {self.resumed} shard(s) were already done by an earlier run"))
+        lines += [(logging.WARNING, line) for line in self._warnings(prefix)]
+        lines += [
+            (
+                logging.INFO,
+                f"Documents: {s.documents} ({s.one_sentence_documents} of one sentence), sentences: {s.sentences}, "
+                f"corpus word pieces: {s.corpus_tokens}",
+            ),
+            (
+                logging.INFO,
+                f"Instances: {s.instances} ({100.0 * s.random_next / max(1, s.instances):.1f}% random next), tokens: "
+                f"{s.instance_tokens}, masked tokens: {s.masked_tokens}; {s.instances / seconds:.0f} instances/s",
+            ),
+            (logging.INFO, f"Wrote {len(self.job.output_files)} file(s) in {self.seconds:.2f} s:"),
+        ]
+        return lines + [(logging.INFO, f"  {path}") for path in self.job.output_files]
+
+    def _warnings(self, prefix):
+        s = self.stats
+        if s.invalid_utf8_bytes:
+            yield f"Replaced {s.invalid_utf8_bytes} invalid UTF-8 byte(s) in the input"
+        if s.cut_documents or s.cut_lines:
+            yield (
+                f"{s.cut_documents} document(s) and {s.cut_lines} line(s) were longer than twice "
+                f"{prefix}shard_size_mb={self.job.shard_size_mb:g} and were cut (each piece is a document of its "
+                "own): is the input text, with blank lines between documents?"
+            )
+        if s.long_lines:
+            yield (
+                f"{s.long_lines} line(s) have more than {self.job.config.max_seq_length - 3} word pieces and were "
+                "cut to fit; split long lines into sentences"
+            )
+        if s.corpus_tokens and s.unknown_tokens > 0.05 * s.corpus_tokens:
+            yield (
+                f"{100.0 * s.unknown_tokens / s.corpus_tokens:.1f}% of the word pieces are [UNK]: does "
+                f"{prefix}vocab_file/{prefix}do_lower_case match the corpus?"
+            )
+
+
+def run_job(job, on_shard_done=None, workers=None):
+    """Runs a `plan_job` job (see `create_pretraining_data` for `on_shard_done` and `workers`);
+    returns its `Summary`. Raises ValueError (an input without documents), WorkerError, or an
+    OSError or tf.errors.OpError when writing failed (a full disk): the finished shards are
+    kept, and the same job run again resumes from them."""
+    start = time.time()
+    stats, resumed = create_pretraining_data(
+        job.config,
+        list(job.input_files),
+        list(job.output_files),
+        num_workers=job.num_workers,
+        shard_bytes=job.shard_bytes,
+        on_shard_done=on_shard_done,
+        workers=workers,
+    )
+    return Summary(job, stats, resumed, time.time() - start)

@@ -53,6 +53,16 @@ class PretrainingDataConfig:
         if not 0 <= self.short_seq_prob <= 1:
             raise ValueError(f"short_seq_prob {self.short_seq_prob} must be in [0, 1]")
 
+    def warnings(self):
+        """What works but likely not as meant, one line each, starting with the setting."""
+        expected = round(self.max_seq_length * self.masked_lm_prob)
+        if self.max_predictions_per_seq >= expected:
+            return []
+        return [
+            f"max_predictions_per_seq={self.max_predictions_per_seq} is below max_seq_length * masked_lm_prob = "
+            f"{expected}: full-length sequences will have fewer than masked_lm_prob of their tokens masked"
+        ]
+
 
 @dataclasses.dataclass
 class Stats:
