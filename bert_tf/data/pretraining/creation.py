@@ -14,6 +14,9 @@ Differences from the original, all forced by bounded memory: next-sentence B and
 instance shuffle draw from the shard, not the whole corpus; a document never spans two files; a
 document longer than twice the shard size is cut into several (and a line that long into
 pieces), so that no shard holds more than `2 * shard_bytes` of text.
+
+`plan_job`, `run_job` and `Summary` are create_pretraining_data.py's run: every check before any
+work, the run with a progress callback, and its report.
 """
 
 import concurrent.futures
