@@ -358,7 +358,8 @@ try:
 except Killed:
     pass
 again = Pretraining(config, settings(tmp, "resumed"), mirrored())
-out["started"] = again.train(str(tmp / "d.tfrecord"))[0]
+status, _ = again.train(str(tmp / "d.tfrecord"))
+out["started"] = [status.start, status.path]
 out["max_difference"] = max(float(np.abs(a - b).max()) for a, b in zip(weights_of(straight), weights_of(again)))
 # The same input on both replicas, in training mode: each replica must draw its own masks.
 x = encoder_part(tiny_inputs(config, batch=2))
@@ -374,6 +375,7 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_mirrored_replicas_draw_their_own_dropout_masks_and_resume_exactly(tmp_path):
     out = _two_cpu_devices(_MIRRORED_DROPOUT, tmp_path)
-    assert out["started"].startswith("resumed from") and "ckpt-3" in out["started"]
+    start, path = out["started"]
+    assert start == RESUMED and path.endswith("ckpt-3")
     assert out["max_difference"] == 0.0  # data position (both replicas' shares) and dropout seeds resume
     assert out["replicas_differ"]
