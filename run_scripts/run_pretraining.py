@@ -106,6 +106,7 @@ def main(argv):
         max_eval_steps=FLAGS.max_eval_steps,
     )
     strategy = common_flags.create_strategy(FLAGS)
+    common_flags.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)
     _check_files(train_files if FLAGS.do_train else [], eval_files if FLAGS.do_eval else [], config.vocab_size)
     try:
         os.makedirs(FLAGS.output_dir, exist_ok=True)
