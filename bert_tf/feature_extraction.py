@@ -1,19 +1,26 @@
 """Per-token hidden states of chosen layers, as the original `extract_features.py` writes them.
 
-The library half of `run_scripts/extract_features.py`: reading `A` / `A ||| B` lines, running the
-encoder in batches, and the original's JSON lines. Streams: memory does not grow with the input.
+The library half of `run_scripts/extract_features.py`: the encoder restored from a checkpoint,
+`A` / `A ||| B` lines read, the encoder run in batches, and the original's JSON lines written
+under a temporary name and renamed when complete. Streams: memory does not grow with the input.
 """
 
 import collections
+import contextlib
 import dataclasses
 import itertools
 import json
+import os
 import re
+import time
 
 import numpy as np
+from absl import logging
 
+from bert_tf import checkpoints
 from bert_tf.data.sentence_pairs import pack_tokens
-from bert_tf.models.bert_encoder import INPUT_NAMES
+from bert_tf.io_utils import atomic_write
+from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -50,6 +57,23 @@ def read_examples(input_file, on_invalid_utf8=None):
 def _invalid_bytes(raw):
     """How many bytes of `raw` are not valid UTF-8 (the valid ones survive "ignore")."""
     return len(raw) - len(raw.decode("utf-8", "ignore").encode("utf-8"))
+
+
+def check_inputs(vocab, vocab_file, input_file, max_seq_length, batch_size):
+    """What extraction needs besides the model: room for [CLS] A [SEP] B [SEP], a positive batch
+    size, the special tokens in `vocab` (read from `vocab_file`), an `input_file` to read. A
+    ValueError (FileNotFoundError for a missing input) starting with the setting at fault."""
+    if max_seq_length < 3:
+        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size} must be positive")
+    missing = [t for t in ("[CLS]", "[SEP]", "[UNK]") if t not in vocab]
+    if missing:
+        raise ValueError(f"vocab_file={vocab_file} lacks {', '.join(missing)}")
+    if os.path.isdir(input_file):
+        raise ValueError(f"input_file={input_file} is a directory, not a file")
+    if not os.path.isfile(input_file):
+        raise FileNotFoundError(f"input_file={input_file} does not exist")
 
 
 def parse_layer_indexes(layers, num_hidden_layers):
@@ -120,3 +144,79 @@ def feature_json_line(unique_id, tokens, layers):
     line["linex_index"] = unique_id
     line["features"] = features
     return json.dumps(line) + "\n"
+
+
+def restore_encoder(bert_config, init_checkpoint, scope=None):
+    """A `BertEncoder` of `bert_config`, built under `scope` (e.g. a TPU strategy's), with the
+    weights of `init_checkpoint` (Google's original checkpoints or a `.keras` file). Returns
+    `(encoder, names of the checkpoint's variables the encoder does not use)`; a checkpoint that
+    does not fit the config is a ValueError, a missing one a FileNotFoundError."""
+    with scope or contextlib.nullcontext():
+        encoder = BertEncoder.from_bert_config(bert_config)
+    report = checkpoints.restore(encoder, init_checkpoint)
+    return encoder, list(report.unused) if report is not None else []
+
+
+@dataclasses.dataclass
+class Written:
+    """What `write_features` did: `lines` written to `output_file` in `seconds`; how many input
+    lines had invalid UTF-8 (`invalid_lines`) and how many of their bytes were replaced."""
+
+    output_file: str
+    lines: int = 0
+    invalid_lines: int = 0
+    invalid_bytes: int = 0
+    seconds: float = 0.0
+
+    def report(self, prefix=""):
+        """`(absl logging level, line)` pairs; settings are named `{prefix}name` (a script
+        passes "--" to name its flags)."""
+        lines = []
+        if self.invalid_lines:
+            lines.append(
+                (
+                    logging.WARNING,
+                    f"Replaced {self.invalid_bytes} invalid UTF-8 byte(s) in {self.invalid_lines} line(s) of "
+                    f"{prefix}input_file",
+                )
+            )
+        return lines + [(logging.INFO, f"Wrote {self.lines} lines to {self.output_file} in {self.seconds:.1f} s")]
+
+
+def write_features(
+    encoder, tokenizer, input_file, output_file, seq_length, layer_indexes, batch_size=32, log=None, prefix=""
+):
+    """One JSON line in `output_file` per line of `input_file` (`read_examples`,
+    `extract_features`, `feature_json_line`), written under a temporary name and renamed when
+    complete: a failed write (a full disk) raises its OSError and leaves no output. Returns
+    `Written`.
+
+    `log(absl logging level, line)` is told of the progress as it happens: the first five
+    examples' tokens, every thousandth line, the first input line with invalid UTF-8 (naming
+    the setting as `{prefix}input_file`).
+    """
+    start, written = time.time(), Written(output_file)
+    log = log or (lambda level, line: None)
+
+    def invalid_utf8(unique_id, replaced):
+        if not written.invalid_lines:
+            log(
+                logging.WARNING,
+                f"{prefix}input_file={input_file}: line {unique_id + 1} is not valid UTF-8 (binary input, another "
+                "encoding?); its invalid bytes are replaced and then dropped by the tokenizer",
+            )
+        written.invalid_lines += 1
+        written.invalid_bytes += replaced
+
+    examples = read_examples(input_file, invalid_utf8)
+    results = extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, batch_size)
+    with atomic_write(output_file) as writer:
+        for example, tokens, layers in results:
+            if example.unique_id < 5:
+                log(logging.INFO, f"unique_id: {example.unique_id} tokens: {' '.join(tokens)}")
+            writer.write(feature_json_line(example.unique_id, tokens, layers))
+            written.lines += 1
+            if written.lines % 1000 == 0:
+                log(logging.INFO, f"{written.lines} lines, {written.lines / (time.time() - start):.1f} lines/s")
+    written.seconds = time.time() - start
+    return written

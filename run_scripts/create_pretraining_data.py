@@ -18,14 +18,12 @@ stopped run with other inputs or flags is removed). Bad paths are errors before 
 """
 
 import os
-import time
 
 from absl import app, flags, logging
 
 from bert_tf.data.pretraining import SHARD_WORKER
 from bert_tf.data.worker_pool import WorkerPool
-from bert_tf.io_utils import check_distinct_outputs, check_output_file, expand_patterns
-from run_scripts.common_flags import error_line, fail, is_disk_full
+from run_scripts.common_flags import error_line, fail, is_disk_full, library_call
 
 FLAGS = flags.FLAGS
 
@@ -64,20 +62,6 @@ flags.register_validator("num_workers", lambda n: n >= 1, message="--num_workers
 flags.register_validator("shard_size_mb", lambda mb: mb > 0, message="--shard_size_mb must be positive")
 
 
-def _config(pretraining_data):
-    return pretraining_data.PretrainingDataConfig(
-        vocab_file=FLAGS.vocab_file,
-        do_lower_case=FLAGS.do_lower_case,
-        do_whole_word_mask=FLAGS.do_whole_word_mask,
-        max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        random_seed=FLAGS.random_seed,
-        dupe_factor=FLAGS.dupe_factor,
-        masked_lm_prob=FLAGS.masked_lm_prob,
-        short_seq_prob=FLAGS.short_seq_prob,
-    )
-
-
 def main(argv):
     del argv
     # Worker processes first: they import TensorFlow while this process does the same below.
@@ -93,108 +77,47 @@ def main(argv):
 
 def _run(workers):
     import tensorflow as tf  # after the workers have started
+    import tqdm
 
-    from bert_tf.data.pretraining import creation as pretraining_data
+    from bert_tf.data.pretraining import creation
 
-    pretraining_data.freeze_imported_objects()
-    start = time.time()
-    config = _config(pretraining_data)
+    creation.freeze_imported_objects()
     output_files = [f.strip() for f in FLAGS.output_file.split(",") if f.strip()]
-    try:
-        config.validate()
-        files = expand_patterns(FLAGS.input_file)
-        if os.path.isdir(config.vocab_file):
-            raise ValueError(f"--vocab_file={config.vocab_file} is a directory, not a file")
-        pretraining_data.ShardProcessor.check_vocab(config.vocab_file)
-        if not output_files:
-            raise ValueError(f"--output_file={FLAGS.output_file!r} names no file")
-        for path in output_files:
-            check_output_file(path)
-        check_distinct_outputs(output_files, [("input_file", f) for f in files] + [("vocab_file", config.vocab_file)])
-    except (ValueError, FileNotFoundError) as e:
-        fail(str(e))
-    expected = round(FLAGS.max_seq_length * FLAGS.masked_lm_prob)
-    if FLAGS.max_predictions_per_seq < expected:
-        logging.warning(
-            "--max_predictions_per_seq=%d is below max_seq_length * masked_lm_prob = %d: full-length "
-            "sequences will have fewer than masked_lm_prob of their tokens masked",
-            FLAGS.max_predictions_per_seq,
-            expected,
-        )
-    logging.info("*** Reading from %d input file(s) ***", len(files))
-    for path in files:
+    if os.path.isdir(FLAGS.vocab_file):
+        fail(f"--vocab_file={FLAGS.vocab_file} is a directory, not a file")
+    if not output_files:
+        fail(f"--output_file={FLAGS.output_file!r} names no file")
+    config = creation.PretrainingDataConfig(
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed,
+        dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob,
+    )
+    job = library_call(
+        lambda: creation.plan_job(config, FLAGS.input_file, output_files, FLAGS.num_workers, FLAGS.shard_size_mb)
+    )
+    for warning in config.warnings():
+        logging.warning("--%s", warning)
+    logging.info("*** Reading from %d input file(s) ***", len(job.input_files))
+    for path in job.input_files:
         logging.info("  %s", path)
 
-    progress = None
-    if FLAGS.progress:
-        import tqdm
-
-        progress = tqdm.tqdm(unit=" instances", dynamic_ncols=True, smoothing=0.1)
-
-    def on_shard_done(stats):
-        if progress is not None:
-            progress.update(stats.instances)
-
+    progress = tqdm.tqdm(unit=" instances", dynamic_ncols=True, smoothing=0.1, disable=not FLAGS.progress)
     try:
-        stats, resumed = pretraining_data.create_pretraining_data(
-            config,
-            files,
-            output_files,
-            num_workers=FLAGS.num_workers,
-            shard_bytes=max(1, int(FLAGS.shard_size_mb * (1 << 20))),
-            on_shard_done=on_shard_done,
-            workers=workers,
-        )
-    except (ValueError, pretraining_data.WorkerError, OSError, tf.errors.OpError) as e:
+        summary = creation.run_job(job, lambda stats: progress.update(stats.instances), workers)
+    except (ValueError, creation.WorkerError, OSError, tf.errors.OpError) as e:
         if isinstance(e, (OSError, tf.errors.OpError)) or is_disk_full(e):  # finished shards are kept
             fail(f"writing --output_file={FLAGS.output_file} failed (rerun the command to resume): {error_line(e)}")
         fail(str(e))
     finally:
-        if progress is not None:
-            progress.close()
-
-    elapsed = time.time() - start
-    if resumed:
-        logging.info("Resumed: %d shard(s) were already done by an earlier run", resumed)
-    if stats.invalid_utf8_bytes:
-        logging.warning("Replaced %d invalid UTF-8 byte(s) in the input", stats.invalid_utf8_bytes)
-    if stats.cut_documents or stats.cut_lines:
-        logging.warning(
-            "%d document(s) and %d line(s) were longer than twice --shard_size_mb=%g and were cut "
-            "(each piece is a document of its own): is the input text, with blank lines between documents?",
-            stats.cut_documents,
-            stats.cut_lines,
-            FLAGS.shard_size_mb,
-        )
-    if stats.long_lines:
-        logging.warning(
-            "%d line(s) have more than %d word pieces and were cut to fit; split long lines into sentences",
-            stats.long_lines,
-            FLAGS.max_seq_length - 3,
-        )
-    if stats.corpus_tokens and stats.unknown_tokens > 0.05 * stats.corpus_tokens:
-        logging.warning(
-            "%.1f%% of the word pieces are [UNK]: does --vocab_file/--do_lower_case match the corpus?",
-            100.0 * stats.unknown_tokens / stats.corpus_tokens,
-        )
-    logging.info(
-        "Documents: %d (%d of one sentence), sentences: %d, corpus word pieces: %d",
-        stats.documents,
-        stats.one_sentence_documents,
-        stats.sentences,
-        stats.corpus_tokens,
-    )
-    logging.info(
-        "Instances: %d (%.1f%% random next), tokens: %d, masked tokens: %d; %.0f instances/s",
-        stats.instances,
-        100.0 * stats.random_next / max(1, stats.instances),
-        stats.instance_tokens,
-        stats.masked_tokens,
-        stats.instances / elapsed,
-    )
-    logging.info("Wrote %d file(s) in %.2f s:", len(output_files), elapsed)
-    for path in output_files:
-        logging.info("  %s", path)
+        progress.close()
+    for level, line in summary.report(prefix="--"):
+        logging.log(level, "%s", line)
 
 
 if __name__ == "__main__":

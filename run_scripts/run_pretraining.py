@@ -46,23 +46,18 @@ def _check_files(train_files, eval_files, vocab_size):
     """Before training: every train file's first record and every eval file's must be
     pre-training data of the flags' lengths, with ids the config's vocab holds (the lengths of
     every record are checked again as it is read)."""
-    from bert_tf.data import tfrecords
+    from bert_tf.training.pretraining import check_data_files
 
-    checked = set()
     eval_flag = "eval_input_file" if FLAGS.eval_input_file else "input_file"
-    for flag, files in (("input_file", train_files), (eval_flag, eval_files)):
-        for path in files:
-            if path in checked:
-                continue
-            checked.add(path)
-            try:
-                tfrecords.check_pretraining_file(path, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, vocab_size)
-            except ValueError as e:
-                fail(
-                    f"--{flag}: {e}".replace(
-                        "but vocab_size=", f"but --bert_config_file={FLAGS.bert_config_file} has vocab_size="
-                    )
+    for flag, files in (("input_file", train_files), (eval_flag, [f for f in eval_files if f not in train_files])):
+        try:
+            check_data_files(files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, vocab_size)
+        except ValueError as e:
+            fail(
+                f"--{flag}: {e}".replace(
+                    "but vocab_size=", f"but --bert_config_file={FLAGS.bert_config_file} has vocab_size="
                 )
+            )
 
 
 def _guarded(files, work):
@@ -70,17 +65,13 @@ def _guarded(files, work):
     output_dir (a full disk) as one line; a rerun resumes from the last checkpoint written."""
     import tensorflow as tf
 
-    from bert_tf.data import tfrecords
+    from bert_tf.training.pretraining import input_error_message
 
     try:
         return work()
-    except tf.errors.DataLossError as e:
-        fail(f"reading the input failed: {tfrecords.read_error_message(e, files)}")
-    except tf.errors.InvalidArgumentError as e:
-        if "TFRecord" not in e.message:  # not one of the pipeline's checks of the records
-            raise
-        fail(f"reading the input failed: {tfrecords.read_error_message(e, files)}")
     except (OSError, tf.errors.OpError) as e:
+        if (message := input_error_message(e, files)) is not None:
+            fail(f"reading the input failed: {message}")
         if not common_flags.is_disk_full(e):
             raise
         fail(
@@ -115,6 +106,7 @@ def main(argv):
         max_eval_steps=FLAGS.max_eval_steps,
     )
     strategy = common_flags.create_strategy(FLAGS)
+    common_flags.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)
     _check_files(train_files if FLAGS.do_train else [], eval_files if FLAGS.do_eval else [], config.vocab_size)
     try:
         os.makedirs(FLAGS.output_dir, exist_ok=True)
@@ -138,9 +130,7 @@ def main(argv):
             run.write_eval_results(results)
         except ValueError as e:
             fail(str(e))
-        logging.info("***** Eval results *****")
-        for key in sorted(results):
-            logging.info("  %s = %s", key, results[key])
+        common_flags.log_results(results)
     logging.info("Checkpoints: %s", FLAGS.output_dir)
     logging.info("TensorBoard: tensorboard --logdir=%s", FLAGS.output_dir)
     if FLAGS.do_eval:

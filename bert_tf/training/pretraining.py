@@ -11,6 +11,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from bert_tf.data import tfrecords
 from bert_tf.data.pretraining.pipeline import pretraining_dataset
 from bert_tf.models import (
     MASKED_LM_DENOMINATOR_EPSILON,
@@ -125,3 +126,21 @@ class Pretraining(Trainer):
     def __init__(self, bert_config, settings: PretrainingSettings, strategy):
         task = PretrainingTask(bert_config, settings.max_seq_length, settings.max_predictions_per_seq)
         super().__init__(task, settings, strategy)
+
+
+def check_data_files(files, max_seq_length, max_predictions_per_seq, vocab_size):
+    """Before training: the first record of each of `files` (each once) must be pre-training
+    data of these lengths, with ids below `vocab_size` (the config's); a ValueError naming the
+    file otherwise. The pipeline checks every record's lengths and ids again as it reads them."""
+    for path in dict.fromkeys(files):
+        tfrecords.check_pretraining_file(path, max_seq_length, max_predictions_per_seq, vocab_size)
+
+
+def input_error_message(error, files):
+    """One line for an error met while reading `files` (a truncated or corrupted file, a record
+    the pipeline's checks reject), naming the file; None when `error` is not one of those."""
+    if isinstance(error, tf.errors.DataLossError) or (
+        isinstance(error, tf.errors.InvalidArgumentError) and "TFRecord" in error.message
+    ):
+        return tfrecords.read_error_message(error, files)
+    return None

@@ -58,7 +58,7 @@ def test_original_command_line_gives_the_original_numbers(google_model_dir, tmp_
     vocab = {t: i for i, t in enumerate(VOCAB)}
     for i, (line, tokens, types) in enumerate(zip(lines, EXPECTED_TOKENS, EXPECTED_TYPES, strict=True)):
         assert line.startswith(
-            '{"linex_index": %d, "features": [{"token": "[CLS]", "layers": [{"index": -1, "values": [' % i
+            f'{{"linex_index": {i}, "features": [{{"token": "[CLS]", "layers": [{{"index": -1, "values": ['
         )
         record = json.loads(line)
         assert record["linex_index"] == i

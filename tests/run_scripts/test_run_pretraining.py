@@ -114,12 +114,15 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
     cases = [
         ({"max_seq_length": 32}, "has input_ids of length 16, but --max_seq_length=32"),
         ({"do_train": False, "do_eval": False}, "At least one of `do_train` or `do_eval` must be True"),
-        ({"train_batch_size": 10, "gradient_accumulation_steps": 4}, "train_batch_size 10 is not divisible"),
+        (
+            {"train_batch_size": 10, "gradient_accumulation_steps": 4},
+            r"--train_batch_size=10 is not divisible by 1 replica\(s\) x 4 accumulation step\(s\)",
+        ),
         ({"input_file": "/nonexistent/*.tfrecord"}, "matches no file"),
         ({"bert_config_file": small}, r"has token id \d+, but --bert_config_file=.*small.json has vocab_size=6"),
         (
             {"do_train": False},
-            r"nothing to evaluate or predict with: --output_dir=.* has no checkpoint and no --init_checkpoint",
+            r"--output_dir=.* has no checkpoint and no init_checkpoint was given: nothing to evaluate or predict with",
         ),
         ({"train_batch_size": 0}, r"--train_batch_size must be a positive integer, got 0"),
         ({"learning_rate": -1}, r"--learning_rate must not be negative"),

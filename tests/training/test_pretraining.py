@@ -11,7 +11,13 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import tfrecords
-from bert_tf.training.pretraining import Pretraining, PretrainingSettings
+from bert_tf.data.pretraining.pipeline import pretraining_dataset
+from bert_tf.training.pretraining import (
+    Pretraining,
+    PretrainingSettings,
+    check_data_files,
+    input_error_message,
+)
 from bert_tf.training.trainer import INITIALISED, RESUMED
 from tests import numpy_bert
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
@@ -171,6 +177,47 @@ def test_bad_settings_fail_before_training(tmp_path):
         Pretraining(config, settings(tmp_path, "y", max_seq_length=64), one_device())
 
 
+def test_check_data_files_reads_each_files_first_record(tmp_path):
+    vocab_size = tiny_config().vocab_size
+    good, _ = write_records(tmp_path / "good.tfrecord", 4, vocab_size)
+    text = tmp_path / "corpus.txt"
+    text.write_text("The cat sat on the mat.\n")
+    check_data_files([good, good], SEQ, PRED, vocab_size)  # pre-training data of these lengths
+    cases = [
+        (([good, str(text)], SEQ, PRED, vocab_size), f"{text} is not a TFRecord file"),  # every file, not the first
+        (([good], 32, PRED, vocab_size), f"{good} has input_ids of length 16, but "),
+        (([good], SEQ, 6, vocab_size), f"{good} has masked_lm_positions of length 4, but "),
+        (([good], SEQ, PRED, 6), f"{good} has token id \\d+, but vocab_size=6"),  # ids from 5 up to 24
+    ]
+    for arguments, message in cases:
+        with pytest.raises(ValueError, match=f"^{message}"):
+            check_data_files(*arguments)
+
+
+def test_input_error_message_names_a_truncated_file_and_lets_other_errors_through(tmp_path):
+    path, features = write_records(tmp_path / "d.tfrecord", 64, tiny_config().vocab_size)
+    # TFRecord framing: 8-byte length, 4-byte CRC, the record, 4-byte CRC.
+    records = tfrecords.serialize_examples(features).numpy()
+    starts = np.cumsum([0] + [16 + len(r) for r in records])
+    cut = int(starts[10] + 20)  # inside the eleventh record
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data[:cut])
+    with pytest.raises(tf.errors.DataLossError) as caught:
+        list(tf.data.TFRecordDataset(path))
+    message = input_error_message(caught.value, [path])
+    assert message == f"{path} is truncated: its record at byte {starts[10]} is cut short"
+    # The pipeline's own check of every record: its sentence, without TensorFlow's trimmings.
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        list(pretraining_dataset(path, 8, SEQ, PRED, is_training=False, vocab_size=6))
+    message = input_error_message(caught.value, [path])
+    assert message.startswith(f'TFRecord "{path}" has token ids [') and "\n" not in message
+    assert message.endswith("outside [0, vocab_size=6): the data was made with another vocab")
+    assert input_error_message(tf.errors.InvalidArgumentError(None, None, "Incompatible shapes"), [path]) is None
+    assert input_error_message(OSError(28, "No space left on device"), [path]) is None
+
+
 def _two_cpu_devices(code, tmp_path):
     """Runs `code` (which splits the CPU in two before TensorFlow starts) in a fresh process on
     64 records in tmp_path; returns the JSON it printed last."""
@@ -311,7 +358,8 @@ try:
 except Killed:
     pass
 again = Pretraining(config, settings(tmp, "resumed"), mirrored())
-out["started"] = again.train(str(tmp / "d.tfrecord"))[0]
+status, _ = again.train(str(tmp / "d.tfrecord"))
+out["started"] = [status.start, status.path]
 out["max_difference"] = max(float(np.abs(a - b).max()) for a, b in zip(weights_of(straight), weights_of(again)))
 # The same input on both replicas, in training mode: each replica must draw its own masks.
 x = encoder_part(tiny_inputs(config, batch=2))
@@ -327,6 +375,7 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_mirrored_replicas_draw_their_own_dropout_masks_and_resume_exactly(tmp_path):
     out = _two_cpu_devices(_MIRRORED_DROPOUT, tmp_path)
-    assert out["started"].startswith("resumed from") and "ckpt-3" in out["started"]
+    start, path = out["started"]
+    assert start == RESUMED and path.endswith("ckpt-3")
     assert out["max_difference"] == 0.0  # data position (both replicas' shares) and dropout seeds resume
     assert out["replicas_differ"]

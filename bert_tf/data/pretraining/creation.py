@@ -1,26 +1,24 @@
 """create_pretraining_data, scaled: sharded, parallel, bounded in memory, resumable.
 
 The corpus (one sentence per line, blank lines between documents) is cut into shards of about
-`shard_bytes` that end at document boundaries. Each shard is read, tokenized with TensorFlow ops
-(`BertTokenizer`, exactly FullTokenizer's ids) into one flat id array, turned into instances with
-the original rules (`pretraining_instances`: segments are ranges of that array, so the
-per-instance Python work is a few integer decisions), masked, serialised (`tfrecords`,
-TensorFlow's proto encoder) and written to the run's work folder (`work_folder`) as one part
-file per output file, under a temporary name, renamed when complete, with a marker holding its
-statistics. Two shards are in work at once per process (threads) and `num_workers` processes
-share the shards. Once every shard is done, each output file is assembled by interleaving its
-parts record by record (as bytes) under a temporary name; the outputs are renamed into place
-when all are complete. Every shard has its own seed (from `random_seed` and its index), so the
-result does not depend on the number of workers, and a run started again after an interruption
-(a kill, a full disk) skips the finished shards and produces the same files.
+`shard_bytes` that end at document boundaries (`shards`). Each shard is turned into one part file
+per output file in the run's work folder (`shard_processor`, `work_folder`). Two shards are in
+work at once per process (threads) and `num_workers` processes share the shards. Once every shard
+is done, each output file is assembled by interleaving its parts record by record (as bytes) under
+a temporary name; the outputs are renamed into place when all are complete. Every shard has its
+own seed (from `random_seed` and its index), so the result does not depend on the number of
+workers, and a run started again after an interruption (a kill, a full disk) skips the finished
+shards and produces the same files.
 
 Differences from the original, all forced by bounded memory: next-sentence B and the final
 instance shuffle draw from the shard, not the whole corpus; a document never spans two files; a
 document longer than twice the shard size is cut into several (and a line that long into
 pieces), so that no shard holds more than `2 * shard_bytes` of text.
+
+`plan_job`, `run_job` and `Summary` are create_pretraining_data.py's run: every check before any
+work, the run with a progress callback, and its report.
 """
 
-import collections
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -28,220 +26,18 @@ import gc
 import json
 import os
 import queue
-import random
 import shutil
+import time
 
-import numpy as np
 import tensorflow as tf
+from absl import logging
 
-from bert_tf import tokenization
-from bert_tf.data import tfrecords
 from bert_tf.data.pretraining import SHARD_WORKER, work_folder
-from bert_tf.data.pretraining import instances as instances_lib
+from bert_tf.data.pretraining.shard_processor import PretrainingDataConfig, ShardProcessor, Stats
 from bert_tf.data.pretraining.shards import Shard, plan_shards, read_shard_lines  # noqa: F401 (re-exported)
 from bert_tf.data.pretraining.work_folder import work_dir  # noqa: F401 (re-exported)
 from bert_tf.data.worker_pool import WorkerPool
-from bert_tf.io_utils import atomic_write, check_distinct_outputs
-from bert_tf.preprocessing import BertTokenizer
-
-_SERIALIZE_BATCH = 4096
-_TOKENIZE_BATCH = 4096
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainingDataConfig:
-    vocab_file: str
-    do_lower_case: bool = True
-    do_whole_word_mask: bool = False
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    random_seed: int = 12345
-    dupe_factor: int = 10
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-
-    def validate(self):
-        if self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length {self.max_seq_length} is too small: [CLS] A [SEP] B [SEP] needs 5")
-        if self.max_predictions_per_seq < 1:
-            raise ValueError(f"max_predictions_per_seq {self.max_predictions_per_seq} must be positive")
-        if self.dupe_factor < 1:
-            raise ValueError(f"dupe_factor {self.dupe_factor} must be positive")
-        if not 0 < self.masked_lm_prob < 1:
-            raise ValueError(f"masked_lm_prob {self.masked_lm_prob} must be in (0, 1)")
-        if not 0 <= self.short_seq_prob <= 1:
-            raise ValueError(f"short_seq_prob {self.short_seq_prob} must be in [0, 1]")
-
-
-@dataclasses.dataclass
-class Stats:
-    documents: int = 0
-    one_sentence_documents: int = 0
-    sentences: int = 0
-    corpus_tokens: int = 0
-    unknown_tokens: int = 0
-    long_lines: int = 0  # lines with more word pieces than fit in one instance
-    invalid_utf8_bytes: int = 0
-    cut_documents: int = 0  # documents cut at a line end to keep a shard under 2 * shard_bytes
-    cut_lines: int = 0  # lines cut (at a space, else between characters) for the same reason
-    instances: int = 0
-    instance_tokens: int = 0
-    masked_tokens: int = 0
-    random_next: int = 0
-
-    def add(self, other):
-        for field in dataclasses.fields(self):
-            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
-        return self
-
-
-# ---------------------------------------------------------------------------------------------
-# One shard
-
-
-class ShardProcessor:
-    """Turns shards into part files. Built once per worker process (tokenizer tables)."""
-
-    @staticmethod
-    def check_vocab(vocab_file):
-        """The vocab, after checking it has the tokens pre-training data needs."""
-        vocab = tokenization.load_vocab(vocab_file)
-        missing = [t for t in ("[UNK]", "[CLS]", "[SEP]", "[MASK]") if t not in vocab]
-        if missing:
-            raise ValueError(f"vocab file {vocab_file!r} lacks {', '.join(missing)}")
-        return vocab
-
-    def __init__(self, config: PretrainingDataConfig):
-        config.validate()
-        self.config = config
-        vocab = self.check_vocab(config.vocab_file)
-        self.unk_id = vocab["[UNK]"]
-        is_continuation = None
-        if config.do_whole_word_mask:
-            is_continuation = np.array([t.startswith("##") for t in vocab], dtype=bool)
-        self.masking = instances_lib.MaskingConfig(
-            cls_id=vocab["[CLS]"],
-            sep_id=vocab["[SEP]"],
-            mask_id=vocab["[MASK]"],
-            vocab_size=len(vocab),
-            masked_lm_prob=config.masked_lm_prob,
-            max_predictions_per_seq=config.max_predictions_per_seq,
-            is_continuation=is_continuation,
-        )
-        # Eagerly: traced graphs (~1 s per process to trace) made whole runs slower, 7.7 s vs
-        # 6.2 s at 22 MB and 22.3 s vs 19.8 s at 66 MB, with two shards in threads.
-        tokenizer = BertTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
-        self._tokenize, self._serialize = tokenizer.call, tfrecords.serialize_examples.python_function
-
-    def documents(self, lines, stats):
-        """Lines -> (flat int32 ids, documents as sentence boundaries in them), as the
-        original's reader: blank lines end documents, lines that tokenize to nothing are dropped."""
-        texts = [line for line in lines if line]
-        chunks, ends, offset = [], [], 0
-        for i in range(0, len(texts), _TOKENIZE_BATCH):
-            ids = self._tokenize(tf.constant(texts[i : i + _TOKENIZE_BATCH]))
-            values, splits = ids.flat_values.numpy(), ids.row_splits.numpy()
-            chunks.append(values)
-            ends.extend((splits[1:] + offset).tolist())
-            offset += len(values)
-        tokens = np.concatenate(chunks).astype(np.int32) if chunks else np.zeros(0, np.int32)
-        documents, current, previous, it = [], [0], 0, iter(ends)
-        for line in lines:
-            if not line:
-                if len(current) > 1:
-                    documents.append(current)
-                current = [previous]
-                continue
-            end = next(it)
-            if end > previous:
-                current.append(end)
-            previous = end
-        if len(current) > 1:
-            documents.append(current)
-        lengths = np.diff(np.asarray(ends, np.int64), prepend=0)
-        lengths = lengths[lengths > 0]
-        stats.unknown_tokens += int(np.sum(tokens == self.unk_id))
-        stats.documents += len(documents)
-        stats.one_sentence_documents += sum(1 for d in documents if len(d) == 2)
-        stats.sentences += len(lengths)
-        stats.corpus_tokens += len(tokens)
-        stats.long_lines += int(np.sum(lengths > self.config.max_seq_length - 3))
-        return tokens, documents
-
-    def instances(self, tokens, documents, seed, stats):
-        """Documents -> dict of the TFRecord features' arrays, shuffled, masked."""
-        c = self.config
-        spans = instances_lib.create_instances(
-            documents, c.max_seq_length, c.short_seq_prob, c.dupe_factor, random.Random(seed)
-        )
-        rng = np.random.default_rng(seed)
-        ranges = instances_lib.truncate_pairs(spans, c.max_seq_length - 3, rng)
-        input_ids, segment_ids, lengths = instances_lib.pack_instances(
-            tokens, ranges, c.max_seq_length, self.masking.cls_id, self.masking.sep_id
-        )
-        labels = spans[:, 4:5]
-        real = np.arange(c.max_seq_length)[None, :] < lengths[:, None]
-        masked, positions, label_ids, weights = instances_lib.mask_instances(input_ids, lengths, self.masking, rng)
-        stats.instances += len(spans)
-        stats.instance_tokens += int(lengths.sum())
-        stats.masked_tokens += int(weights.sum())
-        stats.random_next += int(labels.sum())
-        return {
-            "input_ids": masked.astype(np.int64),
-            "input_mask": real.astype(np.int64),
-            "segment_ids": segment_ids.astype(np.int64),
-            "masked_lm_positions": positions.astype(np.int64),
-            "masked_lm_ids": label_ids.astype(np.int64),
-            "masked_lm_weights": weights,
-            "next_sentence_labels": labels,
-        }
-
-    def process(self, shard, num_outputs, workdir):
-        """Reads, tokenizes, makes and masks the shard's instances, writes its part files (one
-        per output, records round robin as the original) and its marker; returns its Stats."""
-        stats = Stats(cut_documents=int(shard.cut == "document"), cut_lines=int(shard.cut == "line"))
-        lines, stats.invalid_utf8_bytes = read_shard_lines(shard)
-        tokens, documents = self.documents(lines, stats)
-        seed = int(np.random.SeedSequence([self.config.random_seed, shard.index]).generate_state(1)[0])
-        features = self.instances(tokens, documents, seed, stats) if documents else None
-        temporary = [os.path.join(workdir, f".part-{shard.index:06d}-{k:04d}.tmp") for k in range(num_outputs)]
-        try:
-            writers = [tf.io.TFRecordWriter(path) for path in temporary]
-            try:
-                for i in range(0, stats.instances, _SERIALIZE_BATCH):
-                    batch = {name: values[i : i + _SERIALIZE_BATCH] for name, values in features.items()}
-                    for j, record in enumerate(self._serialize(batch).numpy()):
-                        writers[(i + j) % num_outputs].write(record)
-            finally:
-                for writer in writers:
-                    writer.close()
-        except BaseException:  # e.g. a full disk: no partial part is left behind
-            work_folder.remove(temporary)
-            raise
-        for k, path in enumerate(temporary):
-            os.replace(path, work_folder.part_path(workdir, shard.index, k))
-        with atomic_write(work_folder.marker_path(workdir, shard.index), remove_stale=False) as f:
-            json.dump(dataclasses.asdict(stats), f)
-        return stats
-
-    def process_all(self, next_shard, num_outputs, workdir, threads=1):
-        """Processes shards from `next_shard()` (None when there are no more), yielding each
-        one's Stats in the order they were claimed. With `threads` > 1, that many shards are in
-        work at once, one per thread: tokenization and serialisation are TensorFlow ops that
-        release the GIL, so one process keeps two cores busy."""
-        if threads <= 1:
-            while (shard := next_shard()) is not None:
-                yield self.process(shard, num_outputs, workdir)
-            return
-        with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
-            pending = collections.deque()
-            while True:
-                while len(pending) < threads and (shard := next_shard()) is not None:
-                    pending.append(pool.submit(self.process, shard, num_outputs, workdir))
-                if not pending:
-                    return
-                yield pending.popleft().result()
-
+from bert_tf.io_utils import check_distinct_outputs, check_output_file, expand_patterns
 
 # ---------------------------------------------------------------------------------------------
 # Worker processes: they and the main process take shards from one shared counter, so the main
@@ -400,10 +196,17 @@ def create_pretraining_data(
         with contextlib.suppress(OSError):
             shutil.rmtree(workdir)
         raise ValueError(f"the input has no documents with any tokens: {', '.join(files)}")
+    _assemble(workdir, shards, output_files, threads=max(_THREADS, num_workers))
+    shutil.rmtree(workdir)
+    return total, resumed
+
+
+def _assemble(workdir, shards, output_files, threads):
+    """Each output file from its parts, under a temporary name; the outputs are renamed into
+    place only once all are complete: all or none."""
     # One thread per output file: the byte copies (reads, joins, writes) release the GIL, so two
     # 147 MB outputs take 0.4 s together against 0.47 s for one alone.
-    # The outputs are renamed into place only once all are complete: all or none.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(_THREADS, num_workers)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
         jobs = [
             pool.submit(work_folder.assemble, [work_folder.part_path(workdir, s.index, k) for s in shards], output_file)
             for k, output_file in enumerate(output_files)
@@ -415,5 +218,118 @@ def create_pretraining_data(
         raise failed[0]
     for job, output_file in zip(jobs, output_files, strict=True):
         os.replace(job.result(), output_file)
-    shutil.rmtree(workdir)
-    return total, resumed
+
+
+# ---------------------------------------------------------------------------------------------
+# A job as create_pretraining_data.py runs it: planned (every check before any work), run, and
+# reported.
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """`input_files` (patterns already matched) made into `output_files`, in shards of about
+    `shard_size_mb` MB, by `num_workers` processes."""
+
+    config: PretrainingDataConfig
+    input_files: tuple[str, ...]
+    output_files: tuple[str, ...]
+    num_workers: int = 1
+    shard_size_mb: float = 1.0
+
+    @property
+    def shard_bytes(self):
+        return max(1, int(self.shard_size_mb * (1 << 20)))
+
+
+def plan_job(config, input_file, output_files, num_workers=1, shard_size_mb=1.0):
+    """The `Job`, after every check that can fail before any work: the settings, the input
+    patterns (`input_file`, comma-separated, each matching files), the vocab's special tokens,
+    output files that can be written and overwrite no input. Raises ValueError or
+    FileNotFoundError (an OSError for a vocab that cannot be read)."""
+    config.validate()
+    if num_workers < 1:
+        raise ValueError(f"num_workers={num_workers} must be at least 1")
+    if not shard_size_mb > 0:
+        raise ValueError(f"shard_size_mb={shard_size_mb} must be positive")
+    files = expand_patterns(input_file)
+    ShardProcessor.check_vocab(config.vocab_file)
+    if not output_files:
+        raise ValueError("output_files names no file")
+    for path in output_files:
+        check_output_file(path)
+    check_distinct_outputs(output_files, [("input_file", f) for f in files] + [("vocab_file", config.vocab_file)])
+    return Job(config, tuple(files), tuple(output_files), num_workers, shard_size_mb)
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What `run_job` did: `stats` summed over every shard, of which `resumed` were finished by
+    an earlier, interrupted run, in `seconds`."""
+
+    job: Job
+    stats: Stats
+    resumed: int
+    seconds: float
+
+    def report(self, prefix=""):
+        """`(absl logging level, line)` pairs, in order: what was resumed, what in the input
+        looks wrong, the counts, the files written. Settings are named `{prefix}name` (a script
+        passes "--" to name its flags)."""
+        s, seconds = self.stats, max(self.seconds, 1e-9)
+        lines = []
+        if self.resumed:
+            lines.append((logging.INFO, f"Resumed: {self.resumed} shard(s) were already done by an earlier run"))
+        lines += [(logging.WARNING, line) for line in self._warnings(prefix)]
+        lines += [
+            (
+                logging.INFO,
+                f"Documents: {s.documents} ({s.one_sentence_documents} of one sentence), sentences: {s.sentences}, "
+                f"corpus word pieces: {s.corpus_tokens}",
+            ),
+            (
+                logging.INFO,
+                f"Instances: {s.instances} ({100.0 * s.random_next / max(1, s.instances):.1f}% random next), tokens: "
+                f"{s.instance_tokens}, masked tokens: {s.masked_tokens}; {s.instances / seconds:.0f} instances/s",
+            ),
+            (logging.INFO, f"Wrote {len(self.job.output_files)} file(s) in {self.seconds:.2f} s:"),
+        ]
+        return lines + [(logging.INFO, f"  {path}") for path in self.job.output_files]
+
+    def _warnings(self, prefix):
+        s = self.stats
+        if s.invalid_utf8_bytes:
+            yield f"Replaced {s.invalid_utf8_bytes} invalid UTF-8 byte(s) in the input"
+        if s.cut_documents or s.cut_lines:
+            yield (
+                f"{s.cut_documents} document(s) and {s.cut_lines} line(s) were longer than twice "
+                f"{prefix}shard_size_mb={self.job.shard_size_mb:g} and were cut (each piece is a document of its "
+                "own): is the input text, with blank lines between documents?"
+            )
+        if s.long_lines:
+            yield (
+                f"{s.long_lines} line(s) have more than {self.job.config.max_seq_length - 3} word pieces and were "
+                "cut to fit; split long lines into sentences"
+            )
+        if s.corpus_tokens and s.unknown_tokens > 0.05 * s.corpus_tokens:
+            yield (
+                f"{100.0 * s.unknown_tokens / s.corpus_tokens:.1f}% of the word pieces are [UNK]: does "
+                f"{prefix}vocab_file/{prefix}do_lower_case match the corpus?"
+            )
+
+
+def run_job(job, on_shard_done=None, workers=None):
+    """Runs a `plan_job` job (see `create_pretraining_data` for `on_shard_done` and `workers`);
+    returns its `Summary`. Raises ValueError (an input without documents), WorkerError, or an
+    OSError or tf.errors.OpError when writing failed (a full disk): the finished shards are
+    kept, and the same job run again resumes from them."""
+    start = time.time()
+    stats, resumed = create_pretraining_data(
+        job.config,
+        list(job.input_files),
+        list(job.output_files),
+        num_workers=job.num_workers,
+        shard_bytes=job.shard_bytes,
+        on_shard_done=on_shard_done,
+        workers=workers,
+    )
+    return Summary(job, stats, resumed, time.time() - start)
