@@ -101,7 +101,8 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
     # kill -9 mid-training, then the same command: it resumes and ends bit-identical.
     resumed = tmp_path / "resumed"
     again = killed_and_rerun("run_classifier.py", _flags(model_dir, data, resumed, **flags), resumed)
-    assert "Training resumed from" in again.stderr and "ckpt-800" not in again.stderr.split("Training resumed from")[1].split("\n")[0]
+    assert "Training resumed from" in again.stderr
+    assert "ckpt-800" not in again.stderr.split("Training resumed from")[1].split("\n")[0]
     assert _results(resumed) == results
     assert (resumed / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
 
@@ -120,14 +121,17 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
 
     # The finished run evaluated with another casing than it was trained with: refused.
     result = run_script("run_classifier.py", *_flags(model_dir, data, straight, do_train=False, do_lower_case=False))
-    assert result.returncode == 1 and "but the model in --output_dir" in result.stderr and "fine-tuned with --do_lower_case=True" in result.stderr
+    assert result.returncode == 1
+    assert "but the model in --output_dir" in result.stderr and "fine-tuned with --do_lower_case=True" in result.stderr
 
     # Our checkpoint written back in the original layout, and read again from it.
     original = tmp_path / "original" / "bert_model.ckpt"
     shapes = converted_to_original(straight, original)
     assert shapes["output_weights"] == [2, 32] and shapes["output_bias"] == [2]
     reread = tmp_path / "reread"
-    result = run_script("run_classifier.py", *_flags(model_dir, data, reread, do_train=False, do_eval=False, init_checkpoint=original))
+    result = run_script(
+        "run_classifier.py", *_flags(model_dir, data, reread, do_train=False, do_eval=False, init_checkpoint=original)
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_allclose(_probabilities(reread), probabilities, atol=1e-5)
 
@@ -186,26 +190,38 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
     a_file.write_text("")
     other_task = tmp_path / "other_task"
     other_task.mkdir()
-    (other_task / "fine_tuning_task.json").write_text(json.dumps({"task_name": "cola", "label_kind": "single", "labels": ["0", "1"]}))
+    (other_task / "fine_tuning_task.json").write_text(
+        json.dumps({"task_name": "cola", "label_kind": "single", "labels": ["0", "1"]})
+    )
 
     pretraining_dir = tmp_path / "pretraining_run"  # checkpoints without a fine-tuning record
     import tensorflow as tf
 
-    tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(1)), str(pretraining_dir), 1).save(checkpoint_number=5)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(1)), str(pretraining_dir), 1)
+    manager.save(checkpoint_number=5)
 
     def out(i):
         return tmp_path / f"out{i}"
 
     cases = [
-        (dict(do_train=False, do_eval=False, do_predict=False), "At least one of `do_train`, `do_eval` or `do_predict' must be True"),
+        (
+            dict(do_train=False, do_eval=False, do_predict=False),
+            "At least one of `do_train`, `do_eval` or `do_predict' must be True",
+        ),
         (dict(task_name="nope"), "unknown task 'nope'; known tasks: cola, mnli, mnli-mm, mrpc, multilabel"),
         (dict(data_dir=bad["missing_dev"], do_predict=False), "no dev file 'dev.tsv' in data_dir"),
         (dict(data_dir=bad["empty"], do_predict=False), "train.tsv: no examples"),
         (dict(data_dir=bad["columns"], do_predict=False), "train.tsv:3: 4 tab-separated columns, expected 5"),
         (dict(data_dir=bad["label"], do_predict=False), "train.tsv:3: label '2' is not one of task mrpc's labels"),
-        (dict(max_seq_length=64), "Cannot use sequence length 64 because the BERT model was only trained up to sequence length 24"),
+        (
+            dict(max_seq_length=64),
+            "Cannot use sequence length 64 because the BERT model was only trained up to sequence length 24",
+        ),
         (dict(vocab_file=big_vocab), "has 30 tokens but the model's vocab_size is 25"),
-        (dict(do_lower_case=False, init_checkpoint="/x/uncased_L-12_H-768_A-12/bert_model.ckpt"), "seems to be a lowercased model"),
+        (
+            dict(do_lower_case=False, init_checkpoint="/x/uncased_L-12_H-768_A-12/bert_model.ckpt"),
+            "seems to be a lowercased model",
+        ),
         (dict(do_train=False), "nothing to evaluate or predict with"),
         (dict(data_dir=None), "--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required"),
         (dict(output_dir=a_file), "is a file, not a folder"),
@@ -261,7 +277,12 @@ def test_tfds_regression_and_multi_label_tasks_write_their_metrics_and_predictio
         _flags(model_dir, multi, tmp_path / "multi_out", task_name="multilabel", labels_file=labels, **common),
     ]
     # Predicting mnli-mm with the mnli run (the same head); a task of the user's, from a file.
-    cases.append(_flags(model_dir, None, tmp_path / "mnli", task_name="mnli-mm", tfds_name="glue/mnli", do_train=False, do_eval=False))
+    cases.append(
+        _flags(
+            model_dir, None, tmp_path / "mnli", task_name="mnli-mm", tfds_name="glue/mnli", do_train=False,
+            do_eval=False,
+        )
+    )
     user_tasks = tmp_path / "user_tasks.py"
     user_tasks.write_text(
         "from bert_tf.tasks.classifier.processors import TsvFile, TsvTask, register_task\n"
@@ -273,7 +294,11 @@ def test_tfds_regression_and_multi_label_tasks_write_their_metrics_and_predictio
         "    test_file = TsvFile('test.tsv', text_a=3, text_b=4, index=0)\n"
     )
     write_mrpc(tmp_path / "animals", n_train=16, n_dev=5, n_test=3)
-    cases.append(_flags(model_dir, tmp_path / "animals", tmp_path / "user", task_name="animals", task_module=user_tasks, **common))
+    cases.append(
+        _flags(
+            model_dir, tmp_path / "animals", tmp_path / "user", task_name="animals", task_module=user_tasks, **common
+        )
+    )
     assert _run_cases(cases, mock=12) == ["ok"] * 6
     assert _probabilities(tmp_path / "mnli", "test_results.tsv").shape == (12, 3)  # mnli-mm's test: the mismatched set
     assert _probabilities(tmp_path / "user").shape == (3, 2) and (tmp_path / "user" / "test_predictions.tsv").exists()

@@ -73,7 +73,8 @@ def _flags(model_dir, data_dir, out, **overrides):
 
 def _sentences(path):
     """A predictions file's sentences, each a list of its lines' fields."""
-    return [[line.split(" ") for line in block.splitlines()] for block in path.read_text().split("\n\n") if block.strip()]
+    blocks = [block for block in path.read_text().split("\n\n") if block.strip()]
+    return [[line.split(" ") for line in block.splitlines()] for block in blocks]
 
 
 # conll2003 through TFDS: rows of words and their ClassLabel ids, as mock_data's as_dataset_fn.
@@ -116,7 +117,8 @@ def test_learns_entities_writes_conlleval_figures_and_predictions_and_reads_tfds
     assert int(results["eval_gold_entities"]) == sum(int(results[f"eval_{k}_gold"]) for k in ENTITIES)
     # test_predictions.txt: every word of every test sentence, in order, its gold tag, a tag.
     blocks = _sentences(trained / "test_predictions.txt")
-    assert [[line[:2] for line in b] for b in blocks] == [[[w, t] for w, t in zip(*s, strict=True)] for s in test_sentences]
+    expected = [[[w, t] for w, t in zip(*s, strict=True)] for s in test_sentences]
+    assert [[line[:2] for line in b] for b in blocks] == expected
     assert all(len(line) == 3 and line[2] in record_labels for b in blocks for line in b)
     test_results = read_results(trained / "test_results.txt")
     assert float(test_results["test_f1"]) > 0.9 and test_results["global_step"] == results["global_step"]
@@ -142,7 +144,9 @@ def test_bad_input_fails_before_training_naming_the_file_and_line(tmp_path, mode
     def folder(name, **files):
         return data_variant(tmp_path / name, good, **files)
 
-    missing_tag = folder("missing_tag", **{"train.txt": "-DOCSTART- -X- -X- O\n\nEU NNP I-NP B-ORG\nrejects VBZ I-VP\n"})
+    missing_tag = folder(
+        "missing_tag", **{"train.txt": "-DOCSTART- -X- -X- O\n\nEU NNP I-NP B-ORG\nrejects VBZ I-VP\n"}
+    )
     unknown_tag = folder("unknown_tag", **{"test.txt": "EU NNP I-NP B-ORG\n\nGerman JJ I-NP B-MISC\n"})
     empty = folder("empty", **{"valid.txt": ""})
     no_dev = folder("no_dev", **{"valid.txt": None})
@@ -152,26 +156,40 @@ def test_bad_input_fails_before_training_naming_the_file_and_line(tmp_path, mode
     twice.write_text("O\nB-LOC\nO\n")
     other_task = tmp_path / "other_task"
     other_task.mkdir()
-    (other_task / "fine_tuning_task.json").write_text(json.dumps({"task_name": "cola", "label_kind": "single", "labels": ["0", "1"]}))
+    (other_task / "fine_tuning_task.json").write_text(
+        json.dumps({"task_name": "cola", "label_kind": "single", "labels": ["0", "1"]})
+    )
 
     def out(i):
         return tmp_path / f"out{i}"
 
     cases = [
         (dict(data_dir=missing_tag), f"{missing_tag / 'train.txt'}:4: 3 column(s), but line 3 has 4"),
-        (dict(data_dir=unknown_tag, labels=labels), f"{unknown_tag / 'test.txt'}:3: tag 'B-MISC' is not one of the labels"),
+        (
+            dict(data_dir=unknown_tag, labels=labels),
+            f"{unknown_tag / 'test.txt'}:3: tag 'B-MISC' is not one of the labels",
+        ),
         (dict(data_dir=empty), f"{empty / 'valid.txt'}: no sentences"),
         (dict(data_dir=no_dev), "no dev file 'valid.txt' in --data_dir"),
         (dict(do_train=False), "nothing to evaluate or predict with"),
         # A pre-trained model to evaluate, but nothing says which tags its head has.
-        (dict(do_train=False, init_checkpoint=tmp_path / "pretrained" / "bert_model.ckpt"), "no tag set: pass --labels"),
+        (
+            dict(do_train=False, init_checkpoint=tmp_path / "pretrained" / "bert_model.ckpt"),
+            "no tag set: pass --labels",
+        ),
         (dict(labels=twice), "twice.txt:3: tag 'O' is listed twice (line 1)"),
         (dict(data_dir=None), "--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required"),
         (dict(output_dir=other_task), "holds a run of task 'cola'"),
         (dict(max_seq_length=64), "Cannot use sequence length 64"),
         (dict(window_context_words=-1), "--window_context_words=-1 must not be negative"),
-        (dict(do_train=False, do_eval=False, do_predict=False), "At least one of `do_train`, `do_eval` or `do_predict'"),
-        (dict(do_lower_case=True, init_checkpoint="/x/cased_L-12_H-768_A-12/bert_model.ckpt"), "seems to be a cased model"),
+        (
+            dict(do_train=False, do_eval=False, do_predict=False),
+            "At least one of `do_train`, `do_eval` or `do_predict'",
+        ),
+        (
+            dict(do_lower_case=True, init_checkpoint="/x/cased_L-12_H-768_A-12/bert_model.ckpt"),
+            "seems to be a cased model",
+        ),
     ]
     argvs = []
     for i, (overrides, _) in enumerate(cases):

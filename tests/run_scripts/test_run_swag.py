@@ -75,7 +75,9 @@ def test_learns_a_separable_choice_and_writes_accuracy_and_probabilities_and_bad
     no_test = folder("no_test", **{"test.csv": None})
     other_task = tmp_path / "other_task"
     other_task.mkdir()
-    (other_task / "fine_tuning_task.json").write_text(json.dumps({"task_name": "ner", "label_kind": "token", "labels": ["O"]}))
+    (other_task / "fine_tuning_task.json").write_text(
+        json.dumps({"task_name": "ner", "label_kind": "token", "labels": ["O"]})
+    )
 
     trained = tmp_path / "trained"
     failures = [
@@ -104,12 +106,14 @@ def test_learns_a_separable_choice_and_writes_accuracy_and_probabilities_and_bad
     assert set(results) == {"eval_accuracy", "eval_loss", "global_step", "loss"}
     assert float(results["eval_accuracy"]) > 0.9 and results["global_step"] == "60"
     # test_results.tsv: the four endings' probabilities per test example, none dropped.
-    probabilities = np.array([[float(v) for v in line.split("\t")] for line in (trained / "test_results.tsv").read_text().splitlines()])
+    rows = (trained / "test_results.tsv").read_text().splitlines()
+    probabilities = np.array([[float(v) for v in line.split("\t")] for line in rows])
     assert probabilities.shape == (13, 4)
     np.testing.assert_allclose(probabilities.sum(1), 1.0, atol=1e-5)
     lines = (trained / "test_predictions.tsv").read_text().splitlines()
     assert lines[0] == "index\tprediction"
-    assert [line.split("\t") for line in lines[1:]] == [[index, str(p.argmax())] for (index, _), p in zip(test_rows, probabilities, strict=True)]
+    predicted = [[index, str(p.argmax())] for (index, _), p in zip(test_rows, probabilities, strict=True)]
+    assert [line.split("\t") for line in lines[1:]] == predicted
     assert np.mean([p.argmax() == label for (_, label), p in zip(test_rows, probabilities, strict=True)]) > 0.9
     record = json.loads((trained / "fine_tuning_task.json").read_text())
     assert record["task_name"] == "swag" and record["num_choices"] == 4

@@ -34,7 +34,8 @@ def test_models_are_sized_from_the_record():
     assert registry.get("classifier").build_model(record, encoder).num_classes == 3
     regression = RunRecord(kind="classifier", task_name="sts-b", label_kind="regression")
     assert registry.get("classifier").build_model(regression, encoder).num_classes == 1
-    assert registry.get("swag").build_model(RunRecord(kind="swag", task_name="swag", num_choices=5), encoder).num_choices == 5
+    swag = RunRecord(kind="swag", task_name="swag", num_choices=5)
+    assert registry.get("swag").build_model(swag, encoder).num_choices == 5
     model = registry.get("ner").build_model(RunRecord(kind="ner", task_name="ner", labels=("O", "B-X")), encoder)
     assert registry.of_model(model).name == "ner" and registry.of_model(encoder) is None
 
