@@ -24,7 +24,6 @@ import os
 
 from absl import app, flags, logging
 
-from bert_tf import checkpoints
 from bert_tf.checkpoints import convert
 from bert_tf.io_utils import check_keras_file, check_output_file
 from run_scripts.common_flags import error_line, fail, library_call, load_bert_config
@@ -33,8 +32,7 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_enum("direction", None, ["to_keras", "to_original"], "Which way to convert.")
 flags.DEFINE_string(
-    "bert_config_file",
-    None,
+    "bert_config_file", None,
     "to_keras: the original bert_config.json (required). to_original: optional; when given, "
     "it is written beside the checkpoint (keeping its extra keys) after checking it matches.",
 )
@@ -42,22 +40,17 @@ flags.DEFINE_string(
     "checkpoint_to_convert", None, "to_keras: an original checkpoint prefix; to_original: a .keras file."
 )
 flags.DEFINE_string(
-    "converted_checkpoint_path",
-    None,
-    "to_keras: the .keras file to write; to_original: the checkpoint prefix to write "
-    "(e.g. out/bert_model.ckpt).",
+    "converted_checkpoint_path", None,
+    "to_keras: the .keras file to write; to_original: the checkpoint prefix to write (e.g. out/bert_model.ckpt).",
 )
 flags.DEFINE_enum(
-    "model",
-    "auto",
-    ["auto", *convert.ORIGINAL_MODELS, "span_labeler"],
+    "model", "auto", list(convert.MODEL_CHOICES),
     "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads, classifier "
     "if it has output_weights, squad if it has cls/squad/output_weights, else encoder "
     "(span_labeler: squad's earlier name).",
 )
 flags.DEFINE_integer(
-    "global_step",
-    None,
+    "global_step", None,
     "to_original: a global_step to store, as the original does (default: a training checkpoint's own).",
 )
 
@@ -69,84 +62,32 @@ def to_keras():
     if not FLAGS.bert_config_file:
         fail("--direction=to_keras needs --bert_config_file")
     if not FLAGS.converted_checkpoint_path.endswith(".keras"):
-        fail(
-            f"--converted_checkpoint_path={FLAGS.converted_checkpoint_path} must end in .keras"
-        )
+        fail(f"--converted_checkpoint_path={FLAGS.converted_checkpoint_path} must end in .keras")
     config = load_bert_config(FLAGS.bert_config_file)
-    library_call(lambda: checkpoints.list_original_variables(FLAGS.checkpoint_to_convert), "--checkpoint_to_convert: ")
-    model = library_call(
-        lambda: convert.model_for_original(FLAGS.checkpoint_to_convert, config, FLAGS.model), f"--model={FLAGS.model}: "
-    )
-    try:
-        report = checkpoints.load_original_checkpoint(model, FLAGS.checkpoint_to_convert)
-    except ValueError as e:
-        fail(str(e))
-    _writing(lambda: checkpoints.save_keras_model(model, FLAGS.converted_checkpoint_path))
+    model = library_call(lambda: convert.original_model(FLAGS.checkpoint_to_convert, config, FLAGS.model), "--")
+    report = _writing(lambda: convert.to_keras(model, FLAGS.checkpoint_to_convert, FLAGS.converted_checkpoint_path))
     logging.info(
         "Loaded %d variables (%d unused, %d optimizer/step variables skipped) into a %s; wrote %s",
-        len(report.loaded),
-        len(report.unused),
-        len(report.ignored),
-        type(model).__name__,
+        len(report.loaded), len(report.unused), len(report.ignored), type(model).__name__,
         FLAGS.converted_checkpoint_path,
     )
 
 
-def _training_checkpoint_model(path):
-    """The model of one of our training checkpoints, rebuilt from the files its run left beside it."""
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
-    config_file = FLAGS.bert_config_file or os.path.join(directory, "bert_config.json")
-    config = load_bert_config(config_file, "bert_config_file" if FLAGS.bert_config_file else "checkpoint_to_convert")
-    model, step = library_call(lambda: convert.training_checkpoint_model(path, config), "--checkpoint_to_convert=")
-    return model, config, step
-
-
 def to_original():
-    from bert_tf.checkpoints.restore import is_training_checkpoint
-
-    source = FLAGS.checkpoint_to_convert
-    config, step = None, None
-    if not source.endswith(".keras") and (os.path.isdir(source) or is_training_checkpoint(source)):
-        model, config, step = _training_checkpoint_model(source)
-    else:
-        try:
-            check_keras_file(source, "checkpoint_to_convert")
-            model = checkpoints.load_keras_model(source)
-        except (ValueError, FileNotFoundError) as e:
-            fail(f"--checkpoint_to_convert: {e}" if not str(e).startswith("--") else str(e))
-    if not convert.has_original_layout(model):
-        fail(
-            f"--checkpoint_to_convert={source} holds a {type(model).__name__}, which has no original layout; "
-            f"expected one of {', '.join(convert.original_layout_models())}"
-        )
-    encoder = getattr(model, "encoder", model)
-    if FLAGS.bert_config_file:
-        config = load_bert_config(FLAGS.bert_config_file)
-        if config.encoder_kwargs() != encoder.bert_config().encoder_kwargs():
-            fail(
-                f"--bert_config_file={FLAGS.bert_config_file} does not match the model: "
-                f"{config.encoder_kwargs()} vs {encoder.bert_config().encoder_kwargs()}"
-            )
-    prefix = _writing(
-        lambda: checkpoints.save_original_checkpoint(
-            model,
-            FLAGS.converted_checkpoint_path,
-            global_step=FLAGS.global_step if FLAGS.global_step is not None else step,
-            bert_config=config,
-        )
-    )
-    logging.info("Wrote an original-layout checkpoint of a %s to %s", type(model).__name__, prefix)
+    library_call(lambda: check_keras_file(FLAGS.checkpoint_to_convert, "checkpoint_to_convert"))  # names its flag
+    source = library_call(lambda: convert.read_model(FLAGS.checkpoint_to_convert, FLAGS.bert_config_file), "--")
+    for warning in source.warnings:
+        logging.warning("--%s", warning)
+    prefix = _writing(lambda: convert.to_original(source, FLAGS.converted_checkpoint_path, FLAGS.global_step))
+    logging.info("Wrote an original-layout checkpoint of a %s to %s", type(source.model).__name__, prefix)
 
 
 def _writing(work):
-    """`work()` (writing the converted checkpoint), with a failed write (a full disk) as one
-    line; the writers leave no partial file under the final names."""
-    import tensorflow as tf
-
+    """The library call `work` (errors naming the checkpoint read), a failed write as one line."""
     try:
-        return work()
-    except (OSError, tf.errors.OpError) as e:
-        fail(f"writing --converted_checkpoint_path={FLAGS.converted_checkpoint_path} failed: {error_line(e)}")
+        return library_call(work)
+    except convert.WriteFailed as e:
+        fail(f"writing --converted_checkpoint_path={FLAGS.converted_checkpoint_path} failed: {error_line(e.__cause__)}")
 
 
 def _check_paths():
@@ -157,10 +98,7 @@ def _check_paths():
             f"--converted_checkpoint_path={output} is a directory; give a checkpoint prefix such as "
             f"{os.path.join(output, 'bert_model.ckpt')}"
         )
-    try:
-        check_output_file(output, "converted_checkpoint_path")
-    except ValueError as e:
-        fail(str(e))
+    library_call(lambda: check_output_file(output, "converted_checkpoint_path"))  # names its flag
     if os.path.abspath(output) == os.path.abspath(FLAGS.checkpoint_to_convert):
         fail(f"--converted_checkpoint_path={output} is --checkpoint_to_convert: it would be overwritten")
 

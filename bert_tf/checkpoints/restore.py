@@ -127,7 +127,8 @@ def restore(model, path):
     """Loads weights into a BertEncoder, BertPretrainer or task model (e.g. BertClassifier)
     from Google's original layout, one of our training checkpoints (`.../ckpt-N`), a folder
     (a run's latest checkpoint, or the bert_model.ckpt of Google's download) or a `.keras` file.
-    Returns a `LoadReport` when something was left out, else None. A truncated or corrupted checkpoint is a ValueError saying so.
+    Returns a `LoadReport` when something was left out, else None. A truncated or corrupted
+    checkpoint is a ValueError saying so.
 
     A task model takes its head too when the source has one of the same kind and shape (a
     fine-tuned model); otherwise only the encoder is loaded and the head keeps its

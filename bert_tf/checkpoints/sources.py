@@ -1,13 +1,29 @@
 """The model a checkpoint path names, whatever it is: Google's checkpoint, one of our training
 checkpoints (a run's folder or its ckpt-N, with the files the run left beside it) or a `.keras`
-file. Used by the export and conversion scripts; errors are ValueErrors naming the path."""
+file, and the files found beside it. Used by the export and the conversion; errors are
+ValueErrors (or FileNotFoundErrors) naming the path or, where a setting named it, the setting."""
 
+import contextlib
 import os
+import warnings
 
 from bert_tf.checkpoints.restore import load_keras_model, restore
+from bert_tf.config import BertConfig
 from bert_tf.models import BertEncoder
 from bert_tf.tasks import record as run_record
 from bert_tf.tasks import registry
+
+
+@contextlib.contextmanager
+def prefixed(prefix):
+    """A ValueError or FileNotFoundError raised inside, raised again with `prefix` (the setting
+    that named the file, e.g. "init_checkpoint=...: ") in front of its message."""
+    try:
+        yield
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{prefix}{e}") from None
+    except ValueError as e:
+        raise ValueError(f"{prefix}{e}") from None
 
 
 def beside(checkpoint, name):
@@ -15,6 +31,26 @@ def beside(checkpoint, name):
     when there is no such file."""
     path = os.path.join(run_record.run_directory(checkpoint), name)
     return path if os.path.isfile(path) else None
+
+
+def named_or_beside(path, setting, checkpoint, name):
+    """The file `path` names (given as `setting`: a path that is no file is an error naming it),
+    else `name` beside `checkpoint` (None when there is none, or no checkpoint)."""
+    if path:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{setting}={path}: no such file")
+        return path
+    return beside(checkpoint, name) if checkpoint else None
+
+
+def read_config(path, setting):
+    """`(BertConfig, warnings)` of the bert_config.json at `path`, which `setting` gave: an
+    unreadable file is an error, and each warning (a misspelt key) a line, starting with
+    `setting`."""
+    with prefixed(f"{setting}: "), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = BertConfig.from_json_file(path)
+    return config, tuple(f"{setting}: {w.message}" for w in caught)
 
 
 def restored(model, checkpoint):
@@ -43,6 +79,15 @@ def from_keras_file(path, model_class, config=None):
             f"{config.encoder_kwargs()}"
         )
     return model
+
+
+def encoder(checkpoint, config):
+    """The encoder of any checkpoint (of a pre-trainer's or fine-tuned model's too): from a .keras
+    file (which brings its own config; `config`, when given, must match it), else built on
+    `config` and restored."""
+    if checkpoint.endswith(".keras"):
+        return from_keras_file(checkpoint, BertEncoder, config)
+    return restored(BertEncoder.from_bert_config(config), checkpoint)
 
 
 def run_record_for(checkpoint, kind=None):
