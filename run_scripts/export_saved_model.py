@@ -68,7 +68,8 @@ def _given(name):
 def main(argv):
     del argv
     try:
-        check_export_dir(FLAGS.export_dir, FLAGS.overwrite)  # before any work
+        inputs = (FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.bert_config_file)
+        check_export_dir(FLAGS.export_dir, FLAGS.overwrite, inputs)  # before any work
     except FileExistsError as e:
         fail(f"--export_dir: {e}")
     if FLAGS.export_type != "preprocessor" and not FLAGS.init_checkpoint:

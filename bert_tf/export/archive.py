@@ -25,13 +25,21 @@ def _umask():
     return mask
 
 
-def check_export_dir(export_dir, overwrite=False):
+def check_export_dir(export_dir, overwrite=False, inputs=()):
     """Fails before any work when `export_dir` cannot be written: it is a file, or an existing
-    export (any existing directory) and `overwrite` is False."""
+    export (any existing directory) and `overwrite` is False, or it is or holds one of `inputs`
+    (the checkpoint, run folder, vocab or config the export reads), which replacing it would delete."""
     if os.path.isfile(export_dir):
         raise FileExistsError(f"export directory {export_dir!r} is a file")
     if os.path.exists(export_dir) and not overwrite:
         raise FileExistsError(f"export directory {export_dir!r} already exists (overwrite it with --overwrite)")
+    target = os.path.realpath(export_dir) + os.sep
+    for path in inputs:
+        if path and (os.path.realpath(path) + os.sep).startswith(target):
+            raise FileExistsError(
+                f"export directory {export_dir!r} holds {path!r}, which this export reads: replacing the "
+                "directory would delete it (export to another directory)"
+            )
 
 
 class ExportWriter:

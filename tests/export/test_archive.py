@@ -55,3 +55,16 @@ def test_an_existing_export_is_kept_unless_overwrite_and_a_failed_one_leaves_not
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileExistsError, match="is a file"):
         check_export_dir(str(tmp_path / "file"), overwrite=True)
+
+
+def test_an_export_never_replaces_what_it_reads(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "vocab.txt").write_text("[PAD]\n", encoding="utf-8")
+    # The run folder itself, a folder above it, and a folder above the vocab: refused even with overwrite.
+    for export_dir, held in ((run, run / "ckpt-5"), (tmp_path, run / "ckpt-5"), (run, run / "vocab.txt")):
+        with pytest.raises(FileExistsError, match=f"holds '{held}', which this export reads"):
+            check_export_dir(str(export_dir), overwrite=True, inputs=(str(held),))
+    # A sibling whose name starts the same, or a folder inside the run: allowed.
+    check_export_dir(str(tmp_path / "run_export"), overwrite=True, inputs=(str(run / "ckpt-5"),))
+    check_export_dir(str(run / "export"), overwrite=True, inputs=(str(run / "ckpt-5"), None))
