@@ -10,19 +10,8 @@ import pytest
 
 from bert_tf.tasks.squad import feature_cache
 from bert_tf.tasks.squad.feature_cache import NoQuestionsError, cached_features
-from bert_tf.tokenization import FullTokenizer
 from tests.tasks.squad.squad_files import LENGTHS, QUERY, SEQ, VOCAB, run_record, window_count, write_squad
 from tests.tiny import write_vocab
-
-
-@pytest.fixture
-def vocab(tmp_path):
-    return write_vocab(tmp_path / "vocab.txt", VOCAB)
-
-
-@pytest.fixture
-def tokenizer(vocab):
-    return FullTokenizer(vocab)
 
 
 def test_features_are_written_once_and_reused_while_nothing_changes(tmp_path, vocab, tokenizer):

@@ -11,20 +11,8 @@ import pytest
 
 from bert_tf.tasks.squad import run as squad_run
 from bert_tf.tasks.squad.feature_cache import NoQuestionsError
-from bert_tf.tokenization import FullTokenizer
-from tests.tasks.squad.squad_files import LENGTHS, QUERY, SEQ, STRIDE, VOCAB, run_record, window_count, write_squad
-from tests.tiny import tiny_config, write_vocab
-
-
-@pytest.fixture
-def vocab(tmp_path):
-    return write_vocab(tmp_path / "vocab.txt", VOCAB)
-
-
-@pytest.fixture
-def tokenizer(vocab):
-    return FullTokenizer(vocab)
-
+from tests.tasks.squad.squad_files import LENGTHS, QUERY, SEQ, STRIDE, run_record, window_count, write_squad
+from tests.tiny import tiny_config
 
 # ---- Regrouping the logits by example ------------------------------------------------------------
 
