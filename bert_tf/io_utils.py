@@ -3,6 +3,7 @@ temporary file outlives the run that made it for long), and the checks scripts m
 input and output paths before any work."""
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -189,3 +190,23 @@ def check_keras_file(path, flag):
         raise ValueError(
             f"--{flag}={path} is not a Keras model file (a .keras file is a zip archive that Keras writes)"
         )
+
+
+def error_line(error):
+    """One readable line for an OSError or a TensorFlow error (e.g. a full disk): the file and
+    the reason, without TensorFlow's graph-node prefix and op suffix."""
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    line = lines[-1] if lines else type(error).__name__
+    return re.sub(r"\s*\[Op:\w+\].*$", "", re.sub(r"\{\{function_node [^}]*\}\}\s*", "", line)).strip()
+
+
+_DISK_FULL = ("No space left on device", "File too large", "Disk quota exceeded")
+
+
+def is_disk_full(error):
+    """Whether `error` (an OSError or a TensorFlow error) says a write found no room."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return True
+    return any(text in str(error) for text in _DISK_FULL)

@@ -11,30 +11,6 @@ def fail(message):
     raise SystemExit(f"{os.path.basename(sys.argv[0])}: error: {message}")
 
 
-def error_line(error):
-    """One readable line for an OSError or a TensorFlow error (e.g. a full disk): the file and
-    the reason, without TensorFlow's graph-node prefix and op suffix."""
-    import re
-
-    if isinstance(error, OSError) and error.strerror:
-        return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
-    lines = [line for line in str(error).strip().splitlines() if line.strip()]
-    line = lines[-1] if lines else type(error).__name__
-    return re.sub(r"\s*\[Op:\w+\].*$", "", re.sub(r"\{\{function_node [^}]*\}\}\s*", "", line)).strip()
-
-
-_DISK_FULL = ("No space left on device", "File too large", "Disk quota exceeded")
-
-
-def is_disk_full(error):
-    """Whether `error` (an OSError or a TensorFlow error) says a write found no room."""
-    import errno
-
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-        return True
-    return any(text in str(error) for text in _DISK_FULL)
-
-
 def load_bert_config(path, flag="bert_config_file"):
     """The BertConfig at `path`, or a one-line error naming the flag."""
     import warnings

@@ -25,8 +25,8 @@ import os
 from absl import app, flags, logging
 
 from bert_tf.checkpoints import convert
-from bert_tf.io_utils import check_keras_file, check_output_file
-from run_scripts.common_flags import error_line, fail, library_call, load_bert_config
+from bert_tf.io_utils import check_keras_file, check_output_file, error_line
+from run_scripts.common_flags import fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
 

@@ -23,7 +23,8 @@ from absl import app, flags, logging
 
 from bert_tf.data.pretraining import SHARD_WORKER
 from bert_tf.data.worker_pool import WorkerPool
-from run_scripts.common_flags import error_line, fail, is_disk_full, library_call
+from bert_tf.io_utils import error_line, is_disk_full
+from run_scripts.common_flags import fail, library_call
 
 FLAGS = flags.FLAGS
 

@@ -20,7 +20,7 @@ import os
 
 from absl import app, flags, logging
 
-from bert_tf.io_utils import check_keras_file, check_output_dir, expand_patterns
+from bert_tf.io_utils import check_keras_file, check_output_dir, error_line, expand_patterns, is_disk_full
 from bert_tf.training import distribution
 from run_scripts import common_flags
 from run_scripts.common_flags import fail
@@ -72,11 +72,11 @@ def _guarded(files, work):
     except (OSError, tf.errors.OpError) as e:
         if (message := input_error_message(e, files)) is not None:
             fail(f"reading the input failed: {message}")
-        if not common_flags.is_disk_full(e):
+        if not is_disk_full(e):
             raise
         fail(
             f"writing to --output_dir={FLAGS.output_dir} failed (rerun the command to resume): "
-            f"{common_flags.error_line(e)}"
+            f"{error_line(e)}"
         )
 
 

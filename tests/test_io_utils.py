@@ -102,3 +102,18 @@ def test_expand_patterns_refuses_a_directory(tmp_path):
     assert io_utils.expand_patterns(str(tmp_path / "a.txt")) == [str(tmp_path / "a.txt")]
     with pytest.raises(ValueError, match=r"--input_file: .*sub is a directory, not a file"):
         io_utils.expand_patterns(str(tmp_path / "*"))
+
+
+def test_error_line_and_disk_full():
+    import tensorflow as tf
+
+    from bert_tf.io_utils import error_line, is_disk_full
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/out/x.tfrecord")
+    assert error_line(full) == "/out/x.tfrecord: No space left on device" and is_disk_full(full)
+    # TensorFlow's message: the last line, without the graph node and the op suffix.
+    tf_error = tf.errors.ResourceExhaustedError(
+        None, None, "{{function_node __wrapped__WriteFile}} /out/x: No space left on device [Op:WriteFile] name: "
+    )
+    assert error_line(tf_error) == "/out/x: No space left on device" and is_disk_full(tf_error)
+    assert not is_disk_full(OSError(errno.EACCES, "Permission denied", "/out"))
