@@ -3,6 +3,8 @@
 - Google's original layout: a TF checkpoint prefix such as `.../bert_model.ckpt`.
 - Ours: the training loop's checkpoints (`.../ckpt-N` of run_pretraining or a fine-tuning
   script), or a `.keras` file holding a BertEncoder, BertPretrainer or task model.
+- Hugging Face's: a folder with `config.json` and `model.safetensors` or `tf_model.h5`
+  (`bert_tf.checkpoints.hf`).
 """
 
 import contextlib
@@ -13,6 +15,7 @@ import secrets
 
 import keras
 
+from bert_tf.checkpoints import hf
 from bert_tf.checkpoints.original import LoadReport, damaged, load_original_checkpoint
 from bert_tf.io_utils import owner_is_gone, owner_tag
 from bert_tf.models.bert_encoder import BertEncoder
@@ -126,7 +129,8 @@ def _quiet_restore(checkpoint, path):
 def restore(model, path):
     """Loads weights into a BertEncoder, BertPretrainer or task model (e.g. BertClassifier)
     from Google's original layout, one of our training checkpoints (`.../ckpt-N`), a folder
-    (a run's latest checkpoint, or the bert_model.ckpt of Google's download) or a `.keras` file.
+    (a run's latest checkpoint, the bert_model.ckpt of Google's download, or a Hugging Face
+    folder) or a `.keras` file.
     Returns a `LoadReport` when something was left out, else None. A truncated or corrupted
     checkpoint is a ValueError saying so.
 
@@ -136,6 +140,9 @@ def restore(model, path):
     mismatch is an error naming both configs.
     """
     path = os.fspath(path)
+    if hf.is_hf_folder(path):
+        report = hf.load(model, path)
+        return report if report.unused or report.not_found else None
     if os.path.isdir(path):  # a run's output folder: its latest checkpoint
         import tensorflow as tf
 

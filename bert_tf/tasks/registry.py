@@ -29,6 +29,13 @@ class TaskKind:
     exporter: str  # "module:function" of its export, imported on demand: f(model, record, **options)
     model_args: callable = lambda record: {}  # the model's constructor arguments from a run record
     legacy_names: tuple = ()  # what earlier run records called the kind (their "model" field)
+    label_kinds: tuple = ()  # the record's label_kind values (the first is the default), if it keeps labels
+    # transformers' class of the same model (config.json's `architectures`), the name of its head
+    # module (`classifier.weight`, ...) and whether it has BERT's pooler: transformers leaves it out
+    # of the classes whose head reads every token.
+    hf_architecture: str = ""
+    hf_head: str = ""
+    hf_pooler: bool = True
 
     def task_class(self):
         return _load(self.task)
@@ -64,6 +71,8 @@ KINDS = {
             head_names=_CLASSIFIER_HEAD, record_fields=("label_kind", "labels", "pair"),
             task="bert_tf.tasks.classifier.task:ClassifierTask",
             exporter="bert_tf.tasks.classifier.export:export_run", model_args=_classifier_outputs,
+            label_kinds=("single", "regression", "multi"),
+            hf_architecture="BertForSequenceClassification", hf_head="classifier",
         ),
         TaskKind(
             name="squad", script="run_squad.py", model_class=BertSpanLabeler, head_layer="span_head",
@@ -71,18 +80,22 @@ KINDS = {
             record_fields=("version_2_with_negative", "doc_stride", "max_query_length"),
             task="bert_tf.tasks.squad.task:SquadTask", exporter="bert_tf.tasks.squad.export:export_run",
             legacy_names=("span_labeler",),
+            hf_architecture="BertForQuestionAnswering", hf_head="qa_outputs", hf_pooler=False,
         ),
         TaskKind(
             name="ner", script="run_ner.py", model_class=BertTokenClassifier, head_layer="classifier",
             head_names=_CLASSIFIER_HEAD, record_fields=("label_kind", "labels", "window_context_words"),
             task="bert_tf.tasks.ner.task:NerTask", exporter="bert_tf.tasks.ner.export:export_run",
             model_args=lambda record: {"num_classes": len(record.labels)}, legacy_names=("token_classifier",),
+            label_kinds=("token",),
+            hf_architecture="BertForTokenClassification", hf_head="classifier", hf_pooler=False,
         ),
         TaskKind(
             name="swag", script="run_swag.py", model_class=BertMultipleChoice, head_layer="classifier",
             head_names=_CLASSIFIER_HEAD, record_fields=("num_choices",),
             task="bert_tf.tasks.swag.task:SwagTask", exporter="bert_tf.tasks.swag.export:export_run",
             model_args=lambda record: {"num_choices": record.num_choices}, legacy_names=("multiple_choice",),
+            hf_architecture="BertForMultipleChoice", hf_head="classifier",
         ),
     )
 }
@@ -103,5 +116,14 @@ def of_model(model):
     """The kind whose model `model` is, or None (an encoder, a pre-trainer, another model)."""
     for kind in KINDS.values():
         if type(model) is kind.model_class:
+            return kind
+    return None
+
+
+def of_hf_architecture(architecture):
+    """The kind whose model transformers calls `architecture` (`BertForSequenceClassification`
+    ...), or None."""
+    for kind in KINDS.values():
+        if kind.hf_architecture == architecture:
             return kind
     return None
