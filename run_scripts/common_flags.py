@@ -13,20 +13,11 @@ def fail(message):
 
 def load_bert_config(path, flag="bert_config_file"):
     """The BertConfig at `path`, or a one-line error naming the flag."""
-    import warnings
+    from bert_tf.checkpoints import sources
 
-    from absl import logging
-
-    from bert_tf.config import BertConfig
-
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            config = BertConfig.from_json_file(path)
-    except (ValueError, FileNotFoundError) as e:
-        fail(f"--{flag}: {e}")
-    for warning in caught:  # e.g. a misspelt key: one log line each, not Python's two
-        logging.warning("--%s: %s", flag, warning.message)
+    config, warnings = library_call(lambda: sources.read_config(path, flag), "--")
+    for warning in warnings:  # e.g. a misspelt key: one log line each, not Python's two
+        logging.warning("--%s", warning)
     return config
 
 
@@ -225,8 +216,8 @@ def define_fine_tuning_flags(data_dir_help):
     define_epoch_flags()
     define_tpu_flags()
     define_training_flags()
-    for name in ("bert_config_file", "vocab_file", "output_dir"):
-        flags.mark_flag_as_required(name)
+    flags.mark_flag_as_required("output_dir")
+    require_unless_hf_folder(("bert_config_file", "vocab_file"))
 
 
 def define_epoch_flags():
@@ -249,10 +240,11 @@ _NOTHING_TO_DO = {
 
 def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
     """What a fine-tuning script checks before reading any input: something to do, the casing
-    against the checkpoint's name, the config, max_seq_length against it, warmup_proportion, a
-    model to restore when not training. Splits the CPU as --num_cpu_devices asks (before
-    TensorFlow starts). Returns the BertConfig."""
+    against the checkpoint's name, the config (a Hugging Face folder's: `hf_folder_flags`),
+    max_seq_length against it, warmup_proportion, a model to restore when not training. Splits
+    the CPU as --num_cpu_devices asks (before TensorFlow starts). Returns the BertConfig."""
     from bert_tf import tokenization
+    from bert_tf.checkpoints import sources
     from bert_tf.training import distribution
 
     f = flag_values
@@ -260,10 +252,11 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
         fail(_NOTHING_TO_DO[tuple(actions)])
     distribution.split_cpu(f.num_cpu_devices)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))
-    config = load_bert_config(f.bert_config_file)
+    config = hf_folder_flags(f) or load_bert_config(f.bert_config_file)
     library_call(
         lambda: config.check_seq_length(f.max_seq_length),
-        f"--max_seq_length={f.max_seq_length} vs max_position_embeddings of --bert_config_file={f.bert_config_file}: ",
+        f"--max_seq_length={f.max_seq_length} vs max_position_embeddings of "
+        f"--{sources.config_setting(f.bert_config_file, f.init_checkpoint)}: ",
     )
     if not 0.0 <= f.warmup_proportion <= 1.0:
         fail(f"--warmup_proportion={f.warmup_proportion} must be between 0 and 1")
@@ -371,3 +364,36 @@ def log_results(results, title="Eval results"):
     logging.info("***** %s *****", title)
     for key in sorted(results):
         logging.info("  %s = %s", key, results[key])
+
+
+# --- Hugging Face folders as --init_checkpoint (issue 20) ---
+
+
+def require_unless_hf_folder(names):
+    """`flags.mark_flag_as_required` for `names` (its check and message), but when --init_checkpoint
+    is a Hugging Face folder: it holds what they name."""
+
+    def given(value):  # the folder is looked at only when the flag is missing (the import loads TensorFlow)
+        from bert_tf.checkpoints import hf
+
+        return value is not None or hf.is_hf_folder(flags.FLAGS.init_checkpoint)
+
+    for name in names:
+        flags.register_validator(name, given, message=f"Flag --{name} must have a value other than None.")
+
+
+def hf_folder_flags(f):
+    """With --init_checkpoint a Hugging Face folder: sets --vocab_file and --do_lower_case (when
+    the script has them) to the folder's and returns its BertConfig (`hf.folder_settings`); else None."""
+    from bert_tf.checkpoints import hf
+
+    if not hf.is_hf_folder(f.init_checkpoint):
+        return None
+    given = {name: f[name].value for name in ("vocab_file", "do_lower_case") if name in f and f[name].present}
+    config = load_bert_config(f.bert_config_file) if f.bert_config_file else None
+    found = library_call(
+        lambda: hf.folder_settings(f.init_checkpoint, config, f.bert_config_file, "vocab_file" in f, **given), "--"
+    )
+    for name in {"vocab_file", "do_lower_case"} & set(f):
+        setattr(f, name, getattr(found, name))
+    return found.config

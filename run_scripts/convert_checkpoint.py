@@ -13,36 +13,45 @@ Keras -> original (readable by the original release's code; bert_config.json wri
       --checkpoint_to_convert=bert_base.keras \
       --converted_checkpoint_path=exported/bert_model.ckpt
 
+Any of these -> a Hugging Face folder (config.json, model.safetensors, vocab.txt, tokenizer_config.json;
+--vocab_file defaults to the vocab.txt beside the checkpoint, the casing to the run's):
+    python run_scripts/convert_checkpoint.py --direction=to_hf \
+      --checkpoint_to_convert=/tmp/mrpc_output --converted_checkpoint_path=/tmp/mrpc_hf
+
 --checkpoint_to_convert may also be a checkpoint of our training loop (`OUTPUT_DIR/ckpt-N`, or
-OUTPUT_DIR for its latest): run_pretraining's (a BertPretrainer), run_classifier's (a fine-tuned
-BertClassifier, written with the original's top-level output_weights/output_bias) or run_squad's
-(cls/squad/output_weights/output_bias), read with the bert_config.json and fine_tuning_task.json
-the run left beside it.
+OUTPUT_DIR for its latest): run_pretraining's (a BertPretrainer) or a fine-tuning run's (its task
+model, written with the original's head names), read with the bert_config.json and
+fine_tuning_task.json the run left beside it; or a Hugging Face folder (to_keras, to_original).
 """
 
 import os
 
 from absl import app, flags, logging
 
-from bert_tf.checkpoints import convert
-from bert_tf.io_utils import check_keras_file, check_output_file, error_line
+from bert_tf.checkpoints import convert, hf
+from bert_tf.io_utils import check_keras_file, check_output_dir, check_output_file, error_line
 from run_scripts.common_flags import fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_enum("direction", None, ["to_keras", "to_original"], "Which way to convert.")
+flags.DEFINE_enum("direction", None, ["to_keras", "to_original", "to_hf"], "Which way to convert.")
 flags.DEFINE_string(
     "bert_config_file", None,
-    "to_keras: the original bert_config.json (required). to_original: optional; when given, "
-    "it is written beside the checkpoint (keeping its extra keys) after checking it matches.",
+    "to_keras: the original bert_config.json (required, but for a Hugging Face folder). to_original: optional; "
+    "when given, it is written beside the checkpoint (keeping its extra keys) after checking it matches.",
 )
 flags.DEFINE_string(
-    "checkpoint_to_convert", None, "to_keras: an original checkpoint prefix; to_original: a .keras file."
+    "checkpoint_to_convert", None,
+    "to_keras: an original checkpoint prefix; to_original, to_hf: a .keras file or a run's folder or ckpt-N; "
+    "any: a Hugging Face folder.",
 )
 flags.DEFINE_string(
     "converted_checkpoint_path", None,
-    "to_keras: the .keras file to write; to_original: the checkpoint prefix to write (e.g. out/bert_model.ckpt).",
+    "to_keras: the .keras file to write; to_original: the checkpoint prefix to write (e.g. out/bert_model.ckpt); "
+    "to_hf: the folder to write.",
 )
+flags.DEFINE_string("vocab_file", None, "to_hf: the vocabulary (default: the vocab.txt beside the checkpoint).")
+flags.DEFINE_bool("do_lower_case", None, "to_hf: the tokenizer's casing (default: the run's, else True).")
 flags.DEFINE_enum(
     "model", "auto", list(convert.MODEL_CHOICES),
     "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads, classifier "
@@ -59,11 +68,11 @@ for _name in ("direction", "checkpoint_to_convert", "converted_checkpoint_path")
 
 
 def to_keras():
-    if not FLAGS.bert_config_file:
+    if not FLAGS.bert_config_file and not hf.is_hf_folder(FLAGS.checkpoint_to_convert):
         fail("--direction=to_keras needs --bert_config_file")
     if not FLAGS.converted_checkpoint_path.endswith(".keras"):
         fail(f"--converted_checkpoint_path={FLAGS.converted_checkpoint_path} must end in .keras")
-    config = load_bert_config(FLAGS.bert_config_file)
+    config = load_bert_config(FLAGS.bert_config_file) if FLAGS.bert_config_file else None
     model = library_call(lambda: convert.original_model(FLAGS.checkpoint_to_convert, config, FLAGS.model), "--")
     report = _writing(lambda: convert.to_keras(model, FLAGS.checkpoint_to_convert, FLAGS.converted_checkpoint_path))
     logging.info(
@@ -73,13 +82,19 @@ def to_keras():
     )
 
 
-def to_original():
-    library_call(lambda: check_keras_file(FLAGS.checkpoint_to_convert, "checkpoint_to_convert"))  # names its flag
-    source = library_call(lambda: convert.read_model(FLAGS.checkpoint_to_convert, FLAGS.bert_config_file), "--")
+def to_original_or_hf():
+    path, output = FLAGS.checkpoint_to_convert, FLAGS.converted_checkpoint_path
+    library_call(lambda: check_keras_file(path, "checkpoint_to_convert"))  # names its flag
+    source = library_call(lambda: convert.read_model(path, FLAGS.bert_config_file), "--")
     for warning in source.warnings:
         logging.warning("--%s", warning)
-    prefix = _writing(lambda: convert.to_original(source, FLAGS.converted_checkpoint_path, FLAGS.global_step))
-    logging.info("Wrote an original-layout checkpoint of a %s to %s", type(source.model).__name__, prefix)
+    if FLAGS.direction == "to_original":
+        prefix = _writing(lambda: convert.to_original(source, output, FLAGS.global_step))
+        logging.info("Wrote an original-layout checkpoint of a %s to %s", type(source.model).__name__, prefix)
+        return
+    tokenizer = library_call(lambda: convert.hf_tokenizer(source, path, FLAGS.vocab_file, FLAGS.do_lower_case), "--")
+    architecture = _writing(lambda: convert.to_hf(source, output, *tokenizer))
+    logging.info("Wrote a Hugging Face folder of a %s (%s) to %s", type(source.model).__name__, architecture, output)
 
 
 def _writing(work):
@@ -98,7 +113,11 @@ def _check_paths():
             f"--converted_checkpoint_path={output} is a directory; give a checkpoint prefix such as "
             f"{os.path.join(output, 'bert_model.ckpt')}"
         )
-    library_call(lambda: check_output_file(output, "converted_checkpoint_path"))  # names its flag
+    if FLAGS.direction == "to_hf":
+        library_call(lambda: check_output_dir(output, "converted_checkpoint_path"))  # names its flag
+        library_call(lambda: hf.check_output_folder(output), "--converted_checkpoint_path=")
+    else:
+        library_call(lambda: check_output_file(output, "converted_checkpoint_path"))  # names its flag
     if os.path.abspath(output) == os.path.abspath(FLAGS.checkpoint_to_convert):
         fail(f"--converted_checkpoint_path={output} is --checkpoint_to_convert: it would be overwritten")
 
@@ -109,7 +128,7 @@ def main(argv):
     if FLAGS.direction == "to_keras":
         to_keras()
     else:
-        to_original()
+        to_original_or_hf()
 
 
 if __name__ == "__main__":

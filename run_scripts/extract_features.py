@@ -8,10 +8,11 @@
       --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
 
 One JSON line per input line (`A` or `A ||| B`), as the original writes it. `--init_checkpoint`
-takes Google's original checkpoints and this package's `.keras` files. Bad paths and flags are
-errors before any work; the output is written under a temporary name and renamed when complete
-(a failed write, a full disk included, leaves nothing); invalid UTF-8 in the input is replaced,
-with a warning.
+takes Google's original checkpoints, this package's `.keras` files and Hugging Face folders (their
+config.json, vocab.txt and casing stand in for --bert_config_file, --vocab_file, --do_lower_case).
+Bad paths and flags are errors before any work; the output is written under a temporary name
+and renamed when complete (a failed write, a full disk included, leaves nothing); invalid UTF-8
+in the input is replaced, with a warning.
 """
 
 import os
@@ -19,6 +20,7 @@ import os
 from absl import app, flags, logging
 
 from bert_tf import feature_extraction, tokenization
+from bert_tf.checkpoints import sources
 from bert_tf.io_utils import check_distinct_outputs, check_keras_file, check_output_file
 from run_scripts import common_flags
 from run_scripts.common_flags import fail, library_call, load_bert_config
@@ -55,20 +57,20 @@ flags.DEFINE_bool(
 )
 common_flags.define_tpu_flags()
 
-for _name in ("input_file", "vocab_file", "bert_config_file", "init_checkpoint", "output_file"):
+for _name in ("input_file", "init_checkpoint", "output_file"):
     flags.mark_flag_as_required(_name)
+common_flags.require_unless_hf_folder(("vocab_file", "bert_config_file"))  # a Hugging Face --init_checkpoint has both
 
 
 def _check_inputs(config, tokenizer):
     """Every check that can fail, before any model is built or any output written."""
+    source = sources.config_setting(FLAGS.bert_config_file, FLAGS.init_checkpoint)
     library_call(
         lambda: config.check_seq_length(FLAGS.max_seq_length),
-        f"--max_seq_length={FLAGS.max_seq_length} vs max_position_embeddings of "
-        f"--bert_config_file={FLAGS.bert_config_file}: ",
+        f"--max_seq_length={FLAGS.max_seq_length} vs max_position_embeddings of --{source}: ",
     )
     library_call(
-        lambda: config.check_vocab_size(len(tokenizer.vocab), FLAGS.vocab_file),
-        f"--vocab_file vs --bert_config_file={FLAGS.bert_config_file}: ",
+        lambda: config.check_vocab_size(len(tokenizer.vocab), FLAGS.vocab_file), f"--vocab_file vs --{source}: "
     )
     library_call(
         lambda: feature_extraction.check_inputs(
@@ -77,6 +79,7 @@ def _check_inputs(config, tokenizer):
         "--",
     )
     inputs = [(flag, FLAGS[flag].value) for flag in ("input_file", "vocab_file", "bert_config_file")]
+    inputs = [(flag, path) for flag, path in inputs if path]  # no --bert_config_file with a Hugging Face folder
     library_call(lambda: check_output_file(FLAGS.output_file))
     library_call(lambda: check_distinct_outputs([FLAGS.output_file], inputs))
     library_call(lambda: check_keras_file(FLAGS.init_checkpoint, "init_checkpoint"))
@@ -85,7 +88,7 @@ def _check_inputs(config, tokenizer):
 def main(argv):
     del argv
     library_call(lambda: tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint))
-    config = load_bert_config(FLAGS.bert_config_file)
+    config = common_flags.hf_folder_flags(FLAGS) or load_bert_config(FLAGS.bert_config_file)
     if os.path.isdir(FLAGS.vocab_file):
         fail(f"--vocab_file={FLAGS.vocab_file} is a directory, not a file")
     tokenizer = library_call(

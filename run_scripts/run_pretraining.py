@@ -38,14 +38,16 @@ common_flags.define_tpu_flags()
 common_flags.define_training_flags()
 flags.DEFINE_string("eval_input_file", None, "Eval TF example files (default: --input_file, as the original).")
 
-for _name in ("input_file", "bert_config_file", "output_dir"):
+for _name in ("input_file", "output_dir"):
     flags.mark_flag_as_required(_name)
+common_flags.require_unless_hf_folder(("bert_config_file",))  # a Hugging Face --init_checkpoint has its config
 
 
 def _check_files(train_files, eval_files, vocab_size):
     """Before training: every train file's first record and every eval file's must be
     pre-training data of the flags' lengths, with ids the config's vocab holds (the lengths of
     every record are checked again as it is read)."""
+    from bert_tf.checkpoints import sources
     from bert_tf.training.pretraining import check_data_files
 
     eval_flag = "eval_input_file" if FLAGS.eval_input_file else "input_file"
@@ -55,7 +57,8 @@ def _check_files(train_files, eval_files, vocab_size):
         except ValueError as e:
             fail(
                 f"--{flag}: {e}".replace(
-                    "but vocab_size=", f"but --bert_config_file={FLAGS.bert_config_file} has vocab_size="
+                    "but vocab_size=",
+                    f"but --{sources.config_setting(FLAGS.bert_config_file, FLAGS.init_checkpoint)} has vocab_size=",
                 )
             )
 
@@ -85,7 +88,7 @@ def main(argv):
     if not FLAGS.do_train and not FLAGS.do_eval:
         fail("At least one of `do_train` or `do_eval` must be True.")
     distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
-    config = common_flags.load_bert_config(FLAGS.bert_config_file)
+    config = common_flags.hf_folder_flags(FLAGS) or common_flags.load_bert_config(FLAGS.bert_config_file)
     try:
         check_output_dir(FLAGS.output_dir)
         check_keras_file(FLAGS.init_checkpoint, "init_checkpoint")

@@ -54,7 +54,8 @@ flags.DEFINE_string("tfds_name", None, "Read SQuAD through tensorflow-datasets: 
 flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (default: its own).")
 flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")
 
-flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
+flags.mark_flag_as_required("output_dir")
+common_flags.require_unless_hf_folder(("bert_config_file", "vocab_file"))  # a Hugging Face --init_checkpoint has both
 
 
 def _validate_flags():
@@ -86,13 +87,14 @@ def _validate_flags():
 def main(argv):
     del argv
     config = _validate_flags()
+    from bert_tf.checkpoints import sources
     from bert_tf.tasks.squad import run as squad_run
     from bert_tf.tasks.squad.task import SquadTask
     from bert_tf.training.trainer import Trainer
 
     tokenizer = library_call(lambda: squad_run.load_tokenizer(FLAGS.vocab_file, FLAGS.do_lower_case), "--")
     library_call(lambda: config.check_vocab_size(len(tokenizer.vocab), FLAGS.vocab_file),
-                 f"--vocab_file vs --bert_config_file={FLAGS.bert_config_file}: ")
+                 f"--vocab_file vs --{sources.config_setting(FLAGS.bert_config_file, FLAGS.init_checkpoint)}: ")
     record = squad_run.squad_record(FLAGS.version_2_with_negative, FLAGS.do_lower_case, FLAGS.max_seq_length,
                                     FLAGS.doc_stride, FLAGS.max_query_length)
     common_flags.check_run_output_dir(FLAGS, record, ("task_name", "version_2_with_negative"))

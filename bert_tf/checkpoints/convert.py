@@ -1,10 +1,13 @@
-"""Conversion between Google's original checkpoint layout and this package's models (TensorFlow):
-what convert_checkpoint.py does, without its flags.
+"""Conversion between Google's original checkpoint layout, Hugging Face folders and this
+package's models (TensorFlow): what convert_checkpoint.py does, without its flags.
 
-- Original -> Keras: `original_model` builds the model an original checkpoint holds (unloaded),
-  `to_keras` loads its weights and writes the .keras file.
-- Keras -> original: `read_model` reads a .keras file or one of our training checkpoints (rebuilt
-  from the files its run left beside it), `to_original` writes it in the original layout.
+- Original (or Hugging Face) -> Keras: `original_model` builds the model an original checkpoint or
+  a Hugging Face folder holds (unloaded), `to_keras` loads its weights and writes the .keras file.
+- Keras -> original: `read_model` reads a .keras file, one of our training checkpoints (rebuilt
+  from the files its run left beside it) or a Hugging Face folder, `to_original` writes it in the
+  original layout.
+- -> Hugging Face: `read_model` as above, `hf_tokenizer` finds the vocabulary and casing, `to_hf`
+  writes the folder.
 
 `original_model`'s and `read_model`'s errors are ValueErrors (FileNotFoundErrors) whose message
 starts with the setting at fault (`checkpoint_to_convert=...`); `to_keras`'s name the checkpoint
@@ -19,7 +22,7 @@ import re
 
 import tensorflow as tf
 
-from bert_tf.checkpoints import sources
+from bert_tf.checkpoints import hf, sources
 from bert_tf.checkpoints.original import list_original_variables, load_original_checkpoint, save_original_checkpoint
 from bert_tf.checkpoints.restore import is_training_checkpoint, load_keras_model, save_keras_model
 from bert_tf.models import BertEncoder, BertPretrainer
@@ -59,10 +62,31 @@ def original_model_kind(names):
     return "encoder"
 
 
+def _model_name(model):
+    """The MODEL_CHOICES name of `model`'s kind."""
+    kind = registry.of_model(model)
+    return kind.name if kind else "pretrainer" if isinstance(model, BertPretrainer) else "encoder"
+
+
+def _folder_model(folder, config, model):
+    """The unloaded model of a Hugging Face folder (`config`, when given, must match its own):
+    the one its config.json names ("auto"), or its encoder."""
+    with sources.prefixed("checkpoint_to_convert: "):
+        found, _ = hf.folder_model(folder)
+    if config is not None:
+        hf.same_model(config, getattr(found, "encoder", found).bert_config(), "bert_config_file")
+    if model in ("encoder", "auto", _model_name(found)):
+        return getattr(found, "encoder", found) if model == "encoder" else found
+    raise ValueError(f"model={model}: {folder} holds a {_model_name(found)} ({type(found).__name__})")
+
+
 def original_model(checkpoint_to_convert, config, model="auto"):
     """An unloaded model on `config` for the original checkpoint `checkpoint_to_convert`: `model`
     one of MODEL_CHOICES ("auto": `original_model_kind`). A task kind that keeps labels (the
-    classifier) gets as many as the checkpoint's head has outputs, and needs that head."""
+    classifier) gets as many as the checkpoint's head has outputs, and needs that head. A Hugging
+    Face folder's model is the one its config.json names (`config` may be None)."""
+    if hf.is_hf_folder(checkpoint_to_convert):
+        return _folder_model(checkpoint_to_convert, config, model)
     with sources.prefixed("checkpoint_to_convert: "):
         names = list_original_variables(checkpoint_to_convert)
     kind = original_model_kind(names) if model == "auto" else model
@@ -85,10 +109,11 @@ def original_model(checkpoint_to_convert, config, model="auto"):
 
 
 def to_keras(model, checkpoint_to_convert, converted_checkpoint_path):
-    """Loads the original checkpoint into `model` (see `load_original_checkpoint`: a mismatch or a
-    damaged file is a ValueError naming the checkpoint) and writes it as the .keras file
-    `converted_checkpoint_path`. Returns the `LoadReport`."""
-    report = load_original_checkpoint(model, checkpoint_to_convert)
+    """Loads the original checkpoint (or Hugging Face folder) into `model` (see
+    `load_original_checkpoint`, `hf.load`: a mismatch or a damaged file is a ValueError naming the
+    file) and writes it as the .keras file `converted_checkpoint_path`. Returns the `LoadReport`."""
+    load = hf.load if hf.is_hf_folder(checkpoint_to_convert) else load_original_checkpoint
+    report = load(model, checkpoint_to_convert)
     with _writing():
         save_keras_model(model, converted_checkpoint_path)
     return report
@@ -112,26 +137,34 @@ class ModelToConvert:
     bert_config: object = None  # the BertConfig written beside it (None: the model's own)
     global_step: int | None = None  # a training checkpoint's own step
     warnings: tuple = ()  # about the configs read (a misspelt key), each starting with its setting
+    record: RunRecord | None = None  # a fine-tuned model's run record (or the one a Hugging Face folder stands for)
 
 
 def is_ours(path):
     """Whether `path` names one of our training checkpoints (a run's folder or its ckpt-N), not a
-    .keras file or Google's name-based layout."""
-    return not path.endswith(".keras") and (os.path.isdir(path) or is_training_checkpoint(path))
+    .keras file, a Hugging Face folder or Google's name-based layout."""
+    if path.endswith(".keras") or hf.is_hf_folder(path):
+        return False
+    return os.path.isdir(path) or is_training_checkpoint(path)
 
 
 def read_model(checkpoint_to_convert, bert_config_file=None):
-    """The model of a .keras file, or of one of our training checkpoints (`is_ours`) rebuilt on
-    its run's bert_config.json (or `bert_config_file`). A `bert_config_file` given is written
-    beside the converted checkpoint (with its extra keys) and must match the model."""
+    """The model of a .keras file, of one of our training checkpoints (`is_ours`) rebuilt on its
+    run's bert_config.json (or `bert_config_file`), or of a Hugging Face folder. A
+    `bert_config_file` given is written beside the converted checkpoint (with its extra keys) and
+    must match the model."""
     path = checkpoint_to_convert
-    config, warnings, step = None, (), None
-    if is_ours(path):
+    config, warnings, step, record = None, (), None, None
+    if hf.is_hf_folder(path):
+        with sources.prefixed("checkpoint_to_convert: "):
+            model, record = hf.folder_model(path)
+            sources.restored(model, path)
+    elif is_ours(path):
         # Our runs leave bert_config.json beside their checkpoints; an error names what gave it.
         setting = "bert_config_file" if bert_config_file else "checkpoint_to_convert"
         config_file = bert_config_file or os.path.join(run_record.run_directory(path), "bert_config.json")
         config, warnings = sources.read_config(config_file, setting)
-        model, step = training_checkpoint_model(path, config)
+        model, step, record = training_checkpoint_model(path, config)
     else:
         with sources.prefixed("checkpoint_to_convert: "):
             model = load_keras_model(path)
@@ -149,14 +182,14 @@ def read_model(checkpoint_to_convert, bert_config_file=None):
                 f"bert_config_file={bert_config_file} does not match the model: "
                 f"{config.encoder_kwargs()} vs {mine.encoder_kwargs()}"
             )
-    return ModelToConvert(model, config, step, warnings)
+    return ModelToConvert(model, config, step, warnings, record)
 
 
 def training_checkpoint_model(path, config):
     """The model of one of our training checkpoints (`path`: ckpt-N, or a run's folder for its
     latest), rebuilt from the run record beside it (a pre-trainer when there is none) on
-    `config`, with its weights. Returns (model, global step from the checkpoint's name or None);
-    errors start with `checkpoint_to_convert=` and the path."""
+    `config`, with its weights. Returns (model, global step from the checkpoint's name or None,
+    run record or None); errors start with `checkpoint_to_convert=` and the path."""
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if not latest:
@@ -168,7 +201,7 @@ def training_checkpoint_model(path, config):
         model = found.task_kind.build_model(found, encoder) if found else BertPretrainer(encoder)
         sources.restored(model, path)
     step = re.search(r"-(\d+)$", path)  # the loop names checkpoints after their global step
-    return model, int(step.group(1)) if step else None
+    return model, int(step.group(1)) if step else None, found
 
 
 def to_original(source, converted_checkpoint_path, global_step=None):
@@ -180,3 +213,37 @@ def to_original(source, converted_checkpoint_path, global_step=None):
         return save_original_checkpoint(
             source.model, converted_checkpoint_path, global_step=step, bert_config=source.bert_config
         )
+
+
+def hf_tokenizer(source, checkpoint_to_convert, vocab_file=None, do_lower_case=None):
+    """(vocab file, casing, run record) of the Hugging Face folder `source` (a `ModelToConvert`)
+    becomes: `vocab_file`, else the vocab.txt beside the checkpoint; the casing of its run (or
+    Hugging Face folder; a `do_lower_case` given must be it), else `do_lower_case` or True. The
+    record of a .keras file is the one beside it, when of its model's kind."""
+    record = source.record
+    if record is None and checkpoint_to_convert.endswith(".keras"):
+        beside = run_record.read(run_record.run_directory(checkpoint_to_convert))
+        record = beside if beside and beside.task_kind is registry.of_model(source.model) else None
+    vocab = sources.named_or_beside(vocab_file, "vocab_file", checkpoint_to_convert, "vocab.txt")
+    if vocab is None:
+        raise ValueError(
+            "vocab_file is required by direction=to_hf (no vocab.txt beside "
+            f"checkpoint_to_convert={checkpoint_to_convert})"
+        )
+    if record is None:
+        return vocab, sources.casing(checkpoint_to_convert, do_lower_case), None
+    if do_lower_case is not None and do_lower_case != record.do_lower_case:
+        raise ValueError(
+            f"do_lower_case={do_lower_case}, but the model in {run_record.run_directory(checkpoint_to_convert)} was "
+            f"fine-tuned with do_lower_case={record.do_lower_case}"
+        )
+    return vocab, record.do_lower_case, record
+
+
+def to_hf(source, converted_checkpoint_path, vocab_file, do_lower_case, record=None):
+    """Writes `source` (a `ModelToConvert`) as the Hugging Face folder `converted_checkpoint_path`
+    (`hf.write_folder`; `record` names a fine-tuned model's labels). Returns transformers' class of
+    the model written."""
+    with _writing():
+        return hf.write_folder(source.model, converted_checkpoint_path, vocab_file, do_lower_case, record,
+                               source.bert_config)

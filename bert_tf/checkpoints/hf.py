@@ -103,7 +103,7 @@ def read_config(folder):
     if values.get("model_type", "bert") != "bert":
         raise refuse("model_type", "is not BERT")
     architectures = values.get("architectures") or [None]
-    known = (ENCODER, PRETRAINER, MASKED_LM, *(kind.hf_architecture for kind in registry.KINDS.values()))
+    known = (ENCODER, PRETRAINER, MASKED_LM, *task_architectures())
     if len(architectures) != 1 or architectures[0] not in (None, *known):
         raise refuse("architectures", f"is not one model of {', '.join(known)}")
     for field, value in _FIXED.items():
@@ -156,7 +156,7 @@ def same_model(config, folder_config, what):
     differ = [f"{n} {getattr(config, n)!r} vs {getattr(folder_config, n)!r}" for n in _FORWARD
               if getattr(config, n) != getattr(folder_config, n)]
     if differ:
-        raise ValueError(f"{what} does not match the folder's {CONFIG}: {', '.join(differ)}")
+        raise ValueError(f"{what} does not match the Hugging Face folder's {CONFIG}: {', '.join(differ)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,20 +168,36 @@ class FolderSettings:
     do_lower_case: bool
 
 
-def folder_settings(folder, config=None, vocab_file=None, do_lower_case=None):
-    """The config (the folder's, or `config` when given, which must match it), vocabulary (the
-    folder's vocab.txt unless `vocab_file` is given) and casing (the folder's; a `do_lower_case`
-    given must be it) of the Hugging Face folder `folder`."""
-    found = read_config(folder)
+def folder_settings(folder, config=None, config_file=None, needs_vocab=False, vocab_file=None, do_lower_case=None,
+                    setting="init_checkpoint"):
+    """The config (the folder's, or `config` when given: read from `config_file`, it must match),
+    vocabulary (`vocab_file`, else the folder's vocab.txt; without either, None or, when
+    `needs_vocab`, an error) and casing (the folder's; a `do_lower_case` given must be it) of the
+    Hugging Face folder `folder`. Errors start with the setting at fault: `setting` (which gave
+    the folder), bert_config_file, vocab_file or do_lower_case."""
+    try:
+        found, lower = read_config(folder), tokenizer_casing(folder)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{setting}: {e}") from None
+    except ValueError as e:
+        raise ValueError(f"{setting}: {e}") from None
     if config is not None:
-        same_model(config, found.bert_config, "the config given")
-    lower = tokenizer_casing(folder)
+        try:
+            same_model(config, found.bert_config, "it")
+        except ValueError as e:
+            raise ValueError(f"bert_config_file={config_file}: {e}") from None
     if do_lower_case is not None and do_lower_case != lower:
         raise ValueError(
             f"do_lower_case={do_lower_case}, but {os.path.join(folder, TOKENIZER_CONFIG)} has do_lower_case={lower}"
         )
     vocab = vocab_file or (os.path.join(folder, VOCAB) if os.path.isfile(os.path.join(folder, VOCAB)) else None)
+    if vocab is None and needs_vocab:
+        raise FileNotFoundError(f"vocab_file is required ({folder} has no {VOCAB})")
     return FolderSettings(config or found.bert_config, vocab, lower)
+
+
+def task_architectures():
+    return [kind.hf_architecture for kind in registry.KINDS.values()]
 
 
 def run_record(folder, found=None):

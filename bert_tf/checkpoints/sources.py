@@ -1,12 +1,13 @@
 """The model a checkpoint path names, whatever it is: Google's checkpoint, one of our training
-checkpoints (a run's folder or its ckpt-N, with the files the run left beside it) or a `.keras`
-file, and the files found beside it. Used by the export and the conversion; errors are
+checkpoints (a run's folder or its ckpt-N, with the files the run left beside it), a `.keras`
+file or a Hugging Face folder, and the files found beside it. Used by the export and the conversion; errors are
 ValueErrors (or FileNotFoundErrors) naming the path or, where a setting named it, the setting."""
 
 import contextlib
 import os
 import warnings
 
+from bert_tf.checkpoints import hf
 from bert_tf.checkpoints.restore import load_keras_model, restore
 from bert_tf.config import BertConfig
 from bert_tf.models import BertEncoder
@@ -53,6 +54,27 @@ def read_config(path, setting):
     return config, tuple(f"{setting}: {w.message}" for w in caught)
 
 
+def hf_config(folder, bert_config_file=None, setting="init_checkpoint"):
+    """`(BertConfig, warnings)` of the Hugging Face folder `folder` (which `setting` gave): its
+    config.json's, or `bert_config_file`'s when given (it must compute the same model)."""
+    given, warnings = read_config(bert_config_file, "bert_config_file") if bert_config_file else (None, ())
+    found = hf.folder_settings(folder, given, bert_config_file, setting=setting)
+    return found.config, warnings
+
+
+def config_setting(bert_config_file, init_checkpoint):
+    """What gave a script its config, for messages: bert_config_file, else the Hugging Face folder."""
+    return f"bert_config_file={bert_config_file}" if bert_config_file else f"init_checkpoint={init_checkpoint}"
+
+
+def casing(checkpoint, do_lower_case):
+    """The casing that goes with `checkpoint`'s vocabulary: a Hugging Face folder's (a
+    `do_lower_case` given must be it), else `do_lower_case` (True when not given)."""
+    if hf.is_hf_folder(checkpoint):
+        return hf.folder_settings(checkpoint, do_lower_case=do_lower_case).do_lower_case
+    return True if do_lower_case is None else do_lower_case
+
+
 def restored(model, checkpoint):
     """`model` with `checkpoint`'s weights; a source that lacks a task model's head is an error."""
     report = restore(model, checkpoint)
@@ -91,9 +113,18 @@ def encoder(checkpoint, config):
 
 
 def run_record_for(checkpoint, kind=None):
-    """The run record beside a fine-tuning run's checkpoint (checked to be of `kind`, when given)."""
+    """The run record beside a fine-tuning run's checkpoint, or the one a fine-tuned Hugging Face
+    folder stands for (checked to be of `kind`, when given)."""
     directory = run_record.run_directory(checkpoint)
-    found = run_record.read(directory)
+    if hf.is_hf_folder(checkpoint):
+        found = hf.run_record(checkpoint)
+        if found is None:
+            raise ValueError(
+                f"{checkpoint} is a Hugging Face folder of no fine-tuning task's model (architectures: "
+                f"{hf.read_config(checkpoint).architecture}); expected one of {', '.join(hf.task_architectures())}"
+            )
+    else:
+        found = run_record.read(directory)
     if found is None:
         wanted = f"the output folder of {registry.get(kind).script}" if kind else "a fine-tuning run's output folder"
         raise ValueError(f"{checkpoint}: no {run_record.FILE_NAME} in {directory}; expected {wanted}")

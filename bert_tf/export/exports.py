@@ -4,10 +4,11 @@ loads the model; `Export.write` writes the SavedModel.
 
     exports.read("classifier", init_checkpoint="/tmp/mrpc_output").write("/tmp/mrpc_serving")
 
-The types: "encoder" (TF Hub's BERT encoder, from Google's checkpoint, one of ours or a .keras
-file), "preprocessor" (its text preprocessor, from a vocabulary alone) and every fine-tuning task
-kind of `bert_tf.tasks.registry` (a run's fine-tuned model behind the kind's exporter, sized and
-fed as the run's record says).
+The types: "encoder" (TF Hub's BERT encoder, from Google's checkpoint, one of ours, a .keras
+file or a Hugging Face folder), "preprocessor" (its text preprocessor, from a vocabulary alone)
+and every fine-tuning task kind of `bert_tf.tasks.registry` (a run's fine-tuned model, or a
+fine-tuned Hugging Face folder's, behind the kind's exporter, sized and fed as the run's record
+says).
 
 `read`'s errors are ValueErrors (FileNotFoundErrors) whose message starts with the setting at
 fault (`init_checkpoint=...: ...`); `write`'s name the file (the vocabulary, the export folder).
@@ -16,7 +17,7 @@ fault (`init_checkpoint=...: ...`); `write`'s name the file (the vocabulary, the
 import dataclasses
 
 from bert_tf import tokenization
-from bert_tf.checkpoints import sources
+from bert_tf.checkpoints import hf, sources
 from bert_tf.export.common import check_seq_length
 from bert_tf.export.encoder import export_encoder
 from bert_tf.export.preprocessor import export_preprocessor
@@ -62,8 +63,9 @@ class Export:
 def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=None, do_lower_case=None,
          seq_length=None, max_query_length=None):
     """The `Export` of `export_type` (one of EXPORT_TYPES). `init_checkpoint`: Google's checkpoint,
-    ours (a run's folder or its ckpt-N) or a .keras file (not read by the preprocessor);
-    `bert_config_file`, `vocab_file`: default the bert_config.json and vocab.txt beside it.
+    ours (a run's folder or its ckpt-N), a .keras file or a Hugging Face folder (not read by the
+    preprocessor); `bert_config_file`, `vocab_file`: default the bert_config.json (a Hugging Face
+    folder's config.json) and vocab.txt beside it.
     `do_lower_case`, `seq_length`: None when not given: a task export takes its run's (a casing
     given must be the run's), the others True and PREPROCESSOR_SEQ_LENGTH. `max_query_length`:
     squad's, default the run's."""
@@ -100,8 +102,10 @@ def _preprocessor(vocab_file, do_lower_case, seq_length):
 
 
 def _config(init_checkpoint, bert_config_file):
-    """`(config, warnings)`: the config named, else the bert_config.json beside the checkpoint;
-    none for a .keras file without either (it carries its own)."""
+    """`(config, warnings)`: the config named, else the bert_config.json beside the checkpoint or
+    a Hugging Face folder's config.json; none for a .keras file without either (it carries its own)."""
+    if hf.is_hf_folder(init_checkpoint):
+        return sources.hf_config(init_checkpoint, bert_config_file)
     path = sources.named_or_beside(bert_config_file, "bert_config_file", init_checkpoint, "bert_config.json")
     if path is not None:
         return sources.read_config(path, "bert_config_file")
@@ -116,7 +120,7 @@ def _encoder(init_checkpoint, bert_config_file, vocab_file, do_lower_case):
     with sources.prefixed(f"init_checkpoint={init_checkpoint}: "):
         encoder = sources.encoder(init_checkpoint, config)
     # The casing goes into the export with its vocabulary (TF Hub's encoders carry both).
-    casing = (True if do_lower_case is None else do_lower_case) if vocab_file else None
+    casing = sources.casing(init_checkpoint, do_lower_case) if vocab_file else None
     return Export("encoder", vocab_file, casing, model=encoder, warnings=warnings)
 
 

@@ -10,6 +10,7 @@ import typing
 
 import numpy as np
 
+from bert_tf.checkpoints import hf
 from bert_tf.data.text_files import split_file
 from bert_tf.io_utils import atomic_write
 from bert_tf.tasks import record as run_record
@@ -43,8 +44,8 @@ class TagSet(typing.NamedTuple):
 def given_tags(labels_file=None, output_dir=None, init_checkpoint=None, tfds_name=None, tfds_data_dir=None):
     """The tag set known before any training data is read, first found of: `labels_file` (one
     tag per line), the NER run in `output_dir` (resuming it keeps its head's tags), the NER run
-    `init_checkpoint` is (or is a checkpoint of), the TFDS dataset's tag names. None when the
-    training data must say (`training_tags`).
+    `init_checkpoint` is (or is a checkpoint of; or the Hugging Face token classifier folder it is),
+    the TFDS dataset's tag names. None when the training data must say (`training_tags`).
 
     Errors: `labels_file`'s (naming the file and line) when it is given, else an unreadable run
     record's or the TFDS dataset's; nothing else is looked at once `labels_file` is given."""
@@ -54,7 +55,7 @@ def given_tags(labels_file=None, output_dir=None, init_checkpoint=None, tfds_nam
     init = init_checkpoint or ""
     for directory in (output_dir, init if os.path.isdir(init) else os.path.dirname(init)):
         if directory and os.path.isdir(directory):
-            record = run_record.read(directory)
+            record = hf.run_record(directory) if hf.is_hf_folder(directory) else run_record.read(directory)
             if record and record.kind == "ner":
                 return TagSet(list(record.labels), f"the run in {directory}")
     if tfds_name:
