@@ -227,8 +227,8 @@ def load_weights(model, folder, architecture):
     `architecture`) into `model`; returns the `LoadReport`, in transformers' names.
 
     Every weight `model` needs must be there with its shape, and every encoder weight there must
-    be one `model` has: otherwise nothing is assigned and one ValueError lists each offending
-    weight. Heads `model` lacks (pre-training heads when fine-tuning) are reported unused, in a
+    be one `model` has: otherwise nothing is assigned and a one-line ValueError names the
+    offending weights. Heads `model` lacks (pre-training heads when fine-tuning) are reported unused, in a
     warning too; a task model's head absent from the folder is left as initialised (`not_found`).
     """
     path, stored = read_weights(folder)
@@ -241,21 +241,19 @@ def load_weights(model, folder, architecture):
         if name not in stored:
             if not optional:
                 shown = (prefix if _is_encoder_weight(name) else "") + name
-                problems.append(f"  {shown}: missing (model expects {shape})")
+                problems.append(f"{shown} is missing (model expects {shape})")
             elif reported:
                 not_found.append(name)
         elif stored[name].shape != shape:
-            problems.append(f"  {stored[name].name}: has shape {stored[name].shape}, model expects {shape}")
+            problems.append(f"{stored[name].name} has shape {stored[name].shape}, model expects {shape}")
         else:
             plan[name] = (entry, transposed)
     ignored = sorted(n for n in stored if n in _IGNORED)
     extra = sorted(n for n in stored if n not in expected and n not in _IGNORED)
-    problems += [f"  {stored[n].name}: not a weight of {type(model).__name__}" for n in extra if _is_encoder_weight(n)]
-    if problems:
-        raise ValueError(
-            f"{path} does not match the model ({len(problems)} problem(s); is config.json the model's?):\n"
-            + "\n".join(problems)
-        )
+    problems += [f"{stored[n].name} is not a weight of {type(model).__name__}" for n in extra if _is_encoder_weight(n)]
+    if problems:  # one line, the first few named
+        more = f"; ... ({len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise ValueError(f"{path} does not match the model (is config.json its own?): {'; '.join(problems[:5])}{more}")
     try:
         values = {name: stored[name].read() for name in plan}  # every value read before any is assigned
     except Exception as e:  # noqa: BLE001 - as in read_weights
