@@ -191,8 +191,11 @@ def folder_settings(folder, config=None, config_file=None, needs_vocab=False, vo
             f"do_lower_case={do_lower_case}, but {os.path.join(folder, TOKENIZER_CONFIG)} has do_lower_case={lower}"
         )
     vocab = vocab_file or (os.path.join(folder, VOCAB) if os.path.isfile(os.path.join(folder, VOCAB)) else None)
-    if vocab is None and needs_vocab:
-        raise FileNotFoundError(f"vocab_file is required ({folder} has no {VOCAB})")
+    if vocab is None and needs_vocab:  # transformers 5 saves the vocabulary in tokenizer.json only
+        raise FileNotFoundError(
+            f"vocab_file is required ({folder} has no {VOCAB}; transformers writes it with "
+            "tokenizer.save_vocabulary(folder))"
+        )
     return FolderSettings(config or found.bert_config, vocab, lower)
 
 
