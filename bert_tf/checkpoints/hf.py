@@ -193,8 +193,8 @@ def folder_settings(folder, config=None, config_file=None, needs_vocab=False, vo
     vocab = vocab_file or (os.path.join(folder, VOCAB) if os.path.isfile(os.path.join(folder, VOCAB)) else None)
     if vocab is None and needs_vocab:  # transformers 5 saves the vocabulary in tokenizer.json only
         raise FileNotFoundError(
-            f"vocab_file is required ({folder} has no {VOCAB}; transformers writes it with "
-            "tokenizer.save_vocabulary(folder))"
+            f"vocab_file is required ({folder} has no {VOCAB}: transformers 5 keeps the vocabulary in "
+            "tokenizer.json only; write its model.vocab out one token a line, in id order)"
         )
     return FolderSettings(config or found.bert_config, vocab, lower)
 
