@@ -175,3 +175,72 @@ def test_a_keras_file_and_the_errors_of_each_source(tmp_path):
     (tmp_path / "run" / "fine_tuning_task.json").write_text("[]")
     with pytest.raises(ValueError, match=rf"^checkpoint_to_convert={ckpt}: cannot read .*not a JSON object"):
         convert.read_model(ckpt, str(given))
+
+
+def _hf_classifier(tmp_path):
+    """A fine-tuned Hugging Face sentence classifier folder (3 labels, cased) and its weights."""
+    from tests.hf_folder import write_folder
+    from tests.tiny import VOCAB
+
+    shapes = {**original_shapes(tiny_config(), with_heads=False), "output_weights": (3, H), "output_bias": (3,)}
+    weights = random_weights(shapes, seed=8)
+    labels = {"id2label": {"0": "neg", "1": "neutral", "2": "pos"}}
+    folder = write_folder(tmp_path / "hf", weights, tiny_config(), "BertForSequenceClassification", vocab=VOCAB,
+                          do_lower_case=False, **labels)
+    return str(folder), weights
+
+
+def test_a_hugging_face_folder_converts_to_keras_and_to_the_original_layout(tmp_path):
+    folder, weights = _hf_classifier(tmp_path)
+    model = convert.original_model(folder, None)  # its config.json names the model and sizes it
+    assert type(model) is BertClassifier and model.num_classes == 3
+    assert type(convert.original_model(folder, tiny_config(), "encoder")) is BertEncoder
+    with pytest.raises(ValueError, match=rf"^model=squad: {folder} holds a classifier \(BertClassifier\)$"):
+        convert.original_model(folder, None, "squad")
+    with pytest.raises(ValueError, match=r"^bert_config_file does not match .*config.json: hidden_act 'relu' vs"):
+        convert.original_model(folder, tiny_config(hidden_act="relu"))
+    report = convert.to_keras(model, folder, str(tmp_path / "tuned.keras"))
+    assert "classifier.weight" in report.loaded and report.unused == []
+    loaded = keras.saving.load_model(str(tmp_path / "tuned.keras"))
+    np.testing.assert_array_equal(np.asarray(loaded.classifier.dense.kernel), weights["output_weights"].T)
+
+    source = convert.read_model(folder)
+    assert type(source.model) is BertClassifier and source.record.labels == ("neg", "neutral", "pos")
+    prefix = convert.to_original(source, str(tmp_path / "original" / "bert_model.ckpt"))
+    reader = tf.train.load_checkpoint(prefix)
+    for name in ("output_weights", "bert/encoder/layer_1/intermediate/dense/kernel"):
+        np.testing.assert_array_equal(reader.get_tensor(name), weights[name])
+
+
+def test_to_hf_writes_a_run_or_a_keras_file_with_its_vocabulary_casing_and_labels(tmp_path):
+    trained = _model_for(BertClassifier)
+    _run(tmp_path / "run", RUNS["classifier"][0], trained)
+    run = str(tmp_path / "run")
+    source = convert.read_model(run)
+    assert source.record.labels == ("a", "b", "c")
+    with pytest.raises(ValueError, match=r"^vocab_file is required by direction=to_hf \(no vocab.txt beside "):
+        convert.hf_tokenizer(source, run)
+    from tests.tiny import write_vocab
+
+    write_vocab(tmp_path / "run" / "vocab.txt")
+    vocab, casing, record = convert.hf_tokenizer(source, run)
+    assert (vocab, casing, record) == (str(tmp_path / "run" / "vocab.txt"), True, source.record)
+    with pytest.raises(ValueError, match=r"^do_lower_case=False, but the model in .*run was fine-tuned with "
+                                         r"do_lower_case=True$"):
+        convert.hf_tokenizer(source, run, do_lower_case=False)
+    assert convert.to_hf(source, str(tmp_path / "hf"), vocab, casing, record) == "BertForSequenceClassification"
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert config["id2label"] == {"0": "a", "1": "b", "2": "c"}
+    again = convert.read_model(str(tmp_path / "hf"))
+    for a, b in zip(again.model.weights, trained.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    # A .keras file in a run's folder takes the run's labels; elsewhere, the head's size alone.
+    in_run = save_keras_model(trained, str(tmp_path / "run" / "tuned.keras"))
+    assert convert.hf_tokenizer(convert.read_model(in_run), in_run)[2].labels == ("a", "b", "c")
+    alone = save_keras_model(trained, str(tmp_path / "alone" / "tuned.keras"))
+    _, casing, record = convert.hf_tokenizer(convert.read_model(alone), alone, vocab, do_lower_case=False)
+    assert (casing, record) == (False, None)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(convert.WriteFailed):
+        convert.to_hf(source, str(tmp_path / "file" / "hf"), vocab, casing, record)

@@ -191,3 +191,35 @@ def test_the_casing_given_must_fit_a_released_checkpoints_name_when_the_export_r
     exports.check_casing("encoder", checkpoint, None, False)
     for other in ("preprocessor", *registry.KINDS):  # the run's casing, or no checkpoint at all
         exports.check_casing(other, checkpoint, str(released / "vocab.txt"), True)
+
+
+def test_a_hugging_face_folder_exports_as_an_encoder_or_as_its_fine_tuned_task(tmp_path):
+    from tests.hf_folder import write_folder
+    from tests.tiny import VOCAB
+
+    h = tiny_config().hidden_size
+    shapes = {**original_shapes(tiny_config(), with_heads=False), "output_weights": (2, h), "output_bias": (2,)}
+    folder = str(write_folder(tmp_path / "hf", random_weights(shapes, seed=2), tiny_config(),
+                              "BertForTokenClassification", vocab=VOCAB, do_lower_case=False,
+                              id2label={"0": "O", "1": "B-X"}))
+    # transformers' token classifier has no pooler: an encoder (whose pooled_output would be untrained) says so.
+    with pytest.raises(ValueError, match=r"^init_checkpoint=.*hf: .*bert.pooler.dense.weight is missing"):
+        exports.read("encoder", folder)
+    export = exports.read("ner", folder, seq_length=12)
+    assert type(export.model) is BertTokenClassifier and export.record.labels == ("O", "B-X")
+    assert (export.do_lower_case, export.seq_length, export.record.label_kind) == (False, 12, "token")
+    with pytest.raises(ValueError, match=r"^init_checkpoint=.*hf holds a ner model \(task 'hf'\), not a classifier"):
+        exports.read("classifier", folder)
+    folder = str(write_folder(tmp_path / "pre", random_weights(original_shapes(tiny_config()), seed=3), tiny_config(),
+                              "BertForPreTraining", vocab=VOCAB, do_lower_case=False))
+    with pytest.warns(UserWarning, match=r"7 weight\(s\) .* are not used by BertEncoder: cls.predictions.bias"):
+        export = exports.read("encoder", folder)  # config, vocabulary and casing from the folder
+    assert (export.vocab_file, export.do_lower_case) == (f"{folder}/vocab.txt", False)
+    with pytest.raises(ValueError, match=r"^do_lower_case=True, but .*pre/tokenizer_config.json has do_lower_case"):
+        exports.read("encoder", folder, do_lower_case=True)
+    with pytest.raises(ValueError, match=r"^init_checkpoint=.*pre is a Hugging Face folder of no fine-tuning task"):
+        exports.read("swag", folder)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(tiny_config(hidden_size=16, intermediate_size=32).to_dict()))
+    with pytest.raises(ValueError, match=rf"^bert_config_file={other}: it does not match .*: hidden_size 16 vs 32"):
+        exports.read("encoder", folder, bert_config_file=str(other))
