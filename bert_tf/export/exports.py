@@ -117,10 +117,10 @@ def _config(init_checkpoint, bert_config_file):
 def _encoder(init_checkpoint, bert_config_file, vocab_file, do_lower_case):
     config, warnings = _config(init_checkpoint, bert_config_file)
     vocab_file = sources.named_or_beside(vocab_file, "vocab_file", init_checkpoint, "vocab.txt")
-    with sources.prefixed(f"init_checkpoint={init_checkpoint}: "):
-        encoder = sources.encoder(init_checkpoint, config)
     # The casing goes into the export with its vocabulary (TF Hub's encoders carry both).
     casing = sources.casing(init_checkpoint, do_lower_case) if vocab_file else None
+    with sources.prefixed(f"init_checkpoint={init_checkpoint}: "):
+        encoder = sources.encoder(init_checkpoint, config)
     return Export("encoder", vocab_file, casing, model=encoder, warnings=warnings)
 
 
