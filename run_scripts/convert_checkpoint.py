@@ -92,7 +92,10 @@ def to_original_or_hf():
         prefix = _writing(lambda: convert.to_original(source, output, FLAGS.global_step))
         logging.info("Wrote an original-layout checkpoint of a %s to %s", type(source.model).__name__, prefix)
         return
-    tokenizer = library_call(lambda: convert.hf_tokenizer(source, path, FLAGS.vocab_file, FLAGS.do_lower_case), "--")
+    tokenizer = library_call(
+        lambda: convert.hf_tokenizer(source, path, FLAGS.vocab_file, FLAGS.do_lower_case),
+        flag_names=("vocab_file", "direction", "checkpoint_to_convert", "do_lower_case"),
+    )
     architecture = _writing(lambda: convert.to_hf(source, output, *tokenizer))
     logging.info("Wrote a Hugging Face folder of a %s (%s) to %s", type(source.model).__name__, architecture, output)
 

@@ -91,10 +91,18 @@ def model_tensors(model):
 
 
 def write_safetensors(tensors, path):
-    """`tensors` as a safetensors file with the metadata transformers asks of a PyTorch one."""
+    """`tensors` as a safetensors file with the metadata transformers asks of a PyTorch one. A
+    failed write (a full disk) is an OSError, as any other file's."""
+    from safetensors import SafetensorError
     from safetensors.numpy import save_file
 
-    save_file(tensors, path, metadata={"format": "pt"})
+    try:
+        save_file(tensors, path, metadata={"format": "pt"})
+    except SafetensorError as e:  # its message ends with the system's error: "... (os error 28)"
+        code = re.search(r"\(os error (\d+)\)", str(e))
+        if code is None:
+            raise
+        raise OSError(int(code.group(1)), os.strerror(int(code.group(1)))) from e
 
 
 # ---------------------------------------------------------------------------------------------

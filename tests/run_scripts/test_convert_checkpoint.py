@@ -72,6 +72,9 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
         f"--bert_config_file={model.path / 'bert_config.json'}",
         f"--checkpoint_to_convert={model.prefix}",
     ]
+    def to_hf_output(name):
+        return [f"--converted_checkpoint_path={tmp_path / name}"]
+
     cases = [
         (
             [
@@ -129,6 +132,31 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
             r"writing --converted_checkpoint_path=.*full.keras failed: File too large",
         ),
         ([*to_keras, f"--converted_checkpoint_path={tmp_path / 'x.keras'}"], None),
+        # To a Hugging Face folder and back; a folder that is not one is refused, a failed write leaves nothing.
+        (
+            ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("hf")],
+            r"--vocab_file is required by --direction=to_hf \(no vocab.txt beside --checkpoint_to_convert=",
+        ),
+        (
+            ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("hf"),
+             f"--vocab_file={model.path / 'vocab.txt'}", "--do_lower_case=False"],
+            None,
+        ),
+        (
+            ["--direction=to_keras", f"--checkpoint_to_convert={tmp_path / 'hf'}",
+             f"--converted_checkpoint_path={tmp_path / 'back.keras'}"],
+            None,
+        ),
+        (
+            ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("uncased_tiny"),
+             f"--vocab_file={model.path / 'vocab.txt'}"],
+            r"--converted_checkpoint_path=.*uncased_tiny holds other files than a Hugging Face folder",
+        ),
+        (
+            ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("full.hf"),
+             f"--vocab_file={model.path / 'vocab.txt'}"],
+            r"writing --converted_checkpoint_path=.*full.hf failed: File too large",
+        ),
         (
             [
                 "--direction=to_original",
@@ -147,5 +175,11 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
         assert "\n" not in outcome
     damaged_files = [f"damaged.ckpt{s}" for s in (".index", ".data-00000-of-00001")]
     assert sorted(os.listdir(tmp_path)) == sorted(
-        ["uncased_tiny", "folder", "file", "model.keras", "x.keras", *damaged_files]
+        ["uncased_tiny", "folder", "file", "model.keras", "x.keras", "hf", "back.keras", *damaged_files]
     )
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    tokenizer = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
+    assert (config["architectures"], tokenizer["do_lower_case"]) == (["BertForPreTraining"], False)
+    for a, b in zip(keras.saving.load_model(str(tmp_path / "back.keras")).weights,
+                    keras.saving.load_model(str(tmp_path / "x.keras")).weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

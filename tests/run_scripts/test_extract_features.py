@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests import numpy_bert
+from tests.hf_folder import write_folder
 from tests.run_scripts.conftest import run_script
 from tests.run_scripts.script_cases import run_cases
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
@@ -43,7 +44,7 @@ def _flags(model, input_file, output_file, overrides=None):
         batch_size=3,
     )
     values.update(overrides or {})
-    return [f"--{k}={v}" for k, v in values.items()]
+    return [f"--{k}={v}" for k, v in values.items() if v is not None]
 
 
 def test_original_command_line_gives_the_original_numbers(google_model_dir, tmp_path):
@@ -95,7 +96,17 @@ def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_m
     many = tmp_path / "many.txt"
     many.write_text("the red cat sat on the mat ||| a dog runs\n" * 40)
     out = tmp_path / "out.jsonl"
+    # The same weights as a Hugging Face folder (cased tokenizer): its config, vocab and casing stand in for the flags'.
+    hf = write_folder(tmp_path / "hf", model.weights, model.config, "BertForPreTraining", vocab=VOCAB,
+                      do_lower_case=False)
+    from_hf = {"init_checkpoint": hf, "vocab_file": None, "bert_config_file": None}
+    cased = tmp_path / "cased.txt"
+    cased.write_text("The Cat sat\n")  # "The" and "Cat" are [UNK] unless lower-cased
     cases = [
+        ({"input_file": cased, "output_file": tmp_path / "google.jsonl", "do_lower_case": False}, None),
+        ({**from_hf, "input_file": cased, "output_file": tmp_path / "from_hf.jsonl"}, None),
+        ({**from_hf, "do_lower_case": True}, r"--do_lower_case=True, but .*hf/tokenizer_config.json has do_lower_case"),
+        ({**from_hf, "max_seq_length": 100}, "--max_seq_length=100 vs max_position_embeddings of --init_checkpoint="),
         ({"input_file": tmp_path / "nope.txt"}, "--input_file=.*nope.txt does not exist"),
         (
             {"bert_config_file": config_file},
@@ -151,6 +162,8 @@ def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_m
                 outcome,
             )
     assert not out.exists() and not (tmp_path / "full.jsonl").exists()
+    assert (tmp_path / "from_hf.jsonl").read_text() == (tmp_path / "google.jsonl").read_text()
+    assert '"token": "[UNK]"' in (tmp_path / "from_hf.jsonl").read_text()  # the folder's casing: cased
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temporary left behind
     # Binary input: a warning naming the first bad line, then how much was replaced.
     assert re.search(r"--input_file=.*binary.txt: line 2 is not valid UTF-8", stderr)

@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 
+from tests.hf_folder import write_folder
 from tests.run_scripts.conftest import converted_to_original, killed_and_rerun, run_main_cases, run_script
 from tests.tasks.classifier.test_inputs import original_features
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
@@ -149,10 +150,25 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
     weights["output_bias"] = np.array([0.1, -0.2], np.float32)
     slots = {f"{k}/adam_m": np.zeros_like(v) for k, v in weights.items()}
     ckpt = write_tf1_checkpoint(tmp_path / "mrpc_finetuned" / "model.ckpt-343", {**weights, **slots})
+    # The same model as transformers' BertForSequenceClassification folder: no --bert_config_file or
+    # --vocab_file (the folder's); and a run started from a pre-trained folder, which leaves its files.
+    hf_tuned = write_folder(tmp_path / "hf_tuned", weights, config, "BertForSequenceClassification", vocab=VOCAB,
+                            id2label={"0": "0", "1": "1"})
+    pre = random_weights(original_shapes(config), seed=7)
+    hf_pre = write_folder(tmp_path / "hf_pre", pre, config, "BertForPreTraining", vocab=VOCAB)
+    from_hf = dict(vocab_file=None, bert_config_file=None)
     data = tmp_path / "MRPC"
     test_rows = write_mrpc(data, n_test=11)
-    out = tmp_path / "out"
-    assert _run_cases([_flags(model_dir, data, out, do_train=False, do_eval=False, init_checkpoint=ckpt)]) == ["ok"]
+    out, out_hf, trained = tmp_path / "out", tmp_path / "out_hf", tmp_path / "trained"
+    assert _run_cases([
+        _flags(model_dir, data, out, do_train=False, do_eval=False, init_checkpoint=ckpt),
+        _flags(model_dir, data, out_hf, do_train=False, do_eval=False, init_checkpoint=hf_tuned, **from_hf),
+        _flags(model_dir, data, trained, do_eval=False, do_predict=False, num_train_epochs=1, init_checkpoint=hf_pre,
+               **from_hf),
+    ]) == ["ok"] * 3
+    np.testing.assert_array_equal(_probabilities(out_hf), _probabilities(out))
+    assert (trained / "vocab.txt").read_text() == (hf_pre / "vocab.txt").read_text()
+    assert json.loads((trained / "bert_config.json").read_text()) == config.to_dict()
 
     from bert_tf.tokenization import FullTokenizer
     from tests import numpy_bert
@@ -193,6 +209,18 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
     (other_task / "fine_tuning_task.json").write_text(
         json.dumps({"task_name": "cola", "label_kind": "single", "labels": ["0", "1"]})
     )
+
+    # Hugging Face folders: one we cannot compute, one cased, one without vocab.txt, one in PyTorch's format.
+    weights = random_weights(original_shapes(tiny_config()), seed=1)
+    hf = {name: write_folder(tmp_path / f"hf_{name}", weights, tiny_config(), "BertForPreTraining", vocab=VOCAB,
+                             **fields)
+          for name, fields in (("relative", {"position_embedding_type": "relative_key"}),
+                               ("cased", {"do_lower_case": False}), ("no_vocab", {}), ("torch", {}))}
+    os.remove(hf["no_vocab"] / "vocab.txt")
+    os.rename(hf["torch"] / "model.safetensors", hf["torch"] / "pytorch_model.bin")
+    from_hf = dict(vocab_file=None, bert_config_file=None)
+    small_config = tmp_path / "small_config.json"
+    small_config.write_text(json.dumps(tiny_config(intermediate_size=48).to_dict()))
 
     pretraining_dir = tmp_path / "pretraining_run"  # checkpoints without a fine-tuning record
     import tensorflow as tf
@@ -236,6 +264,22 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         (dict(init_checkpoint=tmp_path / "nowhere" / "bert_model.ckpt"), "cannot read a TensorFlow checkpoint at"),
         (dict(output_dir=pretraining_dir), "holds checkpoints of another kind of run (no fine_tuning_task.json)"),
         (dict(task_module="no_such_module_here"), "--task_module=no_such_module_here: ModuleNotFoundError"),
+        (
+            dict(init_checkpoint=hf["relative"], **from_hf),
+            "--init_checkpoint: " + str(hf["relative"] / "config.json") + ": position_embedding_type='relative_key' "
+            "is not supported (only 'absolute')",
+        ),
+        (
+            dict(init_checkpoint=hf["cased"], do_lower_case=True, **from_hf),
+            f"--do_lower_case=True, but {hf['cased'] / 'tokenizer_config.json'} has do_lower_case=False",
+        ),
+        (dict(init_checkpoint=hf["no_vocab"], **from_hf), "--vocab_file is required ("),
+        (
+            dict(init_checkpoint=hf["cased"], bert_config_file=small_config, vocab_file=None),
+            f"--bert_config_file={small_config}: it does not match the Hugging Face folder's config.json: "
+            "intermediate_size 48 vs 64",
+        ),
+        (dict(init_checkpoint=hf["torch"], **from_hf), "holds pytorch_model.bin only, which needs PyTorch to read"),
     ]
     argvs = []
     for i, (overrides, _) in enumerate(cases):
@@ -250,6 +294,9 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
     # A subprocess as a user sees it: exit status 1 and the one line.
     result = run_script("run_classifier.py", *_flags(model_dir, bad["label"], out(99)))
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1].startswith("run_classifier.py: error: ")
+    # Without a Hugging Face folder, --bert_config_file is required as before (absl's check and words).
+    result = run_script("run_classifier.py", *_flags(model_dir, data, out(98), bert_config_file=None))
+    assert result.returncode == 1 and "Flag --bert_config_file must have a value other than None." in result.stderr
 
 
 def test_tfds_regression_and_multi_label_tasks_write_their_metrics_and_predictions(tmp_path, model_dir):

@@ -6,7 +6,9 @@ import sys
 import time
 
 import pytest
+from safetensors.numpy import save_file
 
+from tests.hf_folder import pytorch_tensors, write_folder
 from tests.run_scripts.conftest import REPO, run_script
 from tests.run_scripts.script_cases import run_cases
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
@@ -32,7 +34,7 @@ def _flags(config_file, data, out, **overrides):
         max_eval_steps=4, steps_per_execution=1,
     )
     values.update(overrides)
-    return [f"--{k}={v}" for k, v in values.items()] + ["--noprogress"]
+    return [f"--{k}={v}" for k, v in values.items() if v is not None] + ["--noprogress"]
 
 
 def test_killed_run_resumes_with_the_same_command(tmp_path):
@@ -111,6 +113,14 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
     fake_keras.write_text("not a zip archive")
     misspelt = tmp_path / "misspelt.json"
     misspelt.write_text(json.dumps({**tiny_config().to_dict(), "hidden_dropout_probs": 0.5}))
+    # Hugging Face folders in place of --bert_config_file: a small vocabulary; a masked LM has no NSP head.
+    weights = random_weights(original_shapes(tiny_config()))
+    hf_small = write_folder(tmp_path / "hf_small", weights, tiny_config(), "BertForPreTraining", vocab_size=6)
+    masked_lm = write_folder(tmp_path / "hf_mlm", weights, tiny_config(), "BertForPreTraining",
+                             architectures=["BertForMaskedLM"])
+    (masked_lm / "model.safetensors").unlink()
+    save_file({k: v for k, v in pytorch_tensors(weights, "BertForPreTraining").items() if "seq_relationship" not in k},
+              str(masked_lm / "model.safetensors"))
     cases = [
         ({"max_seq_length": 32}, "has input_ids of length 16, but --max_seq_length=32"),
         ({"do_train": False, "do_eval": False}, "At least one of `do_train` or `do_eval` must be True"),
@@ -144,6 +154,14 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
         (
             {"input_file": truncated, "num_train_steps": 40},
             r"reading the input failed: .*truncated.tfrecord is truncated: its record at byte \d+ is cut short",
+        ),
+        (
+            {"bert_config_file": None, "init_checkpoint": hf_small},
+            r"has token id \d+, but --init_checkpoint=.*hf_small has vocab_size=6",
+        ),
+        (
+            {"bert_config_file": None, "init_checkpoint": masked_lm, "num_train_steps": 10},
+            r"hf_mlm/model.safetensors does not match the model .*: cls.seq_relationship.weight is missing",
         ),
         # A full disk at the first checkpoint (see script_cases).
         (
