@@ -187,3 +187,18 @@ def test_evaluation_writes_the_trainers_results():
                                     write_eval_results=written.append)
     assert ner_run.evaluate(trainer, "dev windows") == {"eval_f1": 0.5, "data": "dev windows"}
     assert written == [{"eval_f1": 0.5, "data": "dev windows"}]
+
+
+def test_a_hugging_face_token_classifier_folder_gives_its_tags(tmp_path):
+    from tests.hf_folder import head_shapes, write_folder
+    from tests.tf1_checkpoint import original_shapes, random_weights
+
+    config = tiny_config()
+    for name, architecture in (("tagger", "BertForTokenClassification"),
+                               ("sentences", "BertForSequenceClassification")):
+        shapes = {**original_shapes(config, with_heads=False), **head_shapes(architecture, config)}
+        write_folder(tmp_path / name, random_weights(shapes), config, architecture,
+                     id2label={"0": "O", "1": "B-PER", "2": "I-PER"})
+    tagger = str(tmp_path / "tagger")
+    assert ner_run.given_tags(init_checkpoint=tagger) == (["O", "B-PER", "I-PER"], f"the run in {tagger}")
+    assert ner_run.given_tags(init_checkpoint=str(tmp_path / "sentences")) is None  # a sentence classifier's labels
