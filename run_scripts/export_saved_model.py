@@ -17,7 +17,8 @@ serving signature that takes raw text.
 
 --export_type=classifier|squad|ner|swag reads the run's fine_tuning_task.json, bert_config.json
 and vocab.txt from the --init_checkpoint folder (a run's folder, one of its ckpt-N or a .keras
-file in it); --bert_config_file and --vocab_file override them, --seq_length (default: the run's
+file in it; or a fine-tuned Hugging Face folder: its class, id2label, config.json, vocab.txt);
+--bert_config_file and --vocab_file override them, --seq_length (default: the run's
 max_seq_length) sets the packing. The export is written under a temporary name and renamed when
 complete; an existing --export_dir is replaced only with --overwrite.
 """
@@ -38,7 +39,8 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string(
     "init_checkpoint", None,
-    "The model: Google's checkpoint (bert_model.ckpt), ours (a run's folder or OUTPUT_DIR/ckpt-N) or a .keras file.",
+    "The model: Google's checkpoint (bert_model.ckpt), ours (a run's folder or OUTPUT_DIR/ckpt-N), a .keras file "
+    "or a Hugging Face folder (its config.json, vocab.txt and casing are the defaults).",
 )
 flags.DEFINE_string(
     "vocab_file", None,
