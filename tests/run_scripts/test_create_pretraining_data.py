@@ -390,7 +390,8 @@ def test_the_papers_ablations_are_flags_and_bad_shares_fail_before_any_work(tmp_
     cases = [
         [*common, f"--output_file={bad}", "--mask_token_prob=-0.1"],
         [*common, f"--output_file={bad}", "--mask_token_prob=0.9", "--random_token_prob=0.2"],
-        # Table 8's last row (every chosen token kept) and single segments, for "No NSP".
+        # Every chosen token kept (no [MASK], no random id: the inputs are the labels), and
+        # single segments, for "No NSP".
         [*common, f"--output_file={out}", "--mask_token_prob=0", "--random_token_prob=0", "--next_sentence=false",
          "--dupe_factor=1", "--noprogress"],
     ]

@@ -256,9 +256,9 @@ def test_whole_word_masking():
         assert (3 in pos) == (5 in pos)
 
 
-# Table 8 of the paper (Appendix C.2): the split of the chosen tokens, as ([MASK], random) shares;
-# the rest keep their token.
-TABLE_8 = [(0.8, 0.1), (1.0, 0.0), (0.8, 0.0), (0.8, 0.2), (0.0, 0.2), (0.0, 0.0)]
+# Table 8 of the paper (Appendix C.2), rows MASK/SAME/RND 80/10/10, 100/0/0, 80/0/20, 80/20/0,
+# 0/20/80 and 0/0/100, as ([MASK], random) shares; the rest (SAME) keep their token.
+TABLE_8 = [(0.8, 0.1), (1.0, 0.0), (0.8, 0.2), (0.8, 0.0), (0.0, 0.8), (0.0, 1.0)]
 
 
 @pytest.mark.parametrize("mask_share, random_share", TABLE_8)

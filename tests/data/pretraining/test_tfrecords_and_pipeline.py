@@ -268,7 +268,8 @@ def test_dynamic_whole_word_masking_keeps_words_together():
         assert k <= 4 and len({1, 2, 3} & pos) in (0, 3)  # round(13 * 0.3) = 4
 
 
-TABLE_8 = [(0.8, 0.1), (1.0, 0.0), (0.8, 0.0), (0.8, 0.2), (0.0, 0.2), (0.0, 0.0)]  # ([MASK], random) shares
+# Table 8's rows (MASK/SAME/RND 80/10/10, 100/0/0, 80/0/20, 80/20/0, 0/20/80, 0/0/100) as ([MASK], random).
+TABLE_8 = [(0.8, 0.1), (1.0, 0.0), (0.8, 0.2), (0.8, 0.0), (0.0, 0.8), (0.0, 1.0)]
 
 
 @pytest.mark.parametrize("mask_share, random_share", TABLE_8)
