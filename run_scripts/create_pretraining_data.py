@@ -61,9 +61,7 @@ flags.DEFINE_bool("progress", True, "Show a progress bar with instances/s.")
 # The paper's ablations (new): Table 8's split of the chosen tokens, and §5.1's "No NSP".
 flags.DEFINE_float("mask_token_prob", 0.8, "Share of the chosen tokens replaced by [MASK].")
 flags.DEFINE_float("random_token_prob", 0.1, "Share replaced by a random token; the rest keep theirs.")
-flags.DEFINE_bool(
-    "next_sentence", True, "Sentence pairs for next-sentence prediction; false: single segments of contiguous text."
-)
+flags.DEFINE_bool("next_sentence", True, "Sentence pairs (next-sentence prediction); false: single segments.")
 
 for _name in ("input_file", "output_file", "vocab_file"):
     flags.mark_flag_as_required(_name)

@@ -38,9 +38,7 @@ common_flags.define_tpu_flags()
 # New flags.
 common_flags.define_training_flags()
 flags.DEFINE_string("eval_input_file", None, "Eval TF example files (default: --input_file, as the original).")
-flags.DEFINE_bool(
-    "next_sentence_prediction", True, "Train the next-sentence head and loss; false: the masked LM alone (No NSP)."
-)
+flags.DEFINE_bool("next_sentence_prediction", True, "The next-sentence head and loss; false: the masked LM alone.")
 
 for _name in ("input_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(_name)
