@@ -9,6 +9,8 @@
 Input: one sentence per line, blank lines between documents. Output: the original's features
 (input_ids, input_mask, segment_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights,
 next_sentence_labels), so files cross between this and the original release both ways.
+The paper's ablations: --mask_token_prob/--random_token_prob (Table 8), --next_sentence=false
+(single segments of contiguous text, for a masked LM without next-sentence prediction).
 
 Beyond the original: --num_workers processes, memory bounded by --shard_size_mb rather than by
 the corpus (whatever the text: a document or line longer than twice the shard size is cut),
@@ -56,6 +58,10 @@ flags.DEFINE_float(
     "shuffle draw from within a shard. A document (or line) longer than twice this is cut.",
 )
 flags.DEFINE_bool("progress", True, "Show a progress bar with instances/s.")
+# The paper's ablations (new): Table 8's split of the chosen tokens, and §5.1's "No NSP".
+flags.DEFINE_float("mask_token_prob", 0.8, "Share of the chosen tokens replaced by [MASK].")
+flags.DEFINE_float("random_token_prob", 0.1, "Share replaced by a random token; the rest keep theirs.")
+flags.DEFINE_bool("next_sentence", True, "Sentence pairs (next-sentence prediction); false: single segments.")
 
 for _name in ("input_file", "output_file", "vocab_file"):
     flags.mark_flag_as_required(_name)
@@ -98,9 +104,13 @@ def _run(workers):
         dupe_factor=FLAGS.dupe_factor,
         masked_lm_prob=FLAGS.masked_lm_prob,
         short_seq_prob=FLAGS.short_seq_prob,
+        mask_token_prob=FLAGS.mask_token_prob,
+        random_token_prob=FLAGS.random_token_prob,
+        next_sentence=FLAGS.next_sentence,
     )
     job = library_call(
-        lambda: creation.plan_job(config, FLAGS.input_file, output_files, FLAGS.num_workers, FLAGS.shard_size_mb)
+        lambda: creation.plan_job(config, FLAGS.input_file, output_files, FLAGS.num_workers, FLAGS.shard_size_mb),
+        flag_names=("mask_token_prob", "random_token_prob"),
     )
     for warning in config.warnings():
         logging.warning("--%s", warning)

@@ -7,9 +7,10 @@
       --max_seq_length=128 --max_predictions_per_seq=20 --num_train_steps=20 \
       --num_warmup_steps=10 --learning_rate=2e-5
 
-A command line written for the original runs unchanged. Started again with the same command,
-a run resumes from the latest checkpoint in --output_dir (same step, optimizer state, schedule,
-data position and dropout seeds: it ends as an uninterrupted run does); a run whose
+A command line written for the original runs unchanged; --next_sentence_prediction=false trains
+the masked LM alone on the same records (the paper's "No NSP"). Started again with the same
+command, a run resumes from the latest checkpoint in --output_dir (same step, optimizer state,
+schedule, data position and dropout seeds: it ends as an uninterrupted run does); a run whose
 num_train_steps is reached only evaluates. Bad flags, paths and files are one-line errors before
 training (the first record of every train and eval file is checked: a TFRecord at all, the
 flags' lengths, ids below vocab_size); a record found damaged later, or a full disk, is one line
@@ -37,6 +38,7 @@ common_flags.define_tpu_flags()
 # New flags.
 common_flags.define_training_flags()
 flags.DEFINE_string("eval_input_file", None, "Eval TF example files (default: --input_file, as the original).")
+flags.DEFINE_bool("next_sentence_prediction", True, "The next-sentence head and loss; false: the masked LM alone.")
 
 for _name in ("input_file", "output_dir"):
     flags.mark_flag_as_required(_name)
@@ -107,6 +109,7 @@ def main(argv):
         num_train_steps=FLAGS.num_train_steps,
         num_warmup_steps=FLAGS.num_warmup_steps,
         max_eval_steps=FLAGS.max_eval_steps,
+        next_sentence_prediction=FLAGS.next_sentence_prediction,
     )
     strategy = common_flags.create_strategy(FLAGS)
     common_flags.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)

@@ -96,11 +96,12 @@ def original_variable_map(model) -> dict:
                 "cls/predictions/transform/LayerNorm/gamma": _Entry(mlm.transform_layer_norm.gamma),
                 "cls/predictions/transform/LayerNorm/beta": _Entry(mlm.transform_layer_norm.beta),
                 "cls/predictions/output_bias": _Entry(mlm.output_bias),
-                # Stored as [2, hidden] by the original; our Dense kernel is [hidden, 2].
-                "cls/seq_relationship/output_weights": _Entry(nsp.dense.kernel, transpose=True),
-                "cls/seq_relationship/output_bias": _Entry(nsp.dense.bias),
             }
         )
+        if nsp is not None:  # None: pre-training without next-sentence prediction
+            # Stored as [2, hidden] by the original; our Dense kernel is [hidden, 2].
+            out["cls/seq_relationship/output_weights"] = _Entry(nsp.dense.kernel, transpose=True)
+            out["cls/seq_relationship/output_bias"] = _Entry(nsp.dense.bias)
         return out
     kind = registry.of_model(model)
     if kind is not None:

@@ -87,18 +87,23 @@ class BertPretrainer(keras.Model):
     """A `BertEncoder` plus the masked-LM head (tied to the word embeddings) and the
     next-sentence head, as the original `run_pretraining.model_fn`.
 
+    next_sentence_prediction: False drops the next-sentence head and loss: the masked LM alone
+    (the paper's "No NSP", §5.1), trained on the same records.
+
     Inputs (a dict): the encoder's three inputs plus
         masked_lm_positions: int32 `[batch, num_predictions]`.
     Outputs (a dict):
         masked_lm_logits: float32 `[batch, num_predictions, vocab_size]`.
-        next_sentence_logits: float32 `[batch, 2]`.
+        next_sentence_logits: float32 `[batch, 2]` (only with next_sentence_prediction).
 
     Training: `fit` with `x` = the inputs and `y` = a dict of `masked_lm_ids`,
-    `masked_lm_weights` and `next_sentence_labels`; `compute_loss` returns the original's total
-    (masked-LM loss + next-sentence loss), so `compile` needs only an optimizer.
+    `masked_lm_weights` and `next_sentence_labels` (not needed without next-sentence
+    prediction); `compute_loss` returns the original's total (masked-LM loss + next-sentence
+    loss), so `compile` needs only an optimizer.
     """
 
-    def __init__(self, encoder: BertEncoder, dtype=None, **kwargs):
+    def __init__(self, encoder: BertEncoder, dtype=None, next_sentence_prediction=True, **kwargs):
+        dtype_policy = dtype if dtype is not None else encoder.dtype_policy
         # === Layers ===
         self.encoder = encoder
         self.masked_lm = MaskedLMHead(
@@ -107,15 +112,14 @@ class BertPretrainer(keras.Model):
             hidden_act=encoder.hidden_act,
             initializer_range=encoder.initializer_range,
             embedding_layer=encoder.embeddings,
-            dtype=dtype if dtype is not None else encoder.dtype_policy,
+            dtype=dtype_policy,
             name="masked_lm",
         )
-        self.next_sentence = ClassificationHead(
-            num_classes=2,
-            initializer_range=encoder.initializer_range,
-            dtype=dtype if dtype is not None else encoder.dtype_policy,
-            name="next_sentence",
-        )
+        self.next_sentence = None
+        if next_sentence_prediction:
+            self.next_sentence = ClassificationHead(
+                num_classes=2, initializer_range=encoder.initializer_range, dtype=dtype_policy, name="next_sentence"
+            )
 
         # === Functional model ===
         inputs = encoder_inputs()
@@ -123,41 +127,53 @@ class BertPretrainer(keras.Model):
             shape=(None,), dtype="int32", name="masked_lm_positions"
         )
         # The heads read only the first token and the masked positions of the last layer.
-        rows = ops.concatenate([first_row(inputs), inputs["masked_lm_positions"]], axis=1)
-        last = last_layer_rows(encoder, inputs, rows)  # [batch, 1 + predictions, hidden]
-        outputs = {
-            "masked_lm_logits": self.masked_lm(last[:, 1:, :]),
-            "next_sentence_logits": self.next_sentence(encoder.pooler_dense(last[:, 0, :])),
-        }
+        if next_sentence_prediction:
+            rows = ops.concatenate([first_row(inputs), inputs["masked_lm_positions"]], axis=1)
+            last = last_layer_rows(encoder, inputs, rows)  # [batch, 1 + predictions, hidden]
+            outputs = {
+                "masked_lm_logits": self.masked_lm(last[:, 1:, :]),
+                "next_sentence_logits": self.next_sentence(encoder.pooler_dense(last[:, 0, :])),
+            }
+        else:
+            last = last_layer_rows(encoder, inputs, inputs["masked_lm_positions"])  # [batch, predictions, hidden]
+            outputs = {"masked_lm_logits": self.masked_lm(last)}
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = dtype if dtype is not None else encoder.dtype_policy
+        self.dtype_policy = dtype_policy
+
+        # === Config ===
+        self.next_sentence_prediction = next_sentence_prediction
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if y is None:
-            raise ValueError(
-                "BertPretrainer needs labels: y = {'masked_lm_ids', 'masked_lm_weights', "
-                "'next_sentence_labels'}"
-            )
+            names = "'masked_lm_ids', 'masked_lm_weights'"
+            if self.next_sentence_prediction:
+                names += ", 'next_sentence_labels'"
+            raise ValueError(f"BertPretrainer needs labels: y = {{{names}}}")
         losses = self.pretraining_losses(y, y_pred)
-        total = losses["masked_lm_loss"] + losses["next_sentence_loss"]
+        total = losses["masked_lm_loss"]
+        if "next_sentence_loss" in losses:
+            total = total + losses["next_sentence_loss"]
         if self.losses:
             total = total + ops.sum(ops.stack([ops.cast(loss, "float32") for loss in self.losses]))
         return total
 
     @staticmethod
     def pretraining_losses(labels, outputs):
-        """The two losses of the original, as a dict of float32 scalars."""
-        return {
+        """The losses of the original, as a dict of float32 scalars: masked_lm_loss, and
+        next_sentence_loss when `outputs` has next-sentence logits."""
+        losses = {
             "masked_lm_loss": masked_lm_loss(
                 outputs["masked_lm_logits"], labels["masked_lm_ids"], labels["masked_lm_weights"]
-            ),
-            "next_sentence_loss": next_sentence_loss(
-                outputs["next_sentence_logits"], labels["next_sentence_labels"]
-            ),
+            )
         }
+        if "next_sentence_logits" in outputs:
+            losses["next_sentence_loss"] = next_sentence_loss(
+                outputs["next_sentence_logits"], labels["next_sentence_labels"]
+            )
+        return losses
 
     def get_config(self):
-        return task_model_config(self)
+        return {**task_model_config(self), "next_sentence_prediction": self.next_sentence_prediction}
 
     @classmethod
     def from_config(cls, config):

@@ -4,7 +4,8 @@ settings under the original's flag names.
 
 The masked-LM loss is sum(weights * xent) / (sum(weights) + 1e-5) and the next-sentence loss
 the mean over all examples, both over the global batch (`normalizers`), as the original
-computes them on one device.
+computes them on one device. Without next-sentence prediction (the paper's "No NSP", §5.1) the
+masked-LM loss is the whole loss, and no next-sentence sum, log or result exists.
 """
 
 import dataclasses
@@ -25,48 +26,57 @@ from bert_tf.training.trainer import Trainer, TrainingSettings
 
 
 def pretraining_sums(labels, outputs):
-    """Per-batch sums from which every loss and metric of the original is computed."""
+    """Per-batch sums from which every loss and metric of the original is computed (the
+    next-sentence ones only when `outputs` has next-sentence logits)."""
     logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
     ids = tf.cast(labels["masked_lm_ids"], tf.int32)
     weights = tf.cast(labels["masked_lm_weights"], tf.float32)
     correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), ids), tf.float32)
-    nsp_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
-    nsp_labels = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
-    nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), nsp_labels), tf.float32)
-    return {
+    sums = {
         "mlm_loss_sum": tf.reduce_sum(weights * masked_lm_xent(logits, ids)),
         "mlm_weight": tf.reduce_sum(weights),
         "mlm_correct": tf.reduce_sum(weights * correct),
-        "nsp_loss_sum": tf.reduce_sum(next_sentence_xent(nsp_logits, nsp_labels)),
-        "nsp_correct": tf.reduce_sum(nsp_correct),
-        "examples": tf.cast(tf.shape(nsp_labels)[0], tf.float32),
     }
+    if "next_sentence_logits" in outputs:
+        nsp_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
+        nsp_labels = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
+        nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), nsp_labels), tf.float32)
+        sums["nsp_loss_sum"] = tf.reduce_sum(next_sentence_xent(nsp_logits, nsp_labels))
+        sums["nsp_correct"] = tf.reduce_sum(nsp_correct)
+    sums["examples"] = tf.cast(tf.shape(ids)[0], tf.float32)
+    return sums
 
 
 def metrics_from_sums(sums):
-    """The original's names and meanings (masked-LM metrics weighted by masked_lm_weights)."""
+    """The original's names and meanings (masked-LM metrics weighted by masked_lm_weights);
+    next-sentence ones only when `sums` has them."""
     w, n = max(float(sums["mlm_weight"]), 1e-12), max(float(sums["examples"]), 1e-12)
-    return {
+    metrics = {
         "masked_lm_loss": float(sums["mlm_loss_sum"]) / w,
         "masked_lm_accuracy": float(sums["mlm_correct"]) / w,
-        "next_sentence_loss": float(sums["nsp_loss_sum"]) / n,
-        "next_sentence_accuracy": float(sums["nsp_correct"]) / n,
     }
+    if "nsp_loss_sum" in sums:
+        metrics["next_sentence_loss"] = float(sums["nsp_loss_sum"]) / n
+        metrics["next_sentence_accuracy"] = float(sums["nsp_correct"]) / n
+    return metrics
 
 
 class PretrainingTask(Task):
-    """BertPretrainer on the original's pre-training TFRecords (`data`: files or patterns)."""
+    """BertPretrainer on the original's pre-training TFRecords (`data`: files or patterns);
+    `next_sentence_prediction=False` trains the masked LM alone on the same records."""
 
-    sum_names = ("mlm_loss_sum", "mlm_weight", "mlm_correct", "nsp_loss_sum", "nsp_correct", "examples")
-
-    def __init__(self, bert_config, max_seq_length=128, max_predictions_per_seq=20):
+    def __init__(self, bert_config, max_seq_length=128, max_predictions_per_seq=20, next_sentence_prediction=True):
         bert_config.check_seq_length(max_seq_length)
         self.bert_config = bert_config
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
+        self.next_sentence_prediction = next_sentence_prediction
+        nsp = ("nsp_loss_sum", "nsp_correct") if next_sentence_prediction else ()
+        self.sum_names = ("mlm_loss_sum", "mlm_weight", "mlm_correct", *nsp, "examples")
 
     def build_model(self):
-        return BertPretrainer(BertEncoder.from_bert_config(self.bert_config))
+        encoder = BertEncoder.from_bert_config(self.bert_config)
+        return BertPretrainer(encoder, next_sentence_prediction=self.next_sentence_prediction)
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         # Eval and predict read the files in order, dropping a last partial batch (fixed shapes).
@@ -86,21 +96,21 @@ class PretrainingTask(Task):
     def normalizers(self, labels):
         return {
             "mlm_weight": tf.reduce_sum(tf.cast(labels["masked_lm_weights"], tf.float32)),
-            "examples": tf.cast(tf.shape(labels["next_sentence_labels"])[0], tf.float32),
+            "examples": tf.cast(tf.shape(labels["masked_lm_ids"])[0], tf.float32),
         }
 
     def sums(self, labels, outputs):
         return pretraining_sums(labels, outputs)
 
     def loss(self, sums, normalizers):
-        return (
-            sums["mlm_loss_sum"] / (normalizers["mlm_weight"] + MASKED_LM_DENOMINATOR_EPSILON)
-            + sums["nsp_loss_sum"] / normalizers["examples"]
-        )
+        loss = sums["mlm_loss_sum"] / (normalizers["mlm_weight"] + MASKED_LM_DENOMINATOR_EPSILON)
+        if self.next_sentence_prediction:
+            loss = loss + sums["nsp_loss_sum"] / normalizers["examples"]
+        return loss
 
     def train_logs(self, sums):
         logs = metrics_from_sums(sums)
-        logs["loss"] = logs["masked_lm_loss"] + logs["next_sentence_loss"]
+        logs["loss"] = logs["masked_lm_loss"] + logs.get("next_sentence_loss", 0.0)
         return logs
 
     def eval_results(self, sums, gathered, batch_losses):
@@ -117,6 +127,7 @@ class PretrainingSettings(TrainingSettings):
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
     max_eval_steps: int | None = 100
+    next_sentence_prediction: bool = True
 
 
 class Pretraining(Trainer):
@@ -124,7 +135,9 @@ class Pretraining(Trainer):
     max_eval_steps batches with the files read in order."""
 
     def __init__(self, bert_config, settings: PretrainingSettings, strategy):
-        task = PretrainingTask(bert_config, settings.max_seq_length, settings.max_predictions_per_seq)
+        task = PretrainingTask(
+            bert_config, settings.max_seq_length, settings.max_predictions_per_seq, settings.next_sentence_prediction
+        )
         super().__init__(task, settings, strategy)
 
 

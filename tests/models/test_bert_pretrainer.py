@@ -123,3 +123,32 @@ def test_trains_under_mixed_precision_and_round_trips(config, policy, tmp_path):
     keras.mixed_precision.set_global_policy("float32")
     loaded = assert_keras_file_round_trip(model, x, tmp_path)
     assert loaded.encoder.dtype_policy.name == policy
+
+
+def test_without_next_sentence_prediction_the_masked_lm_is_trained_alone(config, tmp_path):
+    # The paper's "No NSP" (§5.1): no next-sentence head, output or loss; the masked LM the same.
+    with_nsp = BertPretrainer(BertEncoder.from_bert_config(config))
+    model = BertPretrainer(BertEncoder.from_bert_config(config), next_sentence_prediction=False, name="mlm")
+    assert model.next_sentence is None
+    assert len(model.trainable_weights) == 39 + 5  # the encoder's (pooler included) + masked LM
+    model.set_weights([w.numpy() for w in with_nsp.weights if "next_sentence" not in w.path])
+    x = tiny_inputs(config)
+    y = _labels(config, x)
+    del y["next_sentence_labels"]  # not needed
+    out = model(x)
+    assert sorted(out) == ["masked_lm_logits"]
+    np.testing.assert_allclose(out["masked_lm_logits"], with_nsp(x)["masked_lm_logits"], atol=1e-5)
+    ref_mlm, _ = numpy_bert.pretraining_loss(
+        np.asarray(out["masked_lm_logits"], np.float64), np.zeros((3, 2)), y["masked_lm_ids"],
+        y["masked_lm_weights"], np.zeros(3, np.int64),
+    )
+    assert abs(float(model.compute_loss(x, y, out)) - ref_mlm) < 1e-5
+    assert sorted(BertPretrainer.pretraining_losses(y, out)) == ["masked_lm_loss"]
+    with pytest.raises(ValueError, match=r"needs labels: y = \{'masked_lm_ids', 'masked_lm_weights'\}"):
+        model.compute_loss(x, None, None)
+
+    assert model.get_config()["next_sentence_prediction"] is False
+    assert_config_round_trip(model)
+    loaded = assert_keras_file_round_trip(model, x, tmp_path)
+    assert loaded.next_sentence_prediction is False and loaded.next_sentence is None
+    assert with_nsp.get_config()["next_sentence_prediction"] is True

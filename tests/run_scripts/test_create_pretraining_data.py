@@ -380,3 +380,38 @@ def test_bad_paths_fail_before_any_work_memory_follows_the_shard_size_and_a_full
     assert sorted(f for f in os.listdir(tmp_path) if not f.startswith(".full.tfrecord.work-")) == [
         "corpus.txt", "file", "folder", "long.txt", "o.tfrecord"
     ]  # nothing partial beside the work folder, which a rerun resumes from
+
+
+@pytest.mark.slow
+def test_the_papers_ablations_are_flags_and_bad_shares_fail_before_any_work(tmp_path):
+    common = [f"--input_file={CORPUS}", f"--vocab_file={VOCAB}", "--max_seq_length=64", "--max_predictions_per_seq=10"]
+    bad = str(tmp_path / "bad.tfrecord")
+    out = str(tmp_path / "o.tfrecord")
+    cases = [
+        [*common, f"--output_file={bad}", "--mask_token_prob=-0.1"],
+        [*common, f"--output_file={bad}", "--mask_token_prob=0.9", "--random_token_prob=0.2"],
+        # Every chosen token kept (no [MASK], no random id: the inputs are the labels), and
+        # single segments, for "No NSP".
+        [*common, f"--output_file={out}", "--mask_token_prob=0", "--random_token_prob=0", "--next_sentence=false",
+         "--dupe_factor=1", "--noprogress"],
+    ]
+    outcomes, _, _ = run_cases("create_pretraining_data", cases)
+    error = "create_pretraining_data.py: error: "
+    assert outcomes == [
+        f"{error}--mask_token_prob=-0.1 must be in [0, 1]",
+        f"{error}--mask_token_prob=0.9 + --random_token_prob=0.2 = 1.1 is above 1",
+        "ok",
+    ]
+    assert sorted(os.listdir(tmp_path)) == ["o.tfrecord"]
+    tokenizer = FullTokenizer(VOCAB)
+    cls, sep, mask = (tokenizer.vocab[t] for t in ("[CLS]", "[SEP]", "[MASK]"))
+    records = _read_all([out], 64, 10)
+    assert len(records) > 20
+    for x, y in records:
+        n = int(x["input_mask"].sum())
+        ids = x["input_word_ids"][:n]
+        k = int(y["masked_lm_weights"].sum())
+        assert k == min(10, max(1, round(n * 0.15)))
+        assert (ids[x["masked_lm_positions"][:k]] == y["masked_lm_ids"][:k]).all() and mask not in ids
+        assert ids[0] == cls and ids[-1] == sep and sep not in ids[:-1]
+        assert not x["input_type_ids"].any() and y["next_sentence_labels"][0] == 0

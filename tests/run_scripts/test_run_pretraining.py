@@ -184,6 +184,37 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
     )
 
 
+def test_no_nsp_trains_the_masked_lm_alone_on_single_segments_and_fine_tuning_starts_from_it(tmp_path):
+    """§5.1's "No NSP" from the embedded corpus: single-segment records, pre-training without the
+    next-sentence head, then a classifier initialised from the run's checkpoint."""
+    from bert_tf import BertClassifier, BertEncoder
+    from bert_tf.checkpoints import restore
+    from bert_tf.config import BertConfig
+    from bert_tf.data.pretraining import creation
+
+    data_dir = os.path.join(REPO, "data")
+    records = str(tmp_path / "single.tfrecord")
+    config = creation.PretrainingDataConfig(
+        vocab_file=os.path.join(data_dir, "vocab.txt"), max_seq_length=64, max_predictions_per_seq=10,
+        dupe_factor=1, next_sentence=False,
+    )
+    creation.run_job(creation.plan_job(config, os.path.join(data_dir, "corpus.txt"), [records]))
+    config_file = os.path.join(data_dir, "bert_config_tiny.json")
+    out = tmp_path / "out"
+    flags = _flags(
+        config_file, records, out, max_seq_length=64, max_predictions_per_seq=10, num_train_steps=20,
+        save_checkpoints_steps=20, next_sentence_prediction=False,
+    )
+    result = run_script("run_pretraining.py", *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
+    assert set(results) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"}
+    assert results["global_step"] == "20"
+
+    classifier = BertClassifier(BertEncoder.from_bert_config(BertConfig.from_json_file(config_file)), num_classes=2)
+    assert restore(classifier, str(out)).not_found == ["the BertClassifier head"]
+
+
 def _free_port():
     import socket
 

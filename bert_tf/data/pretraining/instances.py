@@ -1,5 +1,7 @@
 """Masked-LM / next-sentence training instances from documents, with the rules of the original
-`create_pretraining_data.py` (pure Python + numpy; no TensorFlow).
+`create_pretraining_data.py` (pure Python + numpy; no TensorFlow), and the paper's ablations of
+them: other splits of the chosen tokens (Appendix C.2, Table 8) and single-segment instances for
+a masked LM without next-sentence prediction (§5.1's "No NSP").
 
 A shard's WordPiece ids are one flat int array; a document is the list of its sentence
 boundaries in it (`[s_0, s_1, ..., s_n]`: sentence j is `tokens[s_j : s_(j+1)]`). Segments A and B are
@@ -27,6 +29,23 @@ class MaskingConfig:
     max_predictions_per_seq: int = 20
     # Whole-word masking: bool `[vocab_size]`, True for "##" continuation pieces; None = off.
     is_continuation: np.ndarray | None = None
+    # What a chosen token becomes (Table 8): [MASK], a random id, or (the rest) itself.
+    mask_token_prob: float = 0.8
+    random_token_prob: float = 0.1
+
+
+def check_replacement_split(mask_token_prob, random_token_prob):
+    """Raises ValueError unless both shares are in [0, 1] and add up to at most 1 (the rest of
+    the chosen tokens keep their id)."""
+    for name, share in (("mask_token_prob", mask_token_prob), ("random_token_prob", random_token_prob)):
+        if not 0 <= share <= 1:
+            raise ValueError(f"{name}={share} must be in [0, 1]")
+    # A tolerance for sums such as 0.7 + 0.3 that round a hair above 1.
+    if mask_token_prob + random_token_prob > 1 + 1e-9:
+        raise ValueError(
+            f"mask_token_prob={mask_token_prob} + random_token_prob={random_token_prob} = "
+            f"{mask_token_prob + random_token_prob:g} is above 1"
+        )
 
 
 def flatten_documents(documents):
@@ -46,20 +65,26 @@ def flatten_documents(documents):
     return tokens, bounded
 
 
-def create_instances_from_document(documents, document_index, max_seq_length, short_seq_prob, rng):
+def create_instances_from_document(
+    documents, document_index, max_seq_length, short_seq_prob, rng, next_sentence=True
+):
     """The original `create_instances_from_document`, before truncation and masking.
 
     documents: lists of sentence boundaries (see the module docstring). Returns a list of
     `(a_start, a_end, b_start, b_end, is_random_next)`, ranges of the flat ids; the instance is
     [CLS] A [SEP] B [SEP] once `truncate_pairs` has cut A + B to max_seq_length - 3.
+
+    With `next_sentence=False`, single segments instead (`single_segment_instances`).
     """
     bounds = documents[document_index]
     num_sentences = len(bounds) - 1
-    max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
+    max_num_tokens = max_seq_length - (3 if next_sentence else 2)  # [CLS], [SEP] (, [SEP])
     # Usually fill the sequence; sometimes (short_seq_prob) aim shorter, to match fine-tuning.
     target_seq_length = max_num_tokens
     if rng.random() < short_seq_prob:
         target_seq_length = rng.randint(2, max_num_tokens)
+    if not next_sentence:
+        return single_segment_instances(bounds, target_seq_length)
 
     instances = []
     chunk_start = 0  # the current chunk is sentences chunk_start..i
@@ -99,17 +124,34 @@ def create_instances_from_document(documents, document_index, max_seq_length, sh
     return instances
 
 
-def create_instances(documents, max_seq_length, short_seq_prob, dupe_factor, rng):
+def single_segment_instances(bounds, target_seq_length):
+    """A document's instances without a next-sentence task: each a run of its consecutive
+    sentences, taken as the original takes a chunk (sentences added until the target length is
+    reached; `truncate_pairs` cuts an overshoot), laid out [CLS] A [SEP] with segment ids all 0.
+    No instance spans two documents (RoBERTa's DOC-SENTENCES), so a document's last one may be
+    short. Returns rows as `create_instances_from_document`'s, with B empty and the label 0.
+    """
+    instances, start = [], 0
+    for i in range(len(bounds) - 1):
+        if i == len(bounds) - 2 or bounds[i + 1] - bounds[start] >= target_seq_length:
+            instances.append((bounds[start], bounds[i + 1], bounds[i + 1], bounds[i + 1], False))
+            start = i + 1
+    return instances
+
+
+def create_instances(documents, max_seq_length, short_seq_prob, dupe_factor, rng, next_sentence=True):
     """The original `create_training_instances` after tokenization: shuffle the documents, make
     `dupe_factor` passes over them, shuffle the instances. Returns int64 `[n, 5]` rows of
-    `create_instances_from_document` (untruncated)."""
+    `create_instances_from_document` (untruncated; single segments with `next_sentence=False`)."""
     documents = list(documents)
     rng.shuffle(documents)
     instances = []
     for _ in range(dupe_factor):
         for document_index in range(len(documents)):
             instances.extend(
-                create_instances_from_document(documents, document_index, max_seq_length, short_seq_prob, rng)
+                create_instances_from_document(
+                    documents, document_index, max_seq_length, short_seq_prob, rng, next_sentence
+                )
             )
     rng.shuffle(instances)
     return np.array(instances, np.int64).reshape(-1, 5)
@@ -151,11 +193,14 @@ def pack_instances(tokens, ranges, max_seq_length, cls_id, sep_id):
     ([CLS] A [SEP] -> 0, B [SEP] -> 1), plus lengths `[n]`.
 
     tokens: the flat ids; ranges: int `[n, 4]` (a_start, a_end, b_start, b_end), already fitting
-    in max_seq_length - 3.
+    in max_seq_length - 3; or `[n, 2]` (a_start, a_end), fitting in max_seq_length - 2, for single
+    segments [CLS] A [SEP] (segment ids all 0).
     """
-    a0, a1, b0, b1 = np.asarray(ranges, np.int64).T
+    ranges = np.asarray(ranges, np.int64)
+    a0, a1 = ranges[:, 0], ranges[:, 1]
+    b0, b1 = (ranges[:, 2], ranges[:, 3]) if ranges.shape[1] == 4 else (a1, a1)
     len_a, len_b = a1 - a0, b1 - b0
-    lengths = len_a + len_b + 3
+    lengths = len_a + len_b + (3 if ranges.shape[1] == 4 else 2)
     n = len(lengths)
     ids = np.zeros((n, max_seq_length), np.int32)
     flat = ids.reshape(-1)
@@ -166,7 +211,7 @@ def pack_instances(tokens, ranges, max_seq_length, cls_id, sep_id):
         flat[(rows * max_seq_length + first_column)[run] + offset] = tokens[source[run] + offset]
     ids[:, 0] = cls_id
     ids[rows, len_a + 1] = sep_id
-    ids[rows, lengths - 1] = sep_id
+    ids[rows, lengths - 1] = sep_id  # the same [SEP] for a single segment
     column = np.arange(max_seq_length)
     segment_ids = ((column >= (len_a + 2)[:, None]) & (column < lengths[:, None])).astype(np.int32)
     return ids, segment_ids, lengths
@@ -180,10 +225,17 @@ def num_to_predict(lengths, masked_lm_prob, max_predictions_per_seq):
 
 
 def _replacements(original, config, rng):
-    """80% [MASK], 10% unchanged, 10% a uniformly random vocab id (any id, as the original)."""
+    """[MASK] with mask_token_prob (80% by default), a uniformly random vocab id (any id, as the
+    original) with random_token_prob (10%), else unchanged.
+
+    One uniform draw per token: [MASK] below mask_token_prob, a random id from
+    1 - random_token_prob up, so the default split cuts at 0.8 and 0.9 exactly as before and
+    every split draws the same numbers (only the replacements differ, never the positions).
+    """
     u = rng.random(original.shape)
     random_ids = rng.integers(0, config.vocab_size, size=original.shape)
-    return np.where(u < 0.8, config.mask_id, np.where(u < 0.9, original, random_ids))
+    kept = np.where(u < 1 - config.random_token_prob, original, random_ids)
+    return np.where(u < config.mask_token_prob, config.mask_id, kept)
 
 
 def mask_instances(input_ids, lengths, config, rng):

@@ -5,6 +5,7 @@ import dataclasses
 import tensorflow as tf
 
 from bert_tf.data import tfrecords
+from bert_tf.data.pretraining.instances import check_replacement_split
 from bert_tf.io_utils import expand_patterns
 
 
@@ -13,7 +14,8 @@ class DynamicMasking:
     """Masks drawn afresh every time a record is read (RoBERTa-style), with the original rules:
     num_to_predict = min(max_predictions, max(1, round(len * masked_lm_prob))), never [CLS]/[SEP],
     80% [MASK] / 10% unchanged / 10% random id, optionally whole words (`continuation_ids`: the
-    ids of "##" pieces)."""
+    ids of "##" pieces). `mask_token_prob` and `random_token_prob` set another split of the
+    chosen tokens (the paper's Table 8; the rest keep their id)."""
 
     cls_id: int
     sep_id: int
@@ -21,6 +23,11 @@ class DynamicMasking:
     vocab_size: int
     masked_lm_prob: float = 0.15
     continuation_ids: tuple | None = None
+    mask_token_prob: float = 0.8
+    random_token_prob: float = 0.1
+
+    def __post_init__(self):
+        check_replacement_split(self.mask_token_prob, self.random_token_prob)
 
     @classmethod
     def from_vocab(cls, vocab, whole_word=False, **kwargs):
@@ -204,9 +211,11 @@ def remask(features, config: DynamicMasking, seed=None):
     positions = tf.where(valid, positions, 0)
     labels = tf.where(valid, tf.gather(ids, positions, batch_dims=1), 0)
 
+    # One draw per token, cut as `instances._replacements` cuts it (0.8 and 0.9 by default).
     u = _uniform([B, P], seed, 2)
     random_ids = tf.cast(tf.math.floor(_uniform([B, P], seed, 3) * config.vocab_size), tf.int32)
-    replacement = tf.where(u < 0.8, config.mask_id, tf.where(u < 0.9, labels, random_ids))
+    kept = tf.where(u < 1 - config.random_token_prob, labels, random_ids)
+    replacement = tf.where(u < config.mask_token_prob, config.mask_id, kept)
     rows = tf.broadcast_to(tf.range(B)[:, None], [B, P])
     index = tf.stack([tf.boolean_mask(rows, valid), tf.boolean_mask(positions, valid)], axis=1)
     masked = tf.tensor_scatter_nd_update(ids, index, tf.boolean_mask(replacement, valid))

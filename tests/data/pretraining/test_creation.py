@@ -166,3 +166,104 @@ def test_the_report_names_settings_with_the_callers_prefix(tmp_path):
     ]
     cut = creation.Stats(cut_lines=2)
     assert "longer than twice shard_size_mb=0.5 and" in creation.Summary(job, cut, 0, 1.0).report()[0][1]
+
+
+# ---------------------------------------------------------------------------------------------
+# The paper's ablations: the split of the chosen tokens (Table 8) and single segments (No NSP).
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data")
+# sha256 of the files that the code before these options existed (commit 72d3cb4) wrote from
+# data/corpus.txt with these settings and the default split: the defaults still write them.
+BEFORE_THE_OPTIONS = {
+    "plain": (
+        dict(random_seed=12345),
+        "4efec5715478b142865244aa8600da0b65ee33ac9533108e330beb735d07c35a",
+        "8005f3bb5d3ecb7de120daf21028025165aaf8569acb2a3be70a42aa5fd0a8e7",
+    ),
+    "whole_word": (
+        dict(random_seed=7, do_whole_word_mask=True),
+        "75b054afbb29858f817c3e40dad5a0857b05cc82bd3bdc4077109bdca6c051b5",
+        "2a5124bd6a79fd182e47b0f02fd7998d3d3b76bfc208d20367166b957582d1ba",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BEFORE_THE_OPTIONS))
+def test_the_defaults_write_the_same_bytes_as_before_the_options(tmp_path, case):
+    import hashlib
+
+    settings, *expected = BEFORE_THE_OPTIONS[case]
+    config = creation.PretrainingDataConfig(
+        vocab_file=os.path.join(DATA, "vocab.txt"), max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2,
+        **settings,
+    )
+    outputs = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
+    creation.create_pretraining_data(config, [os.path.join(DATA, "corpus.txt")], outputs, shard_bytes=4000)
+    assert [hashlib.sha256(open(path, "rb").read()).hexdigest() for path in outputs] == expected
+
+
+def _features(path):
+    return [{k: list(v.int64_list.value or v.float_list.value) for k, v in r.features.feature.items()}
+            for r in _records(path)]
+
+
+def test_other_splits_change_only_what_the_chosen_tokens_become(tmp_path, corpus):
+    written = {}
+    for split in ((0.8, 0.1), (0.0, 0.0), (1.0, 0.0)):
+        out = str(tmp_path / f"{split}.tfrecord")
+        config = _config(tmp_path, mask_token_prob=split[0], random_token_prob=split[1])
+        creation.run_job(creation.plan_job(config, corpus, [out]))
+        written[split] = _features(out)
+    default, keep, mask = written[(0.8, 0.1)], written[(0.0, 0.0)], written[(1.0, 0.0)]
+    assert len(default) == len(keep) == len(mask) > 0
+    for d, k, m in zip(default, keep, mask, strict=True):
+        for name in d:
+            if name != "input_ids":  # the same instances, positions and labels
+                assert d[name] == k[name] == m[name], name
+        chosen = [p for p, w in zip(d["masked_lm_positions"], d["masked_lm_weights"], strict=True) if w]
+        unmasked = list(d["input_ids"])
+        for p, label in zip(chosen, d["masked_lm_ids"], strict=False):
+            unmasked[p] = label
+        assert k["input_ids"] == unmasked  # every chosen token kept
+        assert m["input_ids"] == [4 if p in chosen else t for p, t in enumerate(unmasked)]  # all [MASK]
+
+
+def test_without_next_sentence_each_instance_is_one_run_of_a_document(tmp_path, corpus):
+    from bert_tf.tokenization import FullTokenizer
+
+    # Room for each whole document (18, 11 and 3 pieces) and no short targets: one instance each.
+    config = _config(
+        tmp_path, max_seq_length=24, max_predictions_per_seq=4, dupe_factor=1, short_seq_prob=0.0, next_sentence=False
+    )
+    out = str(tmp_path / "o.tfrecord")
+    summary = creation.run_job(creation.plan_job(config, corpus, [out]))
+    tokenizer = FullTokenizer(config.vocab_file)
+    documents = [
+        [i for line in text.strip().splitlines() for i in tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))]
+        for text in CORPUS.split("\n\n")
+    ]
+    rows = []
+    for f in _features(out):
+        n = sum(f["input_mask"])
+        ids = list(f["input_ids"])
+        for p, label, w in zip(f["masked_lm_positions"], f["masked_lm_ids"], f["masked_lm_weights"], strict=True):
+            if w:
+                ids[p] = label
+        assert ids[0] == 2 and ids[n - 1] == 3 and not {2, 3} & set(ids[1 : n - 1])  # [CLS] A [SEP]
+        assert not any(f["segment_ids"]) and f["next_sentence_labels"] == [0]
+        rows.append(ids[1 : n - 1])
+    assert sorted(rows) == sorted(documents) and summary.stats.random_next == 0
+
+
+def test_a_bad_split_fails_before_any_work(tmp_path, corpus):
+    out = str(tmp_path / "o.tfrecord")
+    for split, message in (
+        ((0.9, 0.2), r"mask_token_prob=0.9 \+ random_token_prob=0.2 = 1.1 is above 1"),
+        ((0.8, -0.1), r"random_token_prob=-0.1 must be in \[0, 1\]"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            creation.plan_job(_config(tmp_path, mask_token_prob=split[0], random_token_prob=split[1]), corpus, [out])
+    with pytest.raises(ValueError, match=r"max_seq_length 2 is too small: \[CLS\] A \[SEP\] needs 3"):
+        creation.plan_job(_config(tmp_path, max_seq_length=2, next_sentence=False), corpus, [out])
+    creation.plan_job(_config(tmp_path, max_seq_length=4, next_sentence=False), corpus, [out])  # 4 < 5 is fine
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "vocab.txt"]

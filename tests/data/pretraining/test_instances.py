@@ -254,3 +254,91 @@ def test_whole_word_masking():
     for r in range(200):
         pos = set(positions[r, : int(weights[r].sum())].tolist())
         assert (3 in pos) == (5 in pos)
+
+
+# Table 8 of the paper (Appendix C.2), rows MASK/SAME/RND 80/10/10, 100/0/0, 80/0/20, 80/20/0,
+# 0/20/80 and 0/0/100, as ([MASK], random) shares; the rest (SAME) keep their token.
+TABLE_8 = [(0.8, 0.1), (1.0, 0.0), (0.8, 0.2), (0.8, 0.0), (0.0, 0.8), (0.0, 1.0)]
+
+
+@pytest.mark.parametrize("mask_share, random_share", TABLE_8)
+def test_other_splits_keep_the_positions_and_replace_in_their_shares(mask_share, random_share):
+    n, seq, vocab_size = 20000, 12, 1000
+    ids = np.tile(np.array([CLS, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, SEP], np.int32), (n, 1))
+    base = pi.MaskingConfig(CLS, SEP, MASK, vocab_size=vocab_size, masked_lm_prob=0.25, max_predictions_per_seq=5)
+    config = pi.MaskingConfig(
+        CLS, SEP, MASK, vocab_size, 0.25, 5, mask_token_prob=mask_share, random_token_prob=random_share
+    )
+    default = pi.mask_instances(ids, np.full(n, seq), base, np.random.default_rng(4))
+    masked, positions, labels, weights = pi.mask_instances(ids, np.full(n, seq), config, np.random.default_rng(4))
+    # Same seed: the same positions, labels and weights as the default split.
+    for ours, theirs in zip((positions, labels, weights), default[1:], strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    real = weights > 0
+    picked = masked[np.arange(n)[:, None], positions][real]
+    chosen = np.zeros_like(ids, bool)
+    chosen[np.nonzero(real)[0], positions[real]] = True
+    assert (masked[~chosen] == ids[~chosen]).all()  # the rest untouched
+    # A random id is any of the vocab: it is [MASK] or the token itself 1/vocab_size of the time.
+    keep_share = 1 - mask_share - random_share
+    expected = {
+        "mask": mask_share + random_share / vocab_size,
+        "same": keep_share + random_share / vocab_size,
+        "other": random_share * (1 - 2 / vocab_size),
+    }
+    observed = {
+        "mask": np.mean(picked == MASK),
+        "same": np.mean(picked == labels[real]),
+        "other": np.mean((picked != MASK) & (picked != labels[real])),
+    }
+    draws = real.sum()  # 60,000 chosen tokens: 5 standard deviations of a binomial share
+    for name, p in expected.items():
+        assert abs(observed[name] - p) <= 5 * np.sqrt(p * (1 - p) / draws) + 1e-12, (name, observed[name], p)
+
+
+@pytest.mark.parametrize(
+    "mask_share, random_share, message",
+    [
+        (-0.1, 0.1, r"mask_token_prob=-0.1 must be in \[0, 1\]"),
+        (0.8, 1.5, r"random_token_prob=1.5 must be in \[0, 1\]"),
+        (float("nan"), 0.1, r"mask_token_prob=nan must be in \[0, 1\]"),
+        (0.9, 0.2, r"mask_token_prob=0.9 \+ random_token_prob=0.2 = 1.1 is above 1"),
+    ],
+)
+def test_a_split_must_be_shares_that_add_up_to_at_most_one(mask_share, random_share, message):
+    with pytest.raises(ValueError, match=message):
+        pi.check_replacement_split(mask_share, random_share)
+
+
+def test_splits_that_add_up_to_one_are_accepted():
+    for mask_share, random_share in [(0.7, 0.3), (0.15, 0.85), (0.0, 1.0), (1.0, 0.0), (0.8, 0.2)]:
+        pi.check_replacement_split(mask_share, random_share)
+
+
+def test_without_next_sentence_instances_are_runs_of_one_documents_sentences():
+    # max_seq_length 12: 10 tokens besides [CLS] and [SEP]; random() = 0.5: that full target;
+    # S0 + S1 + S2 = 9 pieces: one instance of the whole document, no other draw.
+    rng = ScriptedRandom(random=[0.5])
+    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng, next_sentence=False)
+    assert rng.done() and segments(out) == [(tokens(S0, S1, S2), [], False)]
+    # Target 5 (max_seq_length 7): S0 + S1 reach it; S2 ends the document.
+    rng = ScriptedRandom(random=[0.5])
+    out = pi.create_instances_from_document(DOCS, 0, 7, 0.1, rng, next_sentence=False)
+    assert rng.done() and segments(out) == [(tokens(S0, S1), [], False), (tokens(S2), [], False)]
+    # A short target (random() < short_seq_prob): randint(2, 10) = 2, one sentence each.
+    rng = ScriptedRandom(random=[0.05], randint=[((2, 10), 2)])
+    out = pi.create_instances_from_document(DOCS, 0, 12, 0.1, rng, next_sentence=False)
+    assert rng.done() and segments(out) == [(tokens(S0), [], False), (tokens(S1), [], False), (tokens(S2), [], False)]
+
+
+def test_single_segments_are_cls_a_sep_with_segment_ids_0():
+    a = DOCS[0]
+    ranges = np.array([[a[0], a[2]], [a[2], a[3]]])  # S0 S1, S2
+    ids, segments_, lengths = pi.pack_instances(TOKENS, ranges, 10, CLS, SEP)
+    assert ids.tolist() == [tokens(CLS, S0, S1, SEP, [0] * 3), tokens(CLS, S2, SEP, [0] * 4)]
+    assert not segments_.any() and lengths.tolist() == [7, 6]
+    # A segment over the budget (max_seq_length - 2) is cut as the original cuts pairs.
+    spans = np.array([[a[0], a[3], a[3], a[3], 0]] * 200)  # 9 pieces, 6 fit
+    cut = pi.truncate_pairs(spans, 6, np.random.default_rng(0))
+    assert ((cut[:, 1] - cut[:, 0]) == 6).all() and (cut[:, 2] == cut[:, 3]).all()
+    assert set(cut[:, 0].tolist()) == {0, 1, 2, 3}

@@ -266,3 +266,65 @@ def test_dynamic_whole_word_masking_keeps_words_together():
         k = int(out["masked_lm_weights"][r].numpy().sum())
         pos = set(out["masked_lm_positions"][r, :k].numpy().tolist())
         assert k <= 4 and len({1, 2, 3} & pos) in (0, 3)  # round(13 * 0.3) = 4
+
+
+# Table 8's rows (MASK/SAME/RND 80/10/10, 100/0/0, 80/0/20, 80/20/0, 0/20/80, 0/0/100) as ([MASK], random).
+TABLE_8 = [(0.8, 0.1), (1.0, 0.0), (0.8, 0.2), (0.8, 0.0), (0.0, 0.8), (0.0, 1.0)]
+
+
+@pytest.mark.parametrize("mask_share, random_share", TABLE_8)
+def test_dynamic_masking_with_other_splits_keeps_the_positions(mask_share, random_share):
+    # Table 8's rows: the same seed chooses the same positions as the default split; the chosen
+    # tokens become [MASK], a random id (any of the vocab's) or stay, in the split's shares.
+    n, vocab_size = 20000, 1000
+    ids = [CLS, *range(10, 21), SEP, 0, 0, 0]
+    features = {
+        "input_ids": tf.constant([ids] * n, tf.int32),
+        "input_mask": tf.constant([[1] * 13 + [0] * 3] * n, tf.int32),
+        "masked_lm_positions": tf.zeros([n, PRED], tf.int32),
+        "masked_lm_ids": tf.zeros([n, PRED], tf.int32),
+        "masked_lm_weights": tf.zeros([n, PRED]),
+    }
+    default = pipelines.remask(features, pipelines.DynamicMasking(CLS, SEP, MASK, vocab_size, masked_lm_prob=0.3), 9)
+    config = pipelines.DynamicMasking(
+        CLS, SEP, MASK, vocab_size, masked_lm_prob=0.3, mask_token_prob=mask_share, random_token_prob=random_share
+    )
+    out = {k: v.numpy() for k, v in pipelines.remask(features, config, seed=9).items()}
+    for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+        np.testing.assert_array_equal(out[name], default[name].numpy())
+    assert (out["masked_lm_weights"] == 1).all()  # round(13 * 0.3) = 4 = PRED everywhere
+    picked = np.take_along_axis(out["input_ids"], out["masked_lm_positions"], axis=1).ravel()
+    labels = out["masked_lm_ids"].ravel()
+    expected = {
+        "mask": mask_share + random_share / vocab_size,
+        "same": 1 - mask_share - random_share + random_share / vocab_size,
+        "other": random_share * (1 - 2 / vocab_size),
+    }
+    observed = {
+        "mask": np.mean(picked == MASK),
+        "same": np.mean(picked == labels),
+        "other": np.mean((picked != MASK) & (picked != labels)),
+    }
+    for name, p in expected.items():  # within 5 standard deviations of a binomial share
+        assert abs(observed[name] - p) <= 5 * np.sqrt(p * (1 - p) / picked.size) + 1e-12, (name, observed[name], p)
+
+
+def test_dynamic_masking_rejects_a_split_above_one():
+    with pytest.raises(ValueError, match=r"mask_token_prob=0.9 \+ random_token_prob=0.2 = 1.1 is above 1"):
+        pipelines.DynamicMasking(CLS, SEP, MASK, 40, mask_token_prob=0.9, random_token_prob=0.2)
+    with pytest.raises(ValueError, match=r"random_token_prob=-0.5 must be in \[0, 1\]"):
+        pipelines.DynamicMasking.from_vocab({"[CLS]": 0, "[SEP]": 1, "[MASK]": 2}, random_token_prob=-0.5)
+
+
+def test_dynamic_masking_default_split_is_the_one_before_the_option():
+    # Seeded, the replacements come from the seed's streams 2 (which replacement) and 3 (the
+    # random id): the default cuts the first at 0.8 and 0.9, as before the split was an option.
+    features = _parsed(_records(50, seed=4))
+    out = pipelines.remask(features, pipelines.DynamicMasking(CLS, SEP, MASK, vocab_size=40), seed=11)
+    u = tf.random.stateless_uniform([50, PRED], seed=[11, 2]).numpy()
+    random_ids = np.floor(tf.random.stateless_uniform([50, PRED], seed=[11, 3]).numpy() * 40).astype(np.int32)
+    labels, positions = out["masked_lm_ids"].numpy(), out["masked_lm_positions"].numpy()
+    expected = np.where(u < 0.8, MASK, np.where(u < 0.9, labels, random_ids))
+    real = out["masked_lm_weights"].numpy() > 0
+    picked = np.take_along_axis(out["input_ids"].numpy(), positions, axis=1)
+    np.testing.assert_array_equal(picked[real], expected[real])
