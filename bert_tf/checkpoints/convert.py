@@ -185,6 +185,13 @@ def read_model(checkpoint_to_convert, bert_config_file=None):
     return ModelToConvert(model, config, step, warnings, record)
 
 
+def _pretrainer(encoder, path):
+    """The pre-trainer a pre-training checkpoint holds: with the next-sentence head, or without
+    it when the run was masked-LM only (`next_sentence_prediction=False`)."""
+    nsp = any(name.startswith("model/next_sentence/") for name, _ in tf.train.list_variables(path))
+    return BertPretrainer(encoder, next_sentence_prediction=nsp)
+
+
 def training_checkpoint_model(path, config):
     """The model of one of our training checkpoints (`path`: ckpt-N, or a run's folder for its
     latest), rebuilt from the run record beside it (a pre-trainer when there is none) on
@@ -198,7 +205,7 @@ def training_checkpoint_model(path, config):
     encoder = BertEncoder.from_bert_config(config)
     with sources.prefixed(f"checkpoint_to_convert={path}: "):
         found = run_record.read(os.path.dirname(path))
-        model = found.task_kind.build_model(found, encoder) if found else BertPretrainer(encoder)
+        model = found.task_kind.build_model(found, encoder) if found else _pretrainer(encoder, path)
         sources.restored(model, path)
     step = re.search(r"-(\d+)$", path)  # the loop names checkpoints after their global step
     return model, int(step.group(1)) if step else None, found

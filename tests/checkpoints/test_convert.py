@@ -244,3 +244,13 @@ def test_to_hf_writes_a_run_or_a_keras_file_with_its_vocabulary_casing_and_label
     (tmp_path / "file").write_text("x")
     with pytest.raises(convert.WriteFailed):
         convert.to_hf(source, str(tmp_path / "file" / "hf"), vocab, casing, record)
+
+
+@pytest.mark.parametrize("nsp", [True, False], ids=["with_nsp", "masked_lm_only"])
+def test_a_pre_training_run_is_read_with_or_without_its_next_sentence_head(tmp_path, nsp):
+    trained = BertPretrainer(BertEncoder.from_bert_config(tiny_config()), next_sentence_prediction=nsp)
+    _run(tmp_path / "run", None, trained)
+    source = convert.read_model(str(tmp_path / "run"))
+    assert type(source.model) is BertPretrainer and source.model.next_sentence_prediction is nsp
+    for a, b in zip(source.model.weights, trained.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
