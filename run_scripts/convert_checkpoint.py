@@ -1,4 +1,5 @@
-"""Convert BERT checkpoints between Google's original layout and this package's `.keras` files.
+"""Convert BERT checkpoints between Google's original layout, this package's `.keras` files and
+Hugging Face folders.
 
 Original -> Keras (a BertPretrainer when the checkpoint has the `cls/` heads, a BertClassifier
 when it has a fine-tuned classifier's `output_weights`, a BertSpanLabeler when it has
@@ -13,8 +14,7 @@ Keras -> original (readable by the original release's code; bert_config.json wri
       --checkpoint_to_convert=bert_base.keras \
       --converted_checkpoint_path=exported/bert_model.ckpt
 
-Any of these -> a Hugging Face folder (config.json, model.safetensors, vocab.txt, tokenizer_config.json;
---vocab_file defaults to the vocab.txt beside the checkpoint, the casing to the run's):
+-> a Hugging Face folder (--vocab_file: default the vocab.txt beside it; the casing: the run's):
     python run_scripts/convert_checkpoint.py --direction=to_hf \
       --checkpoint_to_convert=/tmp/mrpc_output --converted_checkpoint_path=/tmp/mrpc_hf
 
