@@ -225,6 +225,7 @@ def define_fine_tuning_flags(data_dir_help):
     define_epoch_flags()
     define_tpu_flags()
     define_training_flags()
+    define_lora_flags()
     for name in ("bert_config_file", "vocab_file", "output_dir"):
         flags.mark_flag_as_required(name)
 
@@ -248,9 +249,9 @@ _NOTHING_TO_DO = {
 
 
 def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
-    """What a fine-tuning script checks before reading any input: something to do, the casing
-    against the checkpoint's name, the config, max_seq_length against it, warmup_proportion, a
-    model to restore when not training. Splits the CPU as --num_cpu_devices asks (before
+    """What a fine-tuning script checks before reading any input: something to do, the LoRA
+    flags, the casing against the checkpoint's name, the config, max_seq_length against it,
+    warmup_proportion, a model to restore when not training. Splits the CPU as --num_cpu_devices asks (before
     TensorFlow starts). Returns the BertConfig."""
     from bert_tf import tokenization
     from bert_tf.training import distribution
@@ -259,6 +260,7 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
     if not any(getattr(f, name) for name in actions):
         fail(_NOTHING_TO_DO[tuple(actions)])
     distribution.split_cpu(f.num_cpu_devices)
+    lora_settings(f)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))
     config = load_bert_config(f.bert_config_file)
     library_call(
@@ -301,9 +303,9 @@ def check_run_output_dir(flag_values, record, same):
     must match); warnings are logged."""
     from bert_tf.training import run
 
-    names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length")
+    names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha")
     try:
-        warnings = run.check_output_dir(flag_values.output_dir, record, same)
+        warnings = run.check_output_dir(flag_values.output_dir, lora_settings(flag_values, record), same)
     except ValueError as e:
         fail(as_flags(str(e), names))
     for warning in warnings:
@@ -329,7 +331,7 @@ def fine_tuning_settings(flag_values, num_train_examples):
     steps, warmup = run.training_steps(num_train_examples, f.train_batch_size, f.num_train_epochs, f.warmup_proportion)
     settings = settings_or_fail(
         TrainingSettings, f, predict_batch_size=f.predict_batch_size, num_train_steps=max(steps, 1),
-        num_warmup_steps=warmup,
+        num_warmup_steps=warmup, **lora_settings(f),
     )
     if f.do_train and steps < 1:
         fail(
@@ -358,7 +360,8 @@ def train_or_restore(trainer, flag_values, train_data, record, config, fields):
         status = library_call(
             lambda: run.train_or_restore(
                 trainer, train_data, True, f.init_checkpoint,
-                lambda: run.write_run_files(f.output_dir, record, config, f.vocab_file), progress,
+                lambda: run.write_run_files(f.output_dir, lora_settings(f, record), config, f.vocab_file), progress,
+                on_start=lambda: logging.info("%s", trainer.parameters()),
             )
         )
     finally:
@@ -371,3 +374,24 @@ def log_results(results, title="Eval results"):
     logging.info("***** %s *****", title)
     for key in sorted(results):
         logging.info("  %s = %s", key, results[key])
+
+
+# --- LoRA (issue 20, item 3) ---
+
+
+def define_lora_flags():
+    flags.DEFINE_integer("lora_rank", 0, "LoRA: adapters of this rank on the encoder's attention and feed-forward "
+                         "layers, the rest of the encoder frozen (0: off, every weight fine-tuned).")
+    flags.DEFINE_float("lora_alpha", None, "LoRA: the adapters' scale is lora_alpha / lora_rank (default: lora_rank).")
+
+
+def lora_settings(flag_values, record=None):
+    """`{lora_rank, lora_alpha}` of the flags (alpha resolved; a bad value is a one-line error
+    naming the flag), or `record` (a RunRecord) with them."""
+    import dataclasses
+
+    from bert_tf.training.settings import lora_settings as checked
+
+    f = flag_values
+    values = library_call(lambda: checked(f.lora_rank, f.lora_alpha), flag_names=("lora_rank", "lora_alpha"))
+    return values if record is None else dataclasses.replace(record, **values)
