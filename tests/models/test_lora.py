@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from bert_tf.models import BertClassifier, BertEncoder, lora
+from bert_tf.models import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier, lora
 from tests.tiny import encoder_part, tiny_config, tiny_inputs
 
 # The tiny config: hidden 32, intermediate 64, 2 blocks, vocab 25, 24 positions, 2 token types.
@@ -36,7 +36,7 @@ def _classifier(seed=0):
 
 def _randomise_adapters(model, seed=1):
     rng = np.random.default_rng(seed)
-    for layer in lora.adapted_layers(model.encoder):
+    for layer in lora.adapted_layers(getattr(model, "encoder", model)):
         for weight in (layer.lora_kernel_a, layer.lora_kernel_b):
             weight.assign(rng.normal(0.0, 0.2, weight.shape).astype("float32"))
 
@@ -100,6 +100,25 @@ def test_restore_merged_reads_with_adapters_and_leaves_plain_weights():
     inputs = encoder_part(tiny_inputs(tiny_config(), seed=4))
     np.testing.assert_allclose(_np(plain(inputs)), _np(source(inputs)),
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("build, choices", [
+    (lambda encoder: BertSpanLabeler(encoder), 0),
+    (lambda encoder: BertTokenClassifier(encoder, num_classes=3), 0),
+    (lambda encoder: BertMultipleChoice(encoder, num_choices=2), 2),
+    (lambda encoder: encoder, 0),
+])
+def test_every_model_on_an_encoder_merges_into_its_plain_self(build, choices):
+    keras.utils.set_random_seed(3)
+    model = lora.enable_lora(build(BertEncoder.from_bert_config(tiny_config())), 2, alpha=3)
+    _randomise_adapters(model)
+    inputs = encoder_part(tiny_inputs(tiny_config(), batch=4))
+    if choices:  # [batch, choices, seq]
+        inputs = {k: v.reshape(2, 2, -1) for k, v in inputs.items()}
+    plain = build(BertEncoder.from_bert_config(tiny_config()))
+    lora.restore_merged(plain, 2, 3, lambda twin: twin.set_weights(model.get_weights()))
+    for a, b in zip(keras.tree.flatten(plain(inputs)), keras.tree.flatten(model(inputs)), strict=True):
+        np.testing.assert_allclose(_np(a), _np(b), atol=1e-5)
 
 
 def test_a_rank_must_be_positive():
