@@ -43,15 +43,11 @@ def define_run_flags(max_seq_length=128, with_eval=True):
 
 def define_tpu_flags():
     flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
-    flags.DEFINE_string(
-        "tpu_name", None, "The Cloud TPU to use: its name or a grpc://ip.address.of.tpu:8470 url."
-    )
+    flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use: its name or a grpc://ip.address.of.tpu:8470 url.")
     flags.DEFINE_string("tpu_zone", None, "[Optional] GCE zone of the Cloud TPU.")
     flags.DEFINE_string("gcp_project", None, "[Optional] Project name of the Cloud TPU.")
     flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL (the TPU's address).")
-    flags.DEFINE_integer(
-        "num_tpu_cores", 8, "Only used if `use_tpu` is True. Total number of TPU cores to use."
-    )
+    flags.DEFINE_integer("num_tpu_cores", 8, "Only used if `use_tpu` is True. Total number of TPU cores to use.")
 
 
 def define_training_flags(default_seed=12345):
@@ -148,21 +144,16 @@ def steps_per_execution(flag_values):
 
 def tpu_strategy(flag_values):
     """A TPUStrategy for --use_tpu, or a clear error naming the flags when no TPU is reachable."""
-    import tensorflow as tf
+    from bert_tf.training import distribution
 
-    address = flag_values.tpu_name or flag_values.master
+    f = flag_values
     try:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-            tpu=address, zone=flag_values.tpu_zone, project=flag_values.gcp_project
-        )
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-    except (ValueError, tf.errors.OpError, RuntimeError) as e:
+        return distribution.create_strategy("tpu", 0, 0, f.tpu_name or f.master, f.tpu_zone, f.gcp_project)
+    except Exception as e:  # every way of not reaching a TPU ends here
         fail(
-            f"--use_tpu is set but no TPU is reachable (tpu_name={flag_values.tpu_name!r}, "
-            f"master={flag_values.master!r}, tpu_zone={flag_values.tpu_zone!r}): {e}"
+            f"--use_tpu is set but no TPU is reachable (tpu_name={f.tpu_name!r}, master={f.master!r}, "
+            f"tpu_zone={f.tpu_zone!r}): {e}"
         )
-    return tf.distribute.TPUStrategy(resolver)
 
 
 def library_call(work, prefix="", flag_names=()):
@@ -177,15 +168,20 @@ def library_call(work, prefix="", flag_names=()):
 
 def train(trainer, data, init_checkpoint, fields, flag_values):
     """`trainer.train` with a progress display, its errors as one line."""
+    return _with_progress(trainer, flag_values, fields, lambda p: trainer.train(data, init_checkpoint, on_log=p)[0])
+
+
+def _with_progress(trainer, flag_values, fields, work):
+    """`work(progress)` (training) with a progress display; its errors as one line."""
     from bert_tf.training.progress import Progress
 
     f = flag_values
     progress = Progress(f.progress, trainer.settings.num_train_steps, f.iterations_per_loop, fields)
     try:
-        status, step = library_call(lambda: trainer.train(data, init_checkpoint, on_log=progress))
+        status = library_call(lambda: work(progress))
     finally:
         progress.close()
-    logging.info("Training %s; now at step %d", status, step)
+    logging.info("Training %s; now at step %d", status, trainer.global_step)
     return status
 
 
@@ -200,8 +196,7 @@ def restore_trained(trainer, init_checkpoint):
     return status
 
 
-# ---------------------------------------------------------------------------------------------
-# Fine-tuning scripts (run_classifier, run_squad, run_ner, run_swag).
+# --- Fine-tuning scripts (run_classifier, run_squad, run_ner, run_swag) ---
 
 
 def define_fine_tuning_flags(data_dir_help):
@@ -216,6 +211,7 @@ def define_fine_tuning_flags(data_dir_help):
     define_epoch_flags()
     define_tpu_flags()
     define_training_flags()
+    define_lora_flags()
     flags.mark_flag_as_required("output_dir")
     require_unless_hf_folder(("bert_config_file", "vocab_file"))
 
@@ -239,10 +235,11 @@ _NOTHING_TO_DO = {
 
 
 def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
-    """What a fine-tuning script checks before reading any input: something to do, the casing
-    against the checkpoint's name, the config (a Hugging Face folder's: `hf_folder_flags`),
-    max_seq_length against it, warmup_proportion, a model to restore when not training. Splits
-    the CPU as --num_cpu_devices asks (before TensorFlow starts). Returns the BertConfig."""
+    """What a fine-tuning script checks before reading any input: something to do, the LoRA
+    flags, the casing against the checkpoint's name, the config (a Hugging Face folder's:
+    `hf_folder_flags`), max_seq_length against it, warmup_proportion, a model to restore when not
+    training. Splits the CPU as --num_cpu_devices asks (before TensorFlow starts). Returns the
+    BertConfig."""
     from bert_tf import tokenization
     from bert_tf.checkpoints import sources
     from bert_tf.training import distribution
@@ -251,6 +248,7 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
     if not any(getattr(f, name) for name in actions):
         fail(_NOTHING_TO_DO[tuple(actions)])
     distribution.split_cpu(f.num_cpu_devices)
+    lora_settings(f)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))
     config = hf_folder_flags(f) or load_bert_config(f.bert_config_file)
     library_call(
@@ -294,9 +292,9 @@ def check_run_output_dir(flag_values, record, same):
     must match); warnings are logged."""
     from bert_tf.training import run
 
-    names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length")
+    names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha")
     try:
-        warnings = run.check_output_dir(flag_values.output_dir, record, same)
+        warnings = run.check_output_dir(flag_values.output_dir, lora_settings(flag_values, record), same)
     except ValueError as e:
         fail(as_flags(str(e), names))
     for warning in warnings:
@@ -322,7 +320,7 @@ def fine_tuning_settings(flag_values, num_train_examples):
     steps, warmup = run.training_steps(num_train_examples, f.train_batch_size, f.num_train_epochs, f.warmup_proportion)
     settings = settings_or_fail(
         TrainingSettings, f, predict_batch_size=f.predict_batch_size, num_train_steps=max(steps, 1),
-        num_warmup_steps=warmup,
+        num_warmup_steps=warmup, **lora_settings(f),
     )
     if f.do_train and steps < 1:
         fail(
@@ -337,7 +335,6 @@ def train_or_restore(trainer, flag_values, train_data, record, config, fields):
     restores the output_dir's latest checkpoint or --init_checkpoint. `fields`: the progress
     bar's label -> log key."""
     from bert_tf.training import run
-    from bert_tf.training.progress import Progress
 
     f = flag_values
     if not f.do_train:
@@ -346,18 +343,14 @@ def train_or_restore(trainer, flag_values, train_data, record, config, fields):
             logging.warning("The task head is not in %s: its outputs are untrained", f.init_checkpoint)
         logging.info("Model %s", status)
         return status
-    progress = Progress(f.progress, trainer.settings.num_train_steps, f.iterations_per_loop, fields)
-    try:
-        status = library_call(
-            lambda: run.train_or_restore(
-                trainer, train_data, True, f.init_checkpoint,
-                lambda: run.write_run_files(f.output_dir, record, config, f.vocab_file), progress,
-            )
-        )
-    finally:
-        progress.close()
-    logging.info("Training %s; now at step %d", status, trainer.global_step)
-    return status
+    return _with_progress(
+        trainer, f, fields,
+        lambda progress: run.train_or_restore(
+            trainer, train_data, True, f.init_checkpoint,
+            lambda: run.write_run_files(f.output_dir, lora_settings(f, record), config, f.vocab_file), progress,
+            on_start=lambda: logging.info("%s", trainer.parameters()),
+        ),
+    )
 
 
 def log_results(results, title="Eval results"):
@@ -397,3 +390,24 @@ def hf_folder_flags(f):
     for name in {"vocab_file", "do_lower_case"} & set(f):
         setattr(f, name, getattr(found, name))
     return found.config
+
+
+# --- LoRA (issue 20, item 3) ---
+
+
+def define_lora_flags():
+    flags.DEFINE_integer("lora_rank", 0, "LoRA: adapters of this rank on the encoder's attention and feed-forward "
+                         "layers, the rest of the encoder frozen (0: off, every weight fine-tuned).")
+    flags.DEFINE_float("lora_alpha", None, "LoRA: the adapters' scale is lora_alpha / lora_rank (default: lora_rank).")
+
+
+def lora_settings(flag_values, record=None):
+    """`{lora_rank, lora_alpha}` of the flags (alpha resolved; a bad value is a one-line error
+    naming the flag), or `record` (a RunRecord) with them."""
+    import dataclasses
+
+    from bert_tf.training.settings import lora_settings as checked
+
+    f = flag_values
+    values = library_call(lambda: checked(f.lora_rank, f.lora_alpha), flag_names=("lora_rank", "lora_alpha"))
+    return values if record is None else dataclasses.replace(record, **values)

@@ -50,6 +50,7 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
 common_flags.define_tpu_flags()
 # New flags.
 common_flags.define_training_flags()
+common_flags.define_lora_flags()
 flags.DEFINE_string("tfds_name", None, "Read SQuAD through tensorflow-datasets: squad/v1.1 or squad/v2.0.")
 flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (default: its own).")
 flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")

@@ -18,8 +18,10 @@ import keras
 from bert_tf.checkpoints import hf
 from bert_tf.checkpoints.original import LoadReport, damaged, load_original_checkpoint
 from bert_tf.io_utils import owner_is_gone, owner_tag
+from bert_tf.models import lora
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.tasks import record as run_record
 
 
 def save_keras_model(model, path):
@@ -154,6 +156,8 @@ def restore(model, path):
         path = latest
     if not path.endswith(".keras"):
         if is_training_checkpoint(path):
+            if adapters := run_record.adapters(path):  # a LoRA run's: read with them, merged into plain kernels
+                return lora.restore_merged(model, *adapters, lambda twin: _restore_training_checkpoint(twin, path))
             return _restore_training_checkpoint(model, path)
         report = load_original_checkpoint(model, path)
         return report if report.unused or report.not_found else None

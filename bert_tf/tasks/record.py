@@ -2,7 +2,8 @@
 so that exports, checkpoint conversion and later runs can rebuild and feed its model.
 
 Every run keeps its kind, task name, casing and max_seq_length; each kind keeps the fields its
-registry entry names (`TaskKind.record_fields`). The defaults below are the only ones.
+registry entry names (`TaskKind.record_fields`); a LoRA run, its adapters' rank and alpha (whoever
+reads its checkpoints must give its model the same adapters). The defaults below are the only ones.
 """
 
 import dataclasses
@@ -11,9 +12,11 @@ import os
 
 from bert_tf.io_utils import atomic_write
 from bert_tf.tasks import registry
+from bert_tf.training.settings import lora_settings
 
 FILE_NAME = "fine_tuning_task.json"
 _COMMON = ("kind", "task_name", "do_lower_case", "max_seq_length")
+_LORA = ("lora_rank", "lora_alpha")  # kept by LoRA runs only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,10 +34,13 @@ class RunRecord:
     max_query_length: int = 64  # squad
     window_context_words: int = 16  # ner: words of context repeated in each window after the first
     num_choices: int = 4  # swag
+    lora_rank: int = 0  # LoRA's adapters (`bert_tf.training.settings.lora_settings`); 0: none
+    lora_alpha: float | None = None  # their scale is lora_alpha / lora_rank (the rank's when not given)
 
     def __post_init__(self):
         object.__setattr__(self, "kind", registry.get(self.kind).name)  # an old record's name -> the one name
         object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
 
     @property
     def task_kind(self):
@@ -42,7 +48,7 @@ class RunRecord:
 
     def to_dict(self):
         """The fields every run keeps and those of its kind (as written to the file)."""
-        names = _COMMON + self.task_kind.record_fields
+        names = _COMMON + self.task_kind.record_fields + (_LORA if self.lora_rank else ())
         return {name: list(v) if isinstance(v := getattr(self, name), tuple) else v for name in names}
 
     @classmethod
@@ -94,3 +100,10 @@ def run_directory(checkpoint):
     """The folder of a run, from what `--init_checkpoint` may name: the folder itself, one of its
     ckpt-N or a .keras file in it."""
     return checkpoint if os.path.isdir(checkpoint) else os.path.dirname(os.path.abspath(checkpoint))
+
+
+def adapters(checkpoint):
+    """`(lora_rank, lora_alpha)` of the LoRA run whose checkpoint (or folder) `checkpoint` is, from
+    the record beside it; None for any other checkpoint."""
+    found = read(run_directory(checkpoint))
+    return (found.lora_rank, found.lora_alpha) if found is not None and found.lora_rank else None

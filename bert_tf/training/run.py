@@ -39,6 +39,11 @@ def check_output_dir(output_dir, record: RunRecord, same):
                 f"output_dir={output_dir} holds a run of task {previous.task_name!r}{detail}, not "
                 f"{_shown(getattr(record, name))}: use another output_dir"
             )
+    if _lora(previous) != _lora(record):
+        raise ValueError(
+            f"{_lora(record)}, but the model in output_dir={output_dir} was fine-tuned with {_lora(previous)}: "
+            "its checkpoints hold those adapters (or none); give the same, or use another output_dir"
+        )
     if previous.do_lower_case != record.do_lower_case:
         raise ValueError(
             f"do_lower_case={record.do_lower_case}, but the model in output_dir={output_dir} was fine-tuned with "
@@ -50,6 +55,10 @@ def check_output_dir(output_dir, record: RunRecord, same):
             f"{previous.max_seq_length}: inputs are cut differently"
         ]
     return []
+
+
+def _lora(record):
+    return f"lora_rank={record.lora_rank}" + (f", lora_alpha={record.lora_alpha}" if record.lora_rank else "")
 
 
 def _shown(value):
@@ -88,11 +97,14 @@ def restore_trained(trainer, init_checkpoint) -> RestoreStatus:
     return status
 
 
-def train_or_restore(trainer, train_data, do_train, init_checkpoint, write_files, on_log=None) -> RestoreStatus:
+def train_or_restore(
+    trainer, train_data, do_train, init_checkpoint, write_files, on_log=None, on_start=None
+) -> RestoreStatus:
     """Trains (`do_train`) or restores (`restore_trained`). Training calls `write_files()` (e.g.
     `write_run_files` for this run) after the first step, before the first checkpoint, on the
     chief only: every checkpoint has its record beside it, and a run that fails to start leaves
-    nothing. `on_log(step, logs)` sees every logged step."""
+    nothing. `on_log(step, logs)` sees every logged step; `on_start()` is called before the first
+    (the model ready: e.g. to report `trainer.parameters()`)."""
     if not do_train:
         return restore_trained(trainer, init_checkpoint)
     written = []
@@ -104,7 +116,7 @@ def train_or_restore(trainer, train_data, do_train, init_checkpoint, write_files
         if on_log is not None:
             on_log(step, logs)
 
-    status, _ = trainer.train(train_data, init_checkpoint, on_log=log)
+    status, _ = trainer.train(train_data, init_checkpoint, on_log=log, on_start=on_start)
     return status
 
 

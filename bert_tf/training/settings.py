@@ -17,6 +17,22 @@ def check_batch_sizes(settings, replicas):
             raise ValueError(f"{name}={value} is not divisible by {what}")
 
 
+def lora_settings(lora_rank=0, lora_alpha=None):
+    """`{"lora_rank", "lora_alpha"}` checked, lora_alpha resolved: LoRA's adapters (see
+    `bert_tf.models.lora`) have rank `lora_rank` (0: no adapters, every weight trains) and scale
+    lora_alpha / lora_rank, lora_alpha defaulting to the rank (a scale of 1: Keras's `enable_lora`
+    and PEFT's default, and the LoRA paper's choice of alpha as the first rank tried, §4). A
+    ValueError starting with the setting at fault otherwise."""
+    if isinstance(lora_rank, bool) or not isinstance(lora_rank, int) or lora_rank < 0:
+        raise ValueError(f"lora_rank={lora_rank} must be a non-negative integer (0: LoRA off)")
+    if lora_alpha is not None and not lora_rank:
+        raise ValueError(f"lora_alpha={lora_alpha} is given without lora_rank: LoRA is off")
+    if lora_alpha is not None and not lora_alpha > 0:  # also NaN
+        raise ValueError(f"lora_alpha={lora_alpha} must be positive")
+    alpha = float(lora_rank if lora_alpha is None else lora_alpha) if lora_rank else None
+    return {"lora_rank": lora_rank, "lora_alpha": alpha}
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings:
     """A run's hyper-parameters (the scripts' flags, original names)."""
@@ -36,6 +52,8 @@ class TrainingSettings:
     keep_checkpoints: int = 5
     jit_compile: bool = False
     seed: int | None = None
+    lora_rank: int = 0  # LoRA's adapters (`lora_settings`); 0: every weight trains
+    lora_alpha: float | None = None  # their scale is lora_alpha / lora_rank (None: the rank's)
 
     def __post_init__(self):
         positive = (
@@ -53,3 +71,4 @@ class TrainingSettings:
             raise ValueError(f"learning_rate must not be negative, got {self.learning_rate!r}")
         if self.max_eval_steps is not None and self.max_eval_steps < 1:
             raise ValueError(f"max_eval_steps must be positive, got {self.max_eval_steps!r}")
+        object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])

@@ -12,7 +12,6 @@ global loss whatever the number of replicas or micro-batches; they are summed ac
 clipped to global norm 1.0 (the whole batch's gradient, as on one device) and applied.
 """
 
-import dataclasses
 import math
 import os
 import shutil
@@ -23,38 +22,14 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.io_utils import atomic_write
+from bert_tf.models import lora
 from bert_tf.training.optimizers import create_optimizer
+from bert_tf.training.restore_status import INITIALISED, RANDOM, RESUMED, RestoreStatus
 from bert_tf.training.settings import TrainingSettings, check_batch_sizes
 
 __all__ = ["CLIP_NORM", "RestoreStatus", "Trainer", "TrainingSettings", "check_batch_sizes"]
 
 CLIP_NORM = 1.0
-
-# How a run's model got its weights (`RestoreStatus.start`).
-RESUMED, INITIALISED, RANDOM = "resumed", "initialised", "random"
-
-
-@dataclasses.dataclass(frozen=True)
-class RestoreStatus:
-    """What `Trainer.restore` did: resumed the output folder's latest checkpoint, initialised
-    the model from an init_checkpoint, or left it at random."""
-
-    start: str  # RESUMED, INITIALISED or RANDOM
-    path: str | None = None  # the checkpoint read
-    step: int = 0  # the global step after it
-    unused: int = 0  # INITIALISED: checkpoint variables the model has no place for
-    not_found: tuple = ()  # INITIALISED: model variables the checkpoint lacks (e.g. a new task head)
-
-    def __str__(self):
-        if self.start == RESUMED:
-            return f"resumed from {self.path} at global step {self.step}"
-        if self.start == RANDOM:
-            return "initialised at random"
-        notes = [f"{self.unused} unused variables"] if self.unused else []
-        if self.not_found:
-            notes.append(f"not in the checkpoint, initialised afresh: {', '.join(self.not_found)}")
-        return f"initialised from {self.path}" + (f" ({'; '.join(notes)})" if notes else "")
-
 
 # Added to a replica's dropout seeds (times its replica id): a large odd number, so that no two
 # replicas draw from the same stream.
@@ -103,11 +78,29 @@ class Trainer:
             self.loss_scaling = keras.mixed_precision.global_policy().name == "mixed_float16"
             if self.loss_scaling:
                 self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
-            self.optimizer.build(self.model.trainable_variables)
+            if not settings.lora_rank:  # with LoRA, once the initial weights are in (`_finish_model`)
+                self.optimizer.build(self.model.trainable_variables)
             # Batches read so far (a loss-scale skip reads data without advancing the step):
             # where a resumed run continues the data.
             self.consumed_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="consumed_batches")
         self._train_fn = None
+
+    def _finish_model(self):
+        """With LoRA, once, after the initial weights and before a checkpoint of the run is read:
+        the adapters (the weights just loaded are their base) and the optimizer's state for the
+        variables that train (without LoRA, built with the trainer)."""
+        if self.optimizer.built:
+            return
+        with self.strategy.scope():
+            if self.settings.lora_rank:
+                lora.enable_lora(self.model, self.settings.lora_rank, self.settings.lora_alpha)
+            self.optimizer.build(self.model.trainable_variables)
+
+    def parameters(self):
+        """`Trainable parameters: T of N (P%)`: what trains of the model's weights (with LoRA, the
+        adapters and the head, of all with the adapters)."""
+        trainable, total = lora.parameter_counts(self.model)
+        return f"Trainable parameters: {trainable:,} of {total:,} ({100 * trainable / max(total, 1):.2f}%)"
 
     def _dropout_seeds(self):
         # In the model's own order (their paths carry process-wide counters).
@@ -175,6 +168,7 @@ class Trainer:
         step count and schedule). Returns what happened."""
         latest = tf.train.latest_checkpoint(self.settings.output_dir)
         if latest:
+            self._finish_model()  # the checkpoint holds the adapters and the optimizer's state
             try:
                 self._checkpoint().restore(latest).expect_partial()
             except (tf.errors.OpError, IndexError, ValueError) as e:
@@ -187,11 +181,13 @@ class Trainer:
             return RestoreStatus(RESUMED, latest, self.global_step)
         if init_checkpoint:
             report = self.task.restore(self.model, init_checkpoint)
+            self._finish_model()
             if report is None:
                 return RestoreStatus(INITIALISED, init_checkpoint, self.global_step)
             return RestoreStatus(
                 INITIALISED, init_checkpoint, self.global_step, len(report.unused), tuple(report.not_found)
             )
+        self._finish_model()
         return RestoreStatus(RANDOM, None, self.global_step)
 
     # -----------------------------------------------------------------------------------------
@@ -272,16 +268,19 @@ class Trainer:
 
         return train
 
-    def train(self, train_data, init_checkpoint=None, on_log=None, summary_dir=None):
+    def train(self, train_data, init_checkpoint=None, on_log=None, summary_dir=None, on_start=None):
         """Trains to num_train_steps, saving every save_checkpoints_steps; returns (the
         `RestoreStatus` it started from, final step). Started again on the same output_dir it resumes from the
         latest checkpoint: same step, optimizer state and schedule, and (with a seed) the data
         exactly where it was. `on_log(step, logs)` receives the task's metrics, the learning
-        rate and examples/s after each execution. A non-finite loss stops the run with an error
-        naming the step; the last checkpoint is the last good one."""
+        rate and examples/s after each execution; `on_start()` is called once the model is ready,
+        before the first step. A non-finite loss stops the run with an error naming the step; the
+        last checkpoint is the last good one."""
         s = self.settings
-        manager = self.manager()
         started = self.restore(init_checkpoint)
+        manager = self.manager()
+        if on_start:
+            on_start()
         # With a seed the data order is reproducible: a resumed run continues it exactly.
         consumed = int(self.consumed_batches.numpy()) if s.seed is not None else 0
         batch = s.train_batch_size // s.gradient_accumulation_steps

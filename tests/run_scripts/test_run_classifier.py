@@ -374,3 +374,51 @@ def test_tfds_regression_and_multi_label_tasks_write_their_metrics_and_predictio
     names = ["animal", "colour", "size"]
     for row, p in zip(rows[1:], probabilities, strict=True):
         assert row.split("\t")[1] == ",".join(n for n, q in zip(names, p, strict=True) if q > 0.5)
+
+
+def test_lora_learns_resumes_exactly_after_kill_and_exports_merged(tmp_path, model_dir):
+    import tensorflow as tf
+
+    data = tmp_path / "MRPC"
+    write_mrpc(data)
+    flags = dict(num_train_epochs=30, lora_rank=4, do_eval=False)  # 240 steps
+    straight = tmp_path / "straight"
+    result = run_script("run_classifier.py", *_flags(model_dir, data, straight, **flags))
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Adapters of rank 4 on 6 layers of 2 blocks (3,584 numbers) and the head (66) train.
+    assert "Trainable parameters: 3,650 of 23,490 (15.54%)" in result.stderr
+    record = json.loads((straight / "fine_tuning_task.json").read_text())
+    assert (record["lora_rank"], record["lora_alpha"]) == (4, 4.0)
+    probabilities = _probabilities(straight)
+    truth = [int("cat" in line.split("\t")[3].split()) for line in (data / "test.tsv").read_text().splitlines()[1:]]
+    assert np.mean(probabilities.argmax(1) == truth) > 0.9
+
+    resumed = tmp_path / "resumed"
+    again = killed_and_rerun("run_classifier.py", _flags(model_dir, data, resumed, **flags), resumed)
+    assert "Training resumed from" in again.stderr
+    assert (resumed / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
+
+    # The export needs nothing of LoRA: plain weights, the run's predictions.
+    served = tmp_path / "served"
+    result = run_script("export_saved_model.py", "--export_type=classifier", f"--init_checkpoint={straight}",
+                        f"--export_dir={served}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not [name for name, _ in tf.train.list_variables(str(served / "variables" / "variables")) if "lora" in name]
+    rows = [line.split("\t") for line in (data / "test.tsv").read_text().splitlines()[1:]]
+    out = tf.saved_model.load(str(served)).signatures["serving_default"](
+        text_a=tf.constant([r[3] for r in rows]), text_b=tf.constant([r[4] for r in rows])
+    )
+    np.testing.assert_allclose(out["probabilities"].numpy(), probabilities, atol=1e-5)
+
+    # Bad LoRA settings: one line naming the flag, before any work.
+    cases = [
+        (dict(lora_rank=-1), "--lora_rank=-1 must be a non-negative integer (0: LoRA off)"),
+        (dict(lora_alpha=8), "--lora_alpha=8.0 is given without --lora_rank: LoRA is off"),
+        (dict(lora_rank=2, lora_alpha=0), "--lora_alpha=0.0 must be positive"),
+        (dict(output_dir=straight, do_train=False), "--lora_rank=0, but the model in --output_dir="),
+    ]
+    argvs = [_flags(model_dir, data, values.pop("output_dir", tmp_path / f"bad{i}"), **values)
+             for i, (values, _) in enumerate(cases)]
+    for (_, message), outcome, i in zip(cases, _run_cases(argvs), range(len(cases)), strict=True):
+        assert outcome.startswith("run_classifier.py: error: ") and message in outcome, outcome
+        assert not (tmp_path / f"bad{i}").exists()

@@ -325,3 +325,15 @@ def test_an_original_fine_tuned_checkpoint_predicts_what_the_original_computes(t
         assert [e["text"] for e in nbest[example[0]]] == [t for t, _, _ in entries]
         np.testing.assert_allclose([[e["start_logit"], e["end_logit"]] for e in nbest[example[0]]],
                                    [[s, e] for _, s, e in entries], atol=1e-4)
+
+
+def test_bad_lora_settings_fail_before_any_work(tmp_path, model_dir):
+    # run_squad defines its own run flags: the LoRA flags are there too, checked as in every fine-tuning script.
+    train = write_squad(tmp_path / "train-v1.1.json", 8)
+    cases = [_flags(model_dir, tmp_path / "a", do_train=True, train_file=train, lora_rank=-2),
+             _flags(model_dir, tmp_path / "b", do_train=True, train_file=train, lora_alpha=4)]
+    assert run_main_cases("run_squad", cases) == [
+        "run_squad.py: error: --lora_rank=-2 must be a non-negative integer (0: LoRA off)",
+        "run_squad.py: error: --lora_alpha=4.0 is given without --lora_rank: LoRA is off",
+    ]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -70,3 +70,19 @@ def test_bad_records_name_the_file(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="cannot read"):
         run_record.read(tmp_path)
+
+
+def test_a_lora_runs_record_keeps_its_adapters_and_others_do_not_write_them(tmp_path):
+    record = RunRecord(kind="swag", task_name="swag", lora_rank=8)
+    assert record.lora_alpha == 8.0  # not given: the rank's, a scale of 1
+    record.write(tmp_path / "lora")
+    written = json.loads((tmp_path / "lora" / run_record.FILE_NAME).read_text())
+    assert written == {"kind": "swag", "task_name": "swag", "do_lower_case": True, "max_seq_length": 128,
+                       "num_choices": 4, "lora_rank": 8, "lora_alpha": 8.0}
+    assert run_record.read(tmp_path / "lora") == record
+    assert run_record.adapters(str(tmp_path / "lora" / "ckpt-3")) == (8, 8.0)
+    RunRecord(kind="swag", task_name="swag").write(tmp_path / "full")  # the file of a run without LoRA is as before
+    assert "lora_rank" not in json.loads((tmp_path / "full" / run_record.FILE_NAME).read_text())
+    assert run_record.adapters(str(tmp_path / "full")) is None and run_record.adapters(str(tmp_path / "none")) is None
+    with pytest.raises(ValueError, match=r"^fine_tuning_task.json: lora_alpha=2.0 is given without lora_rank"):
+        RunRecord.from_dict({"kind": "swag", "task_name": "swag", "lora_alpha": 2.0})

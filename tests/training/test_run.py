@@ -1,6 +1,7 @@
 """A fine-tuning run's folder checks (`bert_tf.training.run`) without a script: what an
 output_dir may hold, and the messages naming the setting at fault (scripts turn them into flags)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -70,3 +71,19 @@ def test_training_steps_are_the_originals():
     # int(examples / batch * epochs), and int(steps * warmup_proportion).
     assert run.training_steps(3668, 32, 3.0, 0.1) == (343, 34)
     assert run.training_steps(10, 32, 1.0, 0.1) == (0, 0)
+
+
+def test_other_lora_settings_are_refused(tmp_path):
+    # A run's checkpoints hold its adapters (or none): resumed or evaluated with others, they would
+    # be read into a model of another shape, or their adapters dropped without a word.
+    _leave(tmp_path, lora_rank=4, lora_alpha=8.0)
+    with pytest.raises(ValueError) as e:
+        run.check_output_dir(str(tmp_path), MRPC, SAME)
+    assert str(e.value) == (
+        f"lora_rank=0, but the model in output_dir={tmp_path} was fine-tuned with lora_rank=4, lora_alpha=8.0: its "
+        "checkpoints hold those adapters (or none); give the same, or use another output_dir"
+    )
+    assert run.check_output_dir(str(tmp_path), dataclasses.replace(MRPC, lora_rank=4, lora_alpha=8),
+                                SAME) == []
+    with pytest.raises(ValueError, match=r"^lora_rank=4, lora_alpha=4.0, but .* with lora_rank=4, lora_alpha=8.0:"):
+        run.check_output_dir(str(tmp_path), dataclasses.replace(MRPC, lora_rank=4), SAME)

@@ -1,0 +1,37 @@
+"""bench/finetuning.py in its smoke size, run from the repository root as its docstring says: our
+loop's throughput with and without LoRA, their trainable parameters and optimizer state (stated
+here by hand for the smoke config), and the separable task's accuracy line."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+pytestmark = pytest.mark.slow
+
+
+def test_smoke_run_measures_full_fine_tuning_and_lora():
+    # As a user starts it: no PYTHONPATH, the bench finds this checkout's bert_tf itself.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, os.path.join("bench", "finetuning.py"), "--smoke", "--lora_rank=4"],
+                            cwd=REPO, env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"}, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "config: L=2 H=32 A=2 I=64 vocab=1000 seq=32 batch=8" in out
+    for name in ("bert_tf xla=False", "bert_tf lora=4 xla=False"):
+        assert re.search(rf"^{re.escape(name)} +: +[\d.]+ examples/s", out, re.M), out
+    # The smoke model: embeddings (1000 + 512 + 2) x 32 + LayerNorm 64; 2 blocks of 8,544; pooler
+    # 1,056; head 66. LoRA of rank 4: 2 x (4 x 4 x (32 + 32) + 2 x 4 x (32 + 64)) = 3,584 adapter numbers.
+    full, adapters, head = (1000 + 512 + 2) * 32 + 64 + 2 * 8544 + 1056 + 66, 3584, 66
+    assert f"Trainable parameters: {full:,} of {full:,} (100.00%)" in out
+    assert f"Trainable parameters: {adapters + head:,} of {full + adapters:,} (5.19%)" in out
+    # AdamW: two moments per trainable weight (41 in all; LoRA: 2 x 12 adapters and the head's 2), and its step.
+    assert f"optimizer state: {2 * 41 + 1} variables, {2 * full + 1:,} numbers" in out
+    assert f"optimizer state: {2 * 26 + 1} variables, {2 * (adapters + head) + 1:,} numbers" in out
+    assert re.search(r"^separable task \(6 steps of 8, seq 32\), dev accuracy: full fine-tuning [\d.]+ .* "
+                     r"lora=4 [\d.]+ \(learning rate 0.001\)$", out, re.M), out

@@ -1,0 +1,29 @@
+"""The run's settings: LoRA's, checked and resolved as the scripts' flags give them."""
+
+import pytest
+
+from bert_tf.training.settings import TrainingSettings, lora_settings
+
+
+def test_lora_alpha_defaults_to_the_rank_and_is_none_without_lora():
+    assert lora_settings() == {"lora_rank": 0, "lora_alpha": None}
+    assert lora_settings(8) == {"lora_rank": 8, "lora_alpha": 8.0}
+    assert lora_settings(8, 16) == {"lora_rank": 8, "lora_alpha": 16.0}
+    settings = TrainingSettings(output_dir="/tmp/x", lora_rank=4)
+    assert (settings.lora_rank, settings.lora_alpha) == (4, 4.0)
+
+
+@pytest.mark.parametrize("rank, alpha, message", [
+    (-1, None, "lora_rank=-1 must be a non-negative integer (0: LoRA off)"),
+    (2.5, None, "lora_rank=2.5 must be a non-negative integer (0: LoRA off)"),
+    (0, 16.0, "lora_alpha=16.0 is given without lora_rank: LoRA is off"),
+    (4, 0.0, "lora_alpha=0.0 must be positive"),
+    (4, float("nan"), "lora_alpha=nan must be positive"),
+])
+def test_bad_lora_settings_name_the_setting(rank, alpha, message):
+    with pytest.raises(ValueError) as e:
+        lora_settings(rank, alpha)
+    assert str(e.value) == message
+    with pytest.raises(ValueError) as e:
+        TrainingSettings(output_dir="/tmp/x", lora_rank=rank, lora_alpha=alpha)
+    assert str(e.value) == message
