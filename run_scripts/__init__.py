@@ -1,1 +1,87 @@
-"""absl-flag scripts with the original release's names and flags."""
+"""absl-flag scripts with the original release's names and flags.
+
+Importing this package imports TensorFlow without its start-up log lines (the C++ `I0000 …` /
+`W0000 …` / `E0000 …` lines: oneDNN and CUDA notices, CPU features, absl's "All log messages
+before absl::InitializeLog()" line), so every script's first import of ours is `import
+run_scripts`, before anything that imports TensorFlow (`bert_tf` does). TF_CPP_MIN_LOG_LEVEL
+chooses what is shown, as in TensorFlow (0: everything, 1: no INFO, 2: no WARNING either, 3: no
+ERROR either); it is 3 unless already set, so `TF_CPP_MIN_LOG_LEVEL=0 python run_scripts/...`
+shows them all. Since TensorFlow 2.19 the lines written while it loads ignore that variable, so
+its stderr is held while it loads and written back without them. Our own Python warnings and
+logs are left alone.
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+DEFAULT_LOG_LEVEL = "3"
+
+_SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
+# A C++ log line: absl's `I0000 00:00:1795576657.240854    4652 port.cc:153] ...` (the seconds are
+# Unix time before absl is set up) or TensorFlow's older `2025-09-17 14:44:05.157831: I
+# external/.../cudart_stub.cc:32] ...`. Python's absl lines have absl's shape but name a .py file:
+# they are never hidden.
+_CPP_LINE = re.compile(
+    r"(?:(?P<absl>[IWEF])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: (?P<tsl>[IWEF]) )"
+    r"[\w./+-]+\.(?:cc|cpp|c|h):\d+\] "
+)
+_ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
+# Lines that continue the message above them (cpu_feature_guard's second line).
+_CONTINUATION = re.compile(r"To enable the following instructions: ")
+
+
+def min_log_level():
+    """TF_CPP_MIN_LOG_LEVEL as TensorFlow reads it: an integer, anything else 0."""
+    value = os.environ.get(LOG_LEVEL_VARIABLE, "0")
+    try:
+        return int(value)
+    except ValueError:
+        return 0
+
+
+def hide_startup_lines(text, level):
+    """`text` (a TensorFlow process's stderr) without the C++ log lines below `level` (the scale of
+    TF_CPP_MIN_LOG_LEVEL; FATAL lines are kept), their continuation lines and, from level 1,
+    absl's preamble line."""
+    kept, hiding = [], False
+    for line in text.splitlines(keepends=True):
+        match = _CPP_LINE.match(line)
+        if match:
+            # A FATAL line is always shown: it says why the process stops.
+            hiding = _SEVERITY[match.group("absl") or match.group("tsl")] < min(level, _SEVERITY["F"])
+        elif line.rstrip("\r\n") == _ABSL_PREAMBLE:
+            hiding = level >= 1
+        elif not (hiding and _CONTINUATION.match(line)):
+            hiding = False
+        if not hiding:
+            kept.append(line)
+    return "".join(kept)
+
+
+def _import_tensorflow():
+    """Imports TensorFlow with the lines it writes while loading filtered by hide_startup_lines."""
+    os.environ.setdefault(LOG_LEVEL_VARIABLE, DEFAULT_LOG_LEVEL)  # the lines written later obey it
+    level = min_log_level()
+    if "tensorflow" in sys.modules or level <= 0:
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)  # C++ writes to file descriptor 2, not to sys.stderr
+        try:
+            import tensorflow  # noqa: F401
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            text = held.read().decode("utf-8", "surrogateescape")
+            kept = hide_startup_lines(text, level).encode("utf-8", "surrogateescape")
+            while kept:
+                kept = kept[os.write(2, kept):]
+
+
+_import_tensorflow()

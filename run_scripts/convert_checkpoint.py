@@ -28,6 +28,7 @@ import os
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.checkpoints import convert, hf
 from bert_tf.io_utils import check_keras_file, check_output_dir, check_output_file, error_line
 from run_scripts.common_flags import fail, library_call, load_bert_config

@@ -23,6 +23,7 @@ import os
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.data.pretraining import SHARD_WORKER
 from bert_tf.data.worker_pool import WorkerPool
 from bert_tf.io_utils import error_line, is_disk_full

@@ -13,6 +13,7 @@ import json
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.io_utils import atomic_write
 from bert_tf.tasks.squad import metrics as squad_metrics
 from run_scripts.common_flags import fail

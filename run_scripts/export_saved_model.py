@@ -25,6 +25,7 @@ complete; an existing --export_dir is replaced only with --overwrite.
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.export import check_export_dir, exports
 from run_scripts.common_flags import fail, library_call
 

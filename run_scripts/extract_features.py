@@ -19,6 +19,7 @@ import os
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf import feature_extraction, tokenization
 from bert_tf.checkpoints import sources
 from bert_tf.io_utils import check_distinct_outputs, check_keras_file, check_output_file

@@ -17,6 +17,7 @@ imports a module of yours that registers more tasks (`bert_tf.tasks.classifier.p
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from run_scripts import common_flags
 from run_scripts.common_flags import fail, library_call
 

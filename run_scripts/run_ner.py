@@ -19,6 +19,7 @@ a run resumes from the latest checkpoint in --output_dir.
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.tasks.ner import run as ner_run
 from run_scripts import common_flags
 from run_scripts.common_flags import fail, library_call

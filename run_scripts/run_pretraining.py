@@ -21,6 +21,7 @@ import os
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.io_utils import check_keras_file, check_output_dir, error_line, expand_patterns, is_disk_full
 from bert_tf.training import distribution
 from run_scripts import common_flags

@@ -21,6 +21,7 @@ import os
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from run_scripts import common_flags
 from run_scripts.common_flags import fail, library_call
 

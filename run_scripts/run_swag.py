@@ -17,6 +17,7 @@ ending). Started again with the same command, a run resumes from the latest chec
 
 from absl import app, flags, logging
 
+import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.tasks.swag import run as swag_run
 from bert_tf.tasks.swag.reader import encode_examples
 from run_scripts import common_flags
