@@ -29,8 +29,8 @@ FEATURE_LAYERS = (
 LSTM_UNITS = 768  # "a randomly initialized two-layer 768-dimensional BiLSTM" (§5.3), per direction here
 
 
-def feature_layer_indices(feature_layers, num_hidden_layers):
-    """Which of the encoder's outputs `feature_layers` reads, as indices into
+def feature_layer_indices(feature_based, num_hidden_layers):
+    """Which of the encoder's outputs `feature_based` reads, as indices into
     `[embedding_output, layer 1, ..., layer num_hidden_layers]`. A ValueError names an unknown
     name, or an encoder with too few layers for it."""
     n = num_hidden_layers
@@ -42,19 +42,19 @@ def feature_layer_indices(feature_layers, num_hidden_layers):
         "concat_last_four": list(range(n - 3, n + 1)),
         "weighted_sum_all": list(range(1, n + 1)),
     }
-    if feature_layers not in indices:
-        raise ValueError(f"feature_layers={feature_layers!r} is not one of {', '.join(FEATURE_LAYERS)}")
-    needed = {"second_to_last": 2, "weighted_sum_last_four": 4, "concat_last_four": 4}.get(feature_layers, 1)
+    if feature_based not in indices:
+        raise ValueError(f"feature_based={feature_based!r} is not one of {', '.join(FEATURE_LAYERS)}")
+    needed = {"second_to_last": 2, "weighted_sum_last_four": 4, "concat_last_four": 4}.get(feature_based, 1)
     if n < needed:
         raise ValueError(
-            f"feature_layers={feature_layers!r} needs at least {needed} hidden layers, but the encoder has {n}"
+            f"feature_based={feature_based!r} needs at least {needed} hidden layers, but the encoder has {n}"
         )
-    return indices[feature_layers]
+    return indices[feature_based]
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertFeatureTagger(keras.Model):
-    """A frozen `BertEncoder`, the features `feature_layers` names, a two-layer bidirectional LSTM
+    """A frozen `BertEncoder`, the features `feature_based` names, a two-layer bidirectional LSTM
     and a `TokenClassificationHead` on its outputs.
 
     Arguments:
@@ -62,7 +62,8 @@ class BertFeatureTagger(keras.Model):
             as at inference (no dropout), so that its activations are fixed features, as the
             paper extracts them; no gradient reaches it.
         num_classes: the number of tags (softmax over them at each position).
-        feature_layers: one of FEATURE_LAYERS (see the module docstring).
+        feature_based: which layers feed the BiLSTM: one of FEATURE_LAYERS (Table 7's rows, see the
+            module docstring).
         lstm_units: each LSTM direction's width (the BiLSTM's outputs are twice as wide).
         dropout_rate: dropout before the tag layer (as the fine-tuned token classifier: 0.1).
         initializer_range: stddev of the tag layer's truncated normal (0.02).
@@ -77,14 +78,14 @@ class BertFeatureTagger(keras.Model):
         self,
         encoder: BertEncoder,
         num_classes,
-        feature_layers,
+        feature_based,
         lstm_units=LSTM_UNITS,
         dropout_rate=DROPOUT_RATE,
         initializer_range=HEAD_INITIALIZER_RANGE,
         dtype=None,
         **kwargs,
     ):
-        indices = feature_layer_indices(feature_layers, encoder.num_hidden_layers)
+        indices = feature_layer_indices(feature_based, encoder.num_hidden_layers)
         if lstm_units < 1:
             raise ValueError(f"lstm_units={lstm_units} must be at least 1")
         dtype = dtype if dtype is not None else encoder.dtype_policy
@@ -92,7 +93,7 @@ class BertFeatureTagger(keras.Model):
 
         # === Config ===
         self.num_classes = num_classes
-        self.feature_layers = feature_layers
+        self.feature_based = feature_based
         self.lstm_units = lstm_units
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
@@ -101,12 +102,14 @@ class BertFeatureTagger(keras.Model):
         # === Layers ===
         self.encoder = encoder
         encoder.trainable = False
-        self.lstm_layers = [
+        # Two attributes, not a list: TensorFlow checkpoints do not reach into a subclassed
+        # Keras model's lists, and the training loop's checkpoints must hold the LSTMs.
+        self.bilstm_1, self.bilstm_2 = (
             keras.layers.Bidirectional(
                 keras.layers.LSTM(lstm_units, return_sequences=True, dtype=dtype), dtype=dtype, name=f"bilstm_{i}"
             )
-            for i in range(2)
-        ]
+            for i in (1, 2)
+        )
         self.classifier = TokenClassificationHead(
             num_classes=num_classes,
             dropout_rate=dropout_rate,
@@ -120,15 +123,15 @@ class BertFeatureTagger(keras.Model):
     @property
     def mixes(self):
         """Whether the features are a learned weighted sum of layers."""
-        return self.feature_layers.startswith("weighted_sum")
+        return self.feature_based.startswith("weighted_sum")
 
     def build(self, input_shape=None):
         n = len(self.feature_indices)
-        width = self.encoder.hidden_size * (n if self.feature_layers == "concat_last_four" else 1)
+        width = self.encoder.hidden_size * (n if self.feature_based == "concat_last_four" else 1)
         if self.mixes:
             self.layer_weights = self.add_weight(shape=(n,), initializer="zeros", name="layer_weights")
             self.gamma = self.add_weight(shape=(), initializer="ones", name="gamma")
-        for lstm in self.lstm_layers:
+        for lstm in (self.bilstm_1, self.bilstm_2):
             lstm.build((None, None, width))
             width = 2 * self.lstm_units
         self.classifier.build((None, None, width))
@@ -141,7 +144,7 @@ class BertFeatureTagger(keras.Model):
         layers = [outputs["embedding_output"], *outputs["encoder_outputs"]]
         # Fixed activations, as the paper extracts them: no back-propagation into BERT.
         chosen = [ops.stop_gradient(layers[i]) for i in self.feature_indices]  # each [B, S, H]
-        if self.feature_layers == "concat_last_four":
+        if self.feature_based == "concat_last_four":
             return ops.concatenate(chosen, axis=-1)  # [B, S, 4H]
         if not self.mixes:
             return chosen[0]
@@ -153,7 +156,7 @@ class BertFeatureTagger(keras.Model):
     def call(self, inputs, training=None):
         x = self.features(inputs)
         mask = ops.cast(inputs["input_mask"], "bool")  # [B, S]
-        for lstm in self.lstm_layers:
+        for lstm in (self.bilstm_1, self.bilstm_2):
             x = lstm(x, mask=mask, training=training)  # [B, S, 2 * lstm_units]
         # Padding positions zero (as Keras's LSTMs leave them), in a new tensor that carries no
         # Keras mask to the head, which has no use for one.
@@ -164,7 +167,7 @@ class BertFeatureTagger(keras.Model):
         return {
             **task_model_config(self),
             "num_classes": self.num_classes,
-            "feature_layers": self.feature_layers,
+            "feature_based": self.feature_based,
             "lstm_units": self.lstm_units,
             "dropout_rate": self.dropout_rate,
             "initializer_range": self.initializer_range,

@@ -79,7 +79,7 @@ def test_padding_changes_no_real_positions_logits():
 def test_fit_trains_the_bilstm_and_head_only_and_the_encoder_runs_without_dropout(tmp_path):
     config = tiny_config(num_hidden_layers=4, hidden_dropout_prob=0.5, attention_probs_dropout_prob=0.5)
     model = BertFeatureTagger(
-        BertEncoder.from_bert_config(config), num_classes=3, feature_layers="weighted_sum_last_four", lstm_units=8,
+        BertEncoder.from_bert_config(config), num_classes=3, feature_based="weighted_sum_last_four", lstm_units=8,
         dropout_rate=0.0,
     )
     x = encoder_part(tiny_inputs(config, batch=16, seq=8, predictions=2))
@@ -100,7 +100,7 @@ def test_fit_trains_the_bilstm_and_head_only_and_the_encoder_runs_without_dropou
     assert not np.array_equal(mix_before, np.asarray(model.layer_weights))  # the mix learns
 
     clone = assert_config_round_trip(model)
-    assert (clone.num_classes, clone.feature_layers, clone.lstm_units) == (3, "weighted_sum_last_four", 8)
+    assert (clone.num_classes, clone.feature_based, clone.lstm_units) == (3, "weighted_sum_last_four", 8)
     assert clone.encoder.bert_config() == config and not clone.encoder.trainable
     loaded = assert_keras_file_round_trip(model, x, tmp_path)
     np.testing.assert_array_equal(np.asarray(loaded.layer_weights), np.asarray(model.layer_weights))
@@ -108,9 +108,9 @@ def test_fit_trains_the_bilstm_and_head_only_and_the_encoder_runs_without_dropou
 
 def test_bad_settings_name_the_setting_and_value():
     encoder = BertEncoder.from_bert_config(tiny_config())  # 2 layers
-    with pytest.raises(ValueError, match=r"^feature_layers='first' is not one of embeddings, second_to_last, last, "):
+    with pytest.raises(ValueError, match=r"^feature_based='first' is not one of embeddings, second_to_last, last, "):
         BertFeatureTagger(encoder, 3, "first")
-    with pytest.raises(ValueError, match=r"^feature_layers='concat_last_four' needs at least 4 hidden layers, but "
+    with pytest.raises(ValueError, match=r"^feature_based='concat_last_four' needs at least 4 hidden layers, but "
                                          r"the encoder has 2$"):
         BertFeatureTagger(encoder, 3, "concat_last_four")
     with pytest.raises(ValueError, match=r"^lstm_units=0 must be at least 1$"):
