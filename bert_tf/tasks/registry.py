@@ -40,10 +40,14 @@ class TaskKind:
         """Writes `model` (fine-tuned as `record` says) as a SavedModel; see the kind's exporter."""
         return _load(self.exporter)(model, record, **options)
 
+    def model_class_for(self, record):
+        """The model class of the run `record` describes: `model_class`, or its kind's variant."""
+        return self.model_variant(record) or self.model_class
+
     def build_model(self, record, encoder):
         """The fine-tuned model a run record describes, on `encoder` (weights to be restored by
         the caller)."""
-        return (self.model_variant(record) or self.model_class)(encoder, **self.model_args(record))
+        return self.model_class_for(record)(encoder, **self.model_args(record))
 
 
 def _load(reference):
