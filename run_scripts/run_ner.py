@@ -17,8 +17,7 @@ the test set is tagged, test_results.txt with its figures. Started again with th
 a run resumes from the latest checkpoint in --output_dir.
 
 --feature_based=LAYERS (paper §5.3, Table 7) freezes the encoder and trains a two-layer BiLSTM
-(--lstm_units per direction) and the tag layer on the activations LAYERS names, with the same
-windows, tagging and outputs.
+(--lstm_units per direction) and the tag layer on LAYERS' activations, with the same outputs.
 """
 
 from absl import app, flags, logging

@@ -72,6 +72,10 @@ class BertFeatureTagger(keras.Model):
     `[batch, seq]`); the LSTMs skip the positions where `input_mask` is 0. Output: float32 logits
     `[batch, seq, num_classes]`, as `BertTokenClassifier`'s, so the same loss, first-piece
     weights, plain `fit` and NER export apply.
+
+    A subclassed model, unlike the functional task models: a functional model hands its own
+    `training` to every layer it calls, the encoder's included, and the encoder must run without
+    dropout whatever the model's call says.
     """
 
     def __init__(
