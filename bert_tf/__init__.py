@@ -18,6 +18,7 @@ from bert_tf.config import BertConfig
 from bert_tf.models import (
     BertClassifier,
     BertEncoder,
+    BertFeatureTagger,
     BertMultipleChoice,
     BertPretrainer,
     BertSpanLabeler,
@@ -32,6 +33,7 @@ __all__ = [
     "BertClassifier",
     "BertConfig",
     "BertEncoder",
+    "BertFeatureTagger",
     "BertMultipleChoice",
     "BertPretrainer",
     "BertSpanLabeler",

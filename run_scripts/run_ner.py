@@ -15,11 +15,15 @@ and F1, overall and per type, and word accuracy) and, with --do_predict, test_pr
 (`word gold predicted` per line, a blank line after each sentence, conlleval's input) and, when
 the test set is tagged, test_results.txt with its figures. Started again with the same command,
 a run resumes from the latest checkpoint in --output_dir.
+
+--feature_based=LAYERS (paper §5.3, Table 7) freezes the encoder and trains a two-layer BiLSTM
+(--lstm_units per direction) and the tag layer on LAYERS' activations, with the same outputs.
 """
 
 from absl import app, flags, logging
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
+from bert_tf.models.bert_feature_tagger import FEATURE_LAYERS, LSTM_UNITS, feature_layer_indices
 from bert_tf.tasks.ner import run as ner_run
 from run_scripts import common_flags
 from run_scripts.common_flags import fail, library_call
@@ -34,6 +38,12 @@ flags.DEFINE_integer(
     "A sentence longer than max_seq_length is cut into windows: how many preceding words each window "
     "after the first repeats as context (at most half its pieces; they are not tagged again).",
 )
+flags.DEFINE_enum(
+    "feature_based", None, list(FEATURE_LAYERS),
+    "The feature-based approach (paper §5.3, Table 7): freeze the encoder and train a two-layer BiLSTM and "
+    "the tag layer on these layers' activations (default: fine-tune the whole model).",
+)
+flags.DEFINE_integer("lstm_units", LSTM_UNITS, "With --feature_based: the width of each BiLSTM direction.")
 
 
 def _read(split, labels):
@@ -53,6 +63,12 @@ def main(argv):
     config = common_flags.check_fine_tuning_flags(FLAGS)
     if f.window_context_words < 0:
         fail(f"--window_context_words={f.window_context_words} must not be negative")
+    if f.lstm_units < 1:
+        fail(f"--lstm_units={f.lstm_units} must be at least 1")
+    if f.feature_based:
+        library_call(lambda: feature_layer_indices(f.feature_based, config.num_hidden_layers), "--")
+        if f.lora_rank:  # the encoder is frozen and gets no gradient: adapters on it would never train
+            fail(f"--lora_rank={f.lora_rank} with --feature_based={f.feature_based}: the encoder is frozen")
     # With --labels, only that file is read: an error is its.
     tags = library_call(
         lambda: ner_run.given_tags(f.labels, f.output_dir, f.init_checkpoint, f.tfds_name, f.tfds_data_dir),
@@ -67,8 +83,14 @@ def main(argv):
     logging.info("Tags (%s): %s", f"--labels={f.labels}" if f.labels else tags.source, " ".join(tags.labels))
     dev = _read("dev", tags.labels) if f.do_eval else []
     test = _read("test", tags.labels) if f.do_predict else []
-    record = ner_run.ner_record(tags.labels, f.do_lower_case, f.max_seq_length, f.window_context_words)
+    record = ner_run.ner_record(
+        tags.labels, f.do_lower_case, f.max_seq_length, f.window_context_words, f.feature_based, f.lstm_units
+    )
     common_flags.check_run_output_dir(FLAGS, record, ner_run.fields_to_match(f.do_train))
+    library_call(
+        lambda: ner_run.check_model_settings(record, f.output_dir, f.do_train, f.init_checkpoint),
+        flag_names=("feature_based", "lstm_units"),
+    )
 
     from bert_tf.training.trainer import Trainer
 

@@ -141,6 +141,6 @@ def task_model(checkpoint, record, config):
     (model, config) (a .keras file brings its own config)."""
     kind = record.task_kind
     if checkpoint.endswith(".keras"):
-        model = from_keras_file(checkpoint, kind.model_class, config)
+        model = from_keras_file(checkpoint, kind.model_class_for(record), config)
         return model, model.encoder.bert_config()
     return restored(kind.build_model(record, BertEncoder.from_bert_config(config)), checkpoint), config

@@ -2,6 +2,7 @@
 
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs
+from bert_tf.models.bert_feature_tagger import BertFeatureTagger
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
 from bert_tf.models.bert_pretrainer import (
     MASKED_LM_DENOMINATOR_EPSILON,
@@ -19,6 +20,7 @@ __all__ = [
     "MASKED_LM_DENOMINATOR_EPSILON",
     "BertClassifier",
     "BertEncoder",
+    "BertFeatureTagger",
     "BertMultipleChoice",
     "BertPretrainer",
     "BertSpanLabeler",

@@ -33,6 +33,10 @@ class RunRecord:
     doc_stride: int = 128  # squad
     max_query_length: int = 64  # squad
     window_context_words: int = 16  # ner: words of context repeated in each window after the first
+    # ner, feature-based (paper §5.3): the frozen encoder's layers the BiLSTM reads, and its width
+    # (None: fine-tuned; not written then, so such a run's file is as it was before the option)
+    feature_based: str | None = None
+    lstm_units: int | None = None
     num_choices: int = 4  # swag
     lora_rank: int = 0  # LoRA's adapters (`bert_tf.training.settings.lora_settings`); 0: none
     lora_alpha: float | None = None  # their scale is lora_alpha / lora_rank (the rank's when not given)
@@ -47,9 +51,11 @@ class RunRecord:
         return registry.get(self.kind)
 
     def to_dict(self):
-        """The fields every run keeps and those of its kind (as written to the file)."""
+        """The fields every run keeps and those of its kind (as written to the file), but for
+        an option the run did not take (None; LoRA's when lora_rank is 0)."""
         names = _COMMON + self.task_kind.record_fields + (_LORA if self.lora_rank else ())
-        return {name: list(v) if isinstance(v := getattr(self, name), tuple) else v for name in names}
+        values = {name: getattr(self, name) for name in names}
+        return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items() if v is not None}
 
     @classmethod
     def from_dict(cls, values, source=FILE_NAME):

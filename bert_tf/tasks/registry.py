@@ -13,7 +13,7 @@ checkpoint code does) loads no task, and no task module can import its way back 
 import dataclasses
 import importlib
 
-from bert_tf.models import BertClassifier, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+from bert_tf.models import BertClassifier, BertFeatureTagger, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +36,9 @@ class TaskKind:
     hf_architecture: str = ""
     hf_head: str = ""
     hf_pooler: bool = True
+    # record -> the model class, where a record may ask for another than model_class (ner's
+    # feature-based tagger); None: model_class
+    model_variant: callable = lambda record: None
 
     def task_class(self):
         return _load(self.task)
@@ -44,15 +47,28 @@ class TaskKind:
         """Writes `model` (fine-tuned as `record` says) as a SavedModel; see the kind's exporter."""
         return _load(self.exporter)(model, record, **options)
 
+    def model_class_for(self, record):
+        """The model class of the run `record` describes: `model_class`, or its kind's variant."""
+        return self.model_variant(record) or self.model_class
+
     def build_model(self, record, encoder):
         """The fine-tuned model a run record describes, on `encoder` (weights to be restored by
         the caller)."""
-        return self.model_class(encoder, **self.model_args(record))
+        return self.model_class_for(record)(encoder, **self.model_args(record))
 
 
 def _load(reference):
     module, _, attribute = reference.partition(":")
     return getattr(importlib.import_module(module), attribute)
+
+
+def _ner_model_args(record):
+    args = {"num_classes": len(record.labels)}
+    if record.feature_based is not None:  # BertFeatureTagger's (the kind's model_variant)
+        args["feature_based"] = record.feature_based
+        if record.lstm_units is not None:
+            args["lstm_units"] = record.lstm_units
+    return args
 
 
 def _classifier_outputs(record):
@@ -84,11 +100,13 @@ KINDS = {
         ),
         TaskKind(
             name="ner", script="run_ner.py", model_class=BertTokenClassifier, head_layer="classifier",
-            head_names=_CLASSIFIER_HEAD, record_fields=("label_kind", "labels", "window_context_words"),
+            head_names=_CLASSIFIER_HEAD,
+            record_fields=("label_kind", "labels", "window_context_words", "feature_based", "lstm_units"),
             task="bert_tf.tasks.ner.task:NerTask", exporter="bert_tf.tasks.ner.export:export_run",
-            model_args=lambda record: {"num_classes": len(record.labels)}, legacy_names=("token_classifier",),
+            model_args=_ner_model_args, legacy_names=("token_classifier",),
             label_kinds=("token",),
             hf_architecture="BertForTokenClassification", hf_head="classifier", hf_pooler=False,
+            model_variant=lambda record: BertFeatureTagger if record.feature_based is not None else None,
         ),
         TaskKind(
             name="swag", script="run_swag.py", model_class=BertMultipleChoice, head_layer="classifier",

@@ -200,3 +200,70 @@ def test_bad_input_fails_before_training_naming_the_file_and_line(tmp_path, mode
         assert message in outcome, (overrides, outcome)
         assert outcome.startswith("run_ner.py: error: ")
         assert not os.path.exists(out(i) / "checkpoint") and not os.path.exists(out(i) / "fine_tuning_task.json")
+
+
+def test_feature_based_trains_only_the_bilstm_over_the_frozen_encoder_and_bad_settings_fail_first(tmp_path, model_dir):
+    """--feature_based (paper §5.3, Table 7): entities learnt through the BiLSTM, the encoder's
+    weights those of --init_checkpoint bit for bit, the settings in the record; an evaluation
+    alone takes them from the run, and bad settings fail before any work."""
+    import keras
+    import numpy as np
+
+    from bert_tf.checkpoints import original_weights, restore, save_original_checkpoint
+    from bert_tf.models import BertEncoder
+    from tests.run_scripts.conftest import run_script
+    from tests.tiny import tiny_config
+
+    data = tmp_path / "conll"
+    write_conll(data)
+    config = tiny_config(vocab_size=len(VOCAB))
+    keras.utils.set_random_seed(5)
+    pre_trained = BertEncoder.from_bert_config(config)  # a stand-in, in Google's layout
+    google = save_original_checkpoint(pre_trained, str(tmp_path / "google" / "bert_model.ckpt"))
+    weights = original_weights(pre_trained)
+    trained, again = tmp_path / "trained", tmp_path / "again"
+    settings = dict(feature_based="second_to_last", lstm_units=32)
+    cases = [
+        # A BiLSTM on fixed features learns more slowly than fine-tuning does: more epochs.
+        _flags(model_dir, data, trained, init_checkpoint=google, learning_rate=3e-2, num_train_epochs=24, **settings),
+        # Evaluating the trained run from another folder: its settings must be given.
+        _flags(model_dir, data, again, do_train=False, init_checkpoint=trained, **settings),
+        _flags(model_dir, data, tmp_path / "bad1", do_train=False, init_checkpoint=trained),
+        _flags(model_dir, data, tmp_path / "bad2", lstm_units=0, **{"feature_based": "last"}),
+        _flags(model_dir, data, tmp_path / "bad3", feature_based="concat_last_four"),
+        _flags(model_dir, data, tmp_path / "bad4", lora_rank=4, feature_based="last"),
+    ]
+    outcomes = run_main_cases("run_ner", cases)
+    assert outcomes[:2] == ["ok", "ok"]
+    assert outcomes[2] == (
+        f"run_ner.py: error: --feature_based=None (fine-tuned) is not the model in {trained}, trained with "
+        "--feature_based=second_to_last, --lstm_units=32: give its settings"
+    )
+    assert outcomes[3] == "run_ner.py: error: --lstm_units=0 must be at least 1"
+    assert outcomes[4] == (
+        "run_ner.py: error: --feature_based='concat_last_four' needs at least 4 hidden layers, but the encoder has 2"
+    )
+    assert outcomes[5] == "run_ner.py: error: --lora_rank=4 with --feature_based=last: the encoder is frozen"
+    for bad in ("bad1", "bad2", "bad3", "bad4"):
+        assert not (tmp_path / bad / "fine_tuning_task.json").exists()
+
+    results = read_results(trained / "eval_results.txt")
+    assert float(results["eval_f1"]) > 0.9, results
+    assert read_results(again / "eval_results.txt")["eval_f1"] == results["eval_f1"]
+    assert _sentences(again / "test_predictions.txt") == _sentences(trained / "test_predictions.txt")
+    record = json.loads((trained / "fine_tuning_task.json").read_text())
+    assert (record["feature_based"], record["lstm_units"]) == ("second_to_last", 32)
+    encoder = BertEncoder.from_bert_config(config)
+    restore(encoder, str(trained))  # the run's last checkpoint
+    for name, value in original_weights(encoder).items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+
+    # absl refuses an unknown LAYERS name, and the flags in any other script, in one line naming them.
+    for script, flag, line in [
+        ("run_ner.py", "--feature_based=first", "flag --feature_based=first: value should be one of <embeddings|"),
+        ("run_classifier.py", "--feature_based=last", "Unknown command line flag 'feature_based'"),
+        ("run_squad.py", "--lstm_units=8", "Unknown command line flag 'lstm_units'"),
+    ]:
+        result = run_script(script, flag, f"--output_dir={tmp_path / 'absl'}")
+        assert result.returncode != 0 and line in result.stderr.strip().splitlines()[-2], result.stderr
+    assert not (tmp_path / "absl").exists()

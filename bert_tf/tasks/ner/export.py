@@ -1,5 +1,5 @@
-"""A fine-tuned token classifier (run_ner.py's BertTokenClassifier) as a SavedModel that tags the
-words of sentences given as text.
+"""A run_ner model (the fine-tuned BertTokenClassifier, or the feature-based BertFeatureTagger:
+the same inputs and logits) as a SavedModel that tags the words of sentences given as text.
 
     model = tf.saved_model.load(path)  # tensorflow_text imported first, for its ops
     out = model.signatures["serving_default"](text=tf.constant(["John lives in Berlin ."]))
@@ -116,9 +116,9 @@ class TokenClassifierSavedModel(SavedModelRoot):
 
 def export_ner(model, labels, vocab_file, do_lower_case, seq_length, export_dir,
                             window_context_words=16, task=None, overwrite=False):
-    """Writes a fine-tuned `BertTokenClassifier` to `export_dir` with a `serving_default` taking
-    sentences as text (see the module's docstring). labels: the tags, in the model's order.
-    Returns `export_dir`."""
+    """Writes a `BertTokenClassifier` or `BertFeatureTagger` to `export_dir` with a
+    `serving_default` taking sentences as text (see the module's docstring). labels: the tags,
+    in the model's order. Returns `export_dir`."""
     if model.num_classes != len(labels):
         raise ValueError(f"the model has {model.num_classes} outputs, but there are {len(labels)} tags {list(labels)}")
 

@@ -13,6 +13,7 @@ import numpy as np
 from bert_tf.checkpoints import hf
 from bert_tf.data.text_files import split_file
 from bert_tf.io_utils import atomic_write
+from bert_tf.models.bert_feature_tagger import LSTM_UNITS
 from bert_tf.tasks import record as run_record
 from bert_tf.tasks.ner import conll, conlleval
 from bert_tf.tasks.ner.inputs import tags_of
@@ -69,11 +70,14 @@ def training_tags(sentences):
     return TagSet(conll.label_list(sentences), FROM_TRAINING_DATA)
 
 
-def ner_record(labels, do_lower_case, max_seq_length, window_context_words):
-    """The run record of an NER run: its tags and what its windows depend on."""
+def ner_record(labels, do_lower_case, max_seq_length, window_context_words, feature_based=None, lstm_units=None):
+    """The run record of an NER run: its tags, what its windows depend on and, for the
+    feature-based approach, the layers its BiLSTM reads and its width (`lstm_units` is kept only
+    with `feature_based`)."""
     return RunRecord(
         kind="ner", task_name=TASK_NAME, label_kind="token", labels=labels, do_lower_case=do_lower_case,
-        max_seq_length=max_seq_length, window_context_words=window_context_words,
+        max_seq_length=max_seq_length, window_context_words=window_context_words, feature_based=feature_based,
+        lstm_units=lstm_units if feature_based is not None else None,
     )
 
 
@@ -84,12 +88,38 @@ def fields_to_match(do_train):
     return ("task_name", "kind", "labels") if do_train else ("kind", "labels")
 
 
+def _model_settings(record):
+    if record.feature_based is None:
+        return "feature_based=None (fine-tuned)"
+    return f"feature_based={record.feature_based}, lstm_units={record.lstm_units}"
+
+
+def check_model_settings(record: RunRecord, output_dir, do_train, init_checkpoint=None):
+    """The model `record` describes must be the one restored into it: that of an earlier run in
+    `output_dir` (resumed, or evaluated) or, for a run that does not train, of the NER run
+    `init_checkpoint` is (initialising a training run, any run gives its encoder). A ValueError
+    starting with the settings otherwise: a tagger restored into the other model would keep
+    an untrained head."""
+    places = [output_dir] if do_train else [output_dir, init_checkpoint and run_record.run_directory(init_checkpoint)]
+    for directory in places:
+        found = run_record.read(directory) if directory and os.path.isdir(directory) else None
+        if found is None or found.kind != "ner":
+            continue
+        if (found.feature_based, found.lstm_units) != (record.feature_based, record.lstm_units):
+            raise ValueError(
+                f"{_model_settings(record)} is not the model in {directory}, trained with {_model_settings(found)}: "
+                "give its settings"
+            )
+        return
+
+
 def build_task(bert_config, record: RunRecord, vocab_file):
-    """The NerTask of `record`'s tags, casing, max_seq_length and window context. Its tokenizer
-    runs TensorFlow ops: create the distribution strategy first."""
+    """The NerTask of `record`'s tags, casing, max_seq_length, window context and model. Its
+    tokenizer runs TensorFlow ops: create the distribution strategy first."""
     return NerTask(
         bert_config, list(record.labels), vocab_file=vocab_file, do_lower_case=record.do_lower_case,
         max_seq_length=record.max_seq_length, context_words=record.window_context_words,
+        feature_based=record.feature_based, lstm_units=record.lstm_units or LSTM_UNITS,
     )
 
 

@@ -5,20 +5,28 @@ Each word's tag is predicted from its first sub-token (`bert_tf.tasks.ner.inputs
 task's loss and metrics apply as they are, per word instead of per example: the mean
 cross-entropy over the global batch's words, and word accuracy. Evaluation adds conlleval's
 entity-level precision, recall and F1 (overall and per type).
+
+Fine-tuned, the model is a BertTokenClassifier; feature-based (paper §5.3, Table 7), a
+BertFeatureTagger over the frozen encoder, with the same inputs, loss and figures.
 """
+
+import os
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
-from bert_tf.models import BertEncoder, BertTokenClassifier
+from bert_tf.models import BertEncoder, BertFeatureTagger, BertTokenClassifier
+from bert_tf.models.bert_feature_tagger import LSTM_UNITS, feature_layer_indices
 from bert_tf.tasks.classifier.task import ClassifierTask
 from bert_tf.tasks.ner import conlleval
 from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
 
 
 class NerTask(ClassifierTask):
-    """A BertTokenClassifier over the tags `labels`.
+    """A BertTokenClassifier over the tags `labels` or, with `feature_based` (one of
+    `bert_feature_tagger.FEATURE_LAYERS`), a BertFeatureTagger reading those layers of the
+    frozen encoder with a BiLSTM `lstm_units` wide per direction.
 
     vocab_file / do_lower_case / max_seq_length configure the word pieces; context_words: how
     many preceding words each window after a sentence's first repeats as context (`windows`).
@@ -26,7 +34,7 @@ class NerTask(ClassifierTask):
     """
 
     def __init__(self, bert_config, labels, vocab_file=None, do_lower_case=True, max_seq_length=128,
-                 context_words=0, dropout_rate=0.1):
+                 context_words=0, dropout_rate=0.1, feature_based=None, lstm_units=LSTM_UNITS):
         super().__init__(bert_config, labels, "single", vocab_file, do_lower_case, max_seq_length,
                          pair=False, dropout_rate=dropout_rate)
         bad = [t for t in self.labels if not conlleval.is_valid_tag(t)]
@@ -34,7 +42,13 @@ class NerTask(ClassifierTask):
             raise ValueError(f"labels {bad} are not O or B-/I-/E-/S- followed by a type")
         if context_words < 0:
             raise ValueError(f"context_words must not be negative, got {context_words}")
+        if feature_based is not None:  # the model's own checks, before any input is read
+            feature_layer_indices(feature_based, bert_config.num_hidden_layers)
+            if lstm_units < 1:
+                raise ValueError(f"lstm_units={lstm_units} must be at least 1")
         self.context_words = context_words
+        self.feature_based = feature_based
+        self.lstm_units = lstm_units
 
     def encode(self, sentences):
         """`bert_tf.tasks.ner.conll.Sentence`s -> the window arrays `dataset` reads."""
@@ -44,7 +58,23 @@ class NerTask(ClassifierTask):
 
     def build_model(self):
         encoder = BertEncoder.from_bert_config(self.bert_config)
+        if self.feature_based is not None:
+            return BertFeatureTagger(
+                encoder, len(self.labels), self.feature_based, self.lstm_units, dropout_rate=self.dropout_rate
+            )
         return BertTokenClassifier(encoder, num_classes=len(self.labels), dropout_rate=self.dropout_rate)
+
+    def restore(self, model, path):
+        """As every task's, but a BertFeatureTagger takes from Google's layout (which has no
+        place for a BiLSTM) its encoder alone, reported with its head as not found."""
+        from bert_tf import checkpoints
+
+        if not isinstance(model, BertFeatureTagger) or _is_ours(path):
+            return super().restore(model, path)
+        report = checkpoints.restore(model.encoder, path) or checkpoints.LoadReport([], [], [])
+        return checkpoints.LoadReport(
+            report.loaded, report.unused, report.ignored, [*report.not_found, f"the {type(model).__name__} head"]
+        )
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         def to_model(batch):
@@ -76,3 +106,14 @@ class NerTask(ClassifierTask):
     def tag_names(self, sentences):
         """Lists of tag ids -> lists of tag names."""
         return [[self.labels[i] for i in ids] for ids in sentences]
+
+
+def _is_ours(path):
+    """Whether `path` (an init_checkpoint) is a .keras file or one of the loop's checkpoints (a
+    run's folder or its ckpt-N), which hold whole models, not Google's name-based layout."""
+    from bert_tf.checkpoints.restore import is_training_checkpoint
+
+    if path.endswith(".keras"):
+        return True
+    checkpoint = tf.train.latest_checkpoint(path) if os.path.isdir(path) else path
+    return bool(checkpoint) and is_training_checkpoint(checkpoint)

@@ -109,10 +109,51 @@ def test_the_record_and_what_an_earlier_run_must_share(tmp_path):
     assert ner_run.fields_to_match(False) == ("kind", "labels")
 
 
+def test_a_feature_based_record_keeps_its_settings_and_rebuilds_its_model(tmp_path):
+    from bert_tf.models import BertEncoder, BertFeatureTagger
+    from bert_tf.tasks import record as run_record
+
+    record = ner_run.ner_record(["O", "B-LOC"], True, 24, 4, "weighted_sum_all", 8)
+    record.write(tmp_path)
+    written = json.loads((tmp_path / "fine_tuning_task.json").read_text())
+    assert (written["feature_based"], written["lstm_units"]) == ("weighted_sum_all", 8)
+    assert run_record.read(tmp_path) == record
+    # What the export and the conversion build from it.
+    model = record.task_kind.build_model(record, BertEncoder.from_bert_config(tiny_config()))
+    assert type(model) is BertFeatureTagger
+    assert (model.feature_based, model.lstm_units, model.num_classes) == ("weighted_sum_all", 8, 2)
+    # lstm_units goes with feature_based only.
+    assert ner_run.ner_record(["O", "B-LOC"], True, 24, 4, None, 8).lstm_units is None
+
+
+def test_the_model_restored_must_have_the_settings_asked_for(tmp_path):
+    fine_tuned = ner_run.ner_record(["O", "B-LOC"], True, 24, 4)
+    last = ner_run.ner_record(["O", "B-LOC"], True, 24, 4, "last", 8)
+    fine_tuned.write(tmp_path / "fine_tuned")
+    last.write(tmp_path / "last")
+    ner_run.check_model_settings(last, str(tmp_path / "last"), True)  # resuming the same model
+    ner_run.check_model_settings(last, str(tmp_path / "new"), False, str(tmp_path / "last" / "ckpt-3"))
+    # Initialising a training run from another model is taking its encoder.
+    ner_run.check_model_settings(last, str(tmp_path / "new"), True, str(tmp_path / "fine_tuned"))
+    message = rf"^feature_based=last, lstm_units=8 is not the model in {tmp_path}/fine_tuned, trained with "
+    with pytest.raises(ValueError, match=message + r"feature_based=None \(fine-tuned\): give its settings$"):
+        ner_run.check_model_settings(last, str(tmp_path / "fine_tuned"), True)
+    wider = ner_run.ner_record(["O", "B-LOC"], True, 24, 4, "last", 16)
+    with pytest.raises(ValueError, match=r"^feature_based=last, lstm_units=16 is not the model in .*/last, trained "
+                                         r"with feature_based=last, lstm_units=8"):
+        ner_run.check_model_settings(wider, str(tmp_path / "new"), False, str(tmp_path / "last"))
+    with pytest.raises(ValueError, match=r"^feature_based=None \(fine-tuned\) is not the model in .*/last"):
+        ner_run.check_model_settings(fine_tuned, str(tmp_path / "last"), False)
+
+
 def test_the_task_follows_the_record_and_empty_splits_are_not_encoded(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt", VOCAB)
     task = ner_run.build_task(tiny_config(), ner_run.ner_record(["O", "B-LOC"], True, 8, 2), vocab)
     assert (task.labels, task.max_seq_length, task.context_words) == (["O", "B-LOC"], 8, 2)
+    assert task.feature_based is None and type(task.build_model()).__name__ == "BertTokenClassifier"
+    record = ner_run.ner_record(["O", "B-LOC"], True, 8, 2, "embeddings", 5)
+    feature_task = ner_run.build_task(tiny_config(), record, vocab)
+    assert (feature_task.feature_based, feature_task.lstm_units) == ("embeddings", 5)
     train = [Sentence(["the", "cat"], ["O", "B-LOC"])]
     features = ner_run.encode_splits(task, {"train": train, "dev": [], "test": [Sentence(["mat"])]})
     assert sorted(features) == ["test", "train"]
