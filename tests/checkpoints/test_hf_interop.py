@@ -19,6 +19,7 @@ from bert_tf.tasks import registry
 from bert_tf.tasks.record import RunRecord
 from bert_tf.tokenization import FullTokenizer
 from tests.hf_folder import ARCHITECTURES, head_shapes
+from tests.peers import installed_peers
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
 
@@ -84,20 +85,8 @@ with open(os.path.join(work, "report.json"), "w") as f:
 
 
 def _hf_packages(request, tmp_path_factory):
-    """transformers and PyTorch (CPU), installed (once, cached in pytest's cache when there is
-    one) into a folder of their own: never into the environment."""
     wanted = [f"transformers=={TRANSFORMERS_VERSION}", f"torch=={TORCH_VERSION}"]
-    cache = getattr(request.config, "cache", None)
-    base = cache.mkdir("hf_peers") if cache is not None else tmp_path_factory.mktemp("hf_peers")
-    target = base / f"transformers{TRANSFORMERS_VERSION}-torch{TORCH_VERSION}"
-    if not (target / "installed.json").is_file():
-        result = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), *wanted],
-            capture_output=True, text=True, timeout=900,
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        (target / "installed.json").write_text(json.dumps(wanted))
-    return target
+    return installed_peers(request, tmp_path_factory, "hf_peers", wanted, timeout=900)
 
 
 def _inputs():

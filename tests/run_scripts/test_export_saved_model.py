@@ -21,6 +21,7 @@ from bert_tf.preprocessing import BertTokenizer
 from bert_tf.tasks.ner.conll import Sentence
 from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
 from bert_tf.tokenization import FullTokenizer
+from tests.peers import installed_peers
 from tests.run_scripts.conftest import run_main_cases
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
@@ -572,21 +573,10 @@ print(json.dumps({
 
 
 def _hub_packages(request, tmp_path_factory):
-    """tensorflow-hub and the tf-keras of the installed TensorFlow, installed (once, cached in
-    pytest's cache when there is one) into a folder of their own: never into the environment."""
+    """tensorflow-hub and the tf-keras of the installed TensorFlow (`tests.peers`)."""
     major, minor = tf.__version__.split(".")[:2]
     wanted = [f"tensorflow-hub=={HUB_VERSION}", f"tf-keras=={major}.{minor}.*"]
-    cache = getattr(request.config, "cache", None)
-    base = cache.mkdir("tf_hub_peers") if cache is not None else tmp_path_factory.mktemp("tf_hub_peers")
-    target = base / f"tf{major}.{minor}-hub{HUB_VERSION}"
-    if not (target / "installed.json").is_file():
-        result = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), *wanted],
-            capture_output=True, text=True, timeout=600,
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        (target / "installed.json").write_text(json.dumps(wanted))
-    return target
+    return installed_peers(request, tmp_path_factory, "tf_hub_peers", wanted, no_deps=True)
 
 
 @pytest.fixture(scope="module")
