@@ -249,17 +249,22 @@ def test_dynamic_masking_keeps_tokens_and_follows_the_rules():
     np.testing.assert_array_equal(*seeded)
 
 
-def test_dynamic_whole_word_masking_keeps_words_together():
-    # Words [10 ##31 ##32] and [11]..: with "##" ids 31, 32, a word is all in or all out.
-    ids = [CLS, 10, 31, 32, 11, 12, SEP, 13, 14, 15, 16, 17, SEP, 0, 0, 0]
-    n = 100
-    features = {
+def _unmasked(ids, n):
+    """`n` copies of one 16-token sequence (13 real tokens), before any masking."""
+    return {
         "input_ids": tf.constant([ids] * n, tf.int32),
         "input_mask": tf.constant([[1] * 13 + [0] * 3] * n, tf.int32),
         "masked_lm_positions": tf.zeros([n, PRED], tf.int32),
         "masked_lm_ids": tf.zeros([n, PRED], tf.int32),
         "masked_lm_weights": tf.zeros([n, PRED]),
     }
+
+
+def test_dynamic_whole_word_masking_keeps_words_together():
+    # Words [10 ##31 ##32] and [11]..: with "##" ids 31, 32, a word is all in or all out.
+    ids = [CLS, 10, 31, 32, 11, 12, SEP, 13, 14, 15, 16, 17, SEP, 0, 0, 0]
+    n = 100
+    features = _unmasked(ids, n)
     config = pipelines.DynamicMasking(CLS, SEP, MASK, 40, masked_lm_prob=0.3, continuation_ids=(31, 32))
     out = pipelines.remask(features, config, seed=1)
     for r in range(n):
@@ -278,13 +283,7 @@ def test_dynamic_masking_with_other_splits_keeps_the_positions(mask_share, rando
     # tokens become [MASK], a random id (any of the vocab's) or stay, in the split's shares.
     n, vocab_size = 20000, 1000
     ids = [CLS, *range(10, 21), SEP, 0, 0, 0]
-    features = {
-        "input_ids": tf.constant([ids] * n, tf.int32),
-        "input_mask": tf.constant([[1] * 13 + [0] * 3] * n, tf.int32),
-        "masked_lm_positions": tf.zeros([n, PRED], tf.int32),
-        "masked_lm_ids": tf.zeros([n, PRED], tf.int32),
-        "masked_lm_weights": tf.zeros([n, PRED]),
-    }
+    features = _unmasked(ids, n)
     default = pipelines.remask(features, pipelines.DynamicMasking(CLS, SEP, MASK, vocab_size, masked_lm_prob=0.3), 9)
     config = pipelines.DynamicMasking(
         CLS, SEP, MASK, vocab_size, masked_lm_prob=0.3, mask_token_prob=mask_share, random_token_prob=random_share
