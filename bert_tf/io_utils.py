@@ -210,3 +210,18 @@ def is_disk_full(error):
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
         return True
     return any(text in str(error) for text in _DISK_FULL)
+
+
+def read_json_object(path):
+    """The JSON object (a dict) in the file at `path`; a ValueError `cannot read PATH: why` when
+    the file cannot be read, is not JSON or holds another JSON value."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read {path}: {e}") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"cannot read {path}: not a JSON object")
+    return values

@@ -24,7 +24,7 @@ import tempfile
 from bert_tf.checkpoints import hf_weights
 from bert_tf.checkpoints.hf_weights import ENCODER, MASKED_LM, PRETRAINER
 from bert_tf.config import BertConfig
-from bert_tf.io_utils import owner_is_gone, owner_tag
+from bert_tf.io_utils import owner_is_gone, owner_tag, read_json_object
 from bert_tf.layers.common import LAYER_NORM_EPSILON
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.tasks import registry
@@ -71,14 +71,7 @@ def is_hf_folder(path):
 def _read_json(path, what):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{os.path.dirname(path)}: no {os.path.basename(path)} ({what})")
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path} is not readable JSON: {e}") from None
-    if not isinstance(values, dict):
-        raise ValueError(f"{path} is not a JSON object")
-    return values
+    return read_json_object(path)
 
 
 @dataclasses.dataclass(frozen=True)

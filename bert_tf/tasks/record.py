@@ -10,7 +10,7 @@ import dataclasses
 import json
 import os
 
-from bert_tf.io_utils import atomic_write
+from bert_tf.io_utils import atomic_write, read_json_object
 from bert_tf.tasks import registry
 from bert_tf.training.settings import lora_settings
 
@@ -92,14 +92,7 @@ def read(directory):
     path = os.path.join(directory, FILE_NAME)
     if not os.path.isfile(path):
         return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"cannot read {path}: {e}") from None
-    if not isinstance(values, dict):
-        raise ValueError(f"cannot read {path}: not a JSON object")
-    return RunRecord.from_dict(values, path)
+    return RunRecord.from_dict(read_json_object(path), path)
 
 
 def run_directory(checkpoint):
