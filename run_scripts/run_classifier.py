@@ -55,6 +55,10 @@ def _announce(action):
 
 def main(argv):
     del argv
+    common_flags.run_or_search(FLAGS, _main)  # one run, or a search: the lists of --learning_rate, ...
+
+
+def _main():
     f = FLAGS
     config = common_flags.check_fine_tuning_flags(f)
     if not f.data_dir and not f.tfds_name:

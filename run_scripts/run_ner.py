@@ -57,6 +57,10 @@ def _read(split, labels):
 
 def main(argv):
     del argv
+    common_flags.run_or_search(FLAGS, _main)  # one run, or a search: the lists of --learning_rate, ...
+
+
+def _main():
     f = FLAGS
     if not f.data_dir and not f.tfds_name:
         fail("--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required")

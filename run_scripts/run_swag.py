@@ -34,6 +34,10 @@ def _read(split):
 
 def main(argv):
     del argv
+    common_flags.run_or_search(FLAGS, _main)  # one run, or a search: the lists of --learning_rate, ...
+
+
+def _main():
     f = FLAGS
     if not f.data_dir:
         fail("--data_dir (the SWAG CSV files) is required")
