@@ -18,6 +18,9 @@ a run resumes from the latest checkpoint in --output_dir.
 
 --feature_based=LAYERS (paper §5.3, Table 7) freezes the encoder and trains a two-layer BiLSTM
 (--lstm_units per direction) and the tag layer on LAYERS' activations, with the same outputs.
+
+Lists in --learning_rate, --train_batch_size or --num_train_epochs, or --restarts>1, make a search
+(paper A.3, `bert_tf.training.search`): a run per combination in subfolders, the best on dev as best/.
 """
 
 from absl import app, flags, logging

@@ -14,6 +14,9 @@ file carries answers (a dev set), the official evaluation runs too: eval_results
 official script's JSON) and eval_results.txt. Started again with the same command, a run
 resumes from the latest checkpoint in --output_dir (and reuses the features it wrote).
 --tfds_name=squad/v1.1 or squad/v2.0 reads SQuAD through tensorflow-datasets instead of files.
+
+Lists in --learning_rate, --train_batch_size, --num_train_epochs or --restarts>1 make a search (paper A.3,
+`bert_tf.training.search`): a run per combination in subfolders, judged by F1 on --predict_file; best/.
 """
 
 import json
@@ -88,8 +91,7 @@ def _validate_flags():
 
 def main(argv):
     del argv
-    # One run, or a search (lists in --learning_rate, ...): each run predicts and evaluates the dev set.
-    common_flags.run_or_search(FLAGS, _main, evaluation="do_predict")
+    common_flags.run_or_search(FLAGS, _main, evaluation="do_predict")  # a search's runs evaluate by predicting
 
 
 def _main():

@@ -63,7 +63,7 @@ class SearchRun:
 
 def parse_values(setting, text, kind):
     """The comma-separated values of `text` (e.g. "5e-5,3e-5") as a tuple of `kind` (int or
-    float): each a finite positive number, none twice. A number passes as itself."""
+    float), none twice. A number passes as itself."""
     items = [text] if isinstance(text, (int, float)) else str(text).split(",")
     values = []
     for item in items:
@@ -72,8 +72,6 @@ def parse_values(setting, text, kind):
         except ValueError:
             wanted = "an integer" if kind is int else "a number"
             raise ValueError(f"{setting}={text}: {str(item).strip()!r} is not {wanted}") from None
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{setting}={text}: {value:g} is not a positive number")
         if value in values:
             raise ValueError(f"{setting}={text}: {value:g} is given twice")
         values.append(value)
@@ -83,17 +81,24 @@ def parse_values(setting, text, kind):
 def grid(learning_rates, train_batch_sizes, num_train_epochs, restarts, seed):
     """Every run of the grid, in order (learning rate, then batch size, then epochs, then
     restart); the values as `parse_values` takes them. Restart r trains with seed + r: restart 0
-    with `seed` itself, as a single run of those values would, and each combination's restarts
-    with the same seeds, so that combinations differ only by their values."""
+    with `seed` itself, and each combination's restarts with the same seeds, so that
+    combinations differ only by their values. A search's values must all be finite and positive
+    before any run starts; one run's are the loop settings' to check, as before searches."""
     if restarts < 1:
         raise ValueError(f"restarts={restarts}: must be at least 1")
-    lrs = parse_values("learning_rate", learning_rates, float)
-    sizes = parse_values("train_batch_size", train_batch_sizes, int)
-    epochs = parse_values("num_train_epochs", num_train_epochs, float)
-    return [
+    texts = dict(learning_rate=learning_rates, train_batch_size=train_batch_sizes, num_train_epochs=num_train_epochs)
+    values = {name: parse_values(name, text, int if name == "train_batch_size" else float)
+              for name, text in texts.items()}
+    runs = [
         SearchRun(lr, size, epoch, r, seed + r)
-        for lr in lrs for size in sizes for epoch in epochs for r in range(restarts)
+        for lr in values["learning_rate"] for size in values["train_batch_size"]
+        for epoch in values["num_train_epochs"] for r in range(restarts)
     ]
+    for name, found in values.items():
+        bad = [value for value in found if not math.isfinite(value) or value <= 0]
+        if is_search(runs) and bad:
+            raise ValueError(f"{name}={texts[name]}: {bad[0]:g} is not a positive number (in a search)")
+    return runs
 
 
 def is_search(runs):

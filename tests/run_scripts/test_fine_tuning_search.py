@@ -37,7 +37,8 @@ def test_bad_values_and_wrong_folders_fail_before_any_work_naming_the_flag(tmp_p
     (single / "checkpoint").write_text("")
     cases = [
         (_flags(model, data, out, learning_rate="3e-3,abc"), "--learning_rate=3e-3,abc: 'abc' is not a number"),
-        (_flags(model, data, out, train_batch_size="8,0"), "--train_batch_size=8,0: 0 is not a positive number"),
+        (_flags(model, data, out, train_batch_size="8,0"),
+         "--train_batch_size=8,0: 0 is not a positive number (in a search)"),
         (_flags(model, data, out, num_train_epochs="1,2.5x"), "--num_train_epochs=1,2.5x: '2.5x' is not a number"),
         (_flags(model, data, out, learning_rate=1e-3, restarts=0), "--restarts=0: must be at least 1"),
         (_flags(model, data, out, do_eval=False), "a search (a list in --learning_rate, --train_batch_size or "

@@ -54,14 +54,17 @@ def test_the_grid_names_seeds_and_orders_every_run():
     assert (one.learning_rate, one.train_batch_size, one.num_train_epochs, one.seed) == (2e-5, 16, 2.5, 7)
     assert isinstance(one.train_batch_size, int) and not search.is_search([one])
     assert [r.name for r in search.grid(5e-5, 32, 3.0, 1, 0)] == ["lr5e-05_bs32_ep3_r0"]  # numbers pass as such
+    # One run's values are checked by the loop's settings, with their words, as before searches.
+    assert search.grid("-1", "0", "0", 1, 0)[0].learning_rate == -1.0
 
 
 @pytest.mark.parametrize("values, message", [
     (("5e-5,abc", "32", "3", 1), "learning_rate=5e-5,abc: 'abc' is not a number"),
     (("5e-5", "32,16.5", "3", 1), "train_batch_size=32,16.5: '16.5' is not an integer"),
-    (("5e-5", "32", "3,0", 1), "num_train_epochs=3,0: 0 is not a positive number"),
-    (("-1e-5", "32", "3", 1), "learning_rate=-1e-5: -1e-05 is not a positive number"),
-    (("nan", "32", "3", 1), "learning_rate=nan: nan is not a positive number"),
+    (("5e-5", "32", "3,0", 1), "num_train_epochs=3,0: 0 is not a positive number (in a search)"),
+    (("-1e-5", "32", "3", 2), "learning_rate=-1e-5: -1e-05 is not a positive number (in a search)"),
+    (("nan,1e-5", "32", "3", 1), "learning_rate=nan,1e-5: nan is not a positive number (in a search)"),
+    (("5e-5,3e-5", "0", "3", 1), "train_batch_size=0: 0 is not a positive number (in a search)"),
     (("5e-5,", "32", "3", 1), "learning_rate=5e-5,: '' is not a number"),
     (("5e-5,0.00005", "32", "3", 1), "learning_rate=5e-5,0.00005: 5e-05 is given twice"),
     (("5e-5", "32", "3", 0), "restarts=0: must be at least 1"),
