@@ -441,8 +441,9 @@ def run_or_search(f, run, evaluation="do_eval"):
         f.learning_rate, f.train_batch_size, f.num_train_epochs, f.restarts, f.random_seed), flag_names=names)
 
     def use(one, output_dir, **actions):
-        values = (output_dir, one.seed, one.learning_rate, one.train_batch_size, one.num_train_epochs)
-        for name, value in {**dict(zip(names, values, strict=False)), **actions}.items():
+        for name, value in dict(output_dir=output_dir, random_seed=one.seed, learning_rate=one.learning_rate,
+                                train_batch_size=one.train_batch_size, num_train_epochs=one.num_train_epochs,
+                                **actions).items():
             setattr(f, name, value)
         run()
 

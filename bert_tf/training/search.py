@@ -17,7 +17,7 @@ on the same folder, the search is extended: the new runs are added to search.jso
 are reused, and the table and the choice cover every run of the folder's search. Its seed
 cannot change (the runs' seeds derive from it).
 
-No TensorFlow here: training a run is the caller's `train_and_evaluate(run, run_dir)`.
+Training a run is the caller's `train_and_evaluate(run, run_dir)` (a script's run with the run's values).
 Errors are ValueErrors starting with the setting at fault (`learning_rate=...`, `output_dir=...`).
 """
 
@@ -31,6 +31,7 @@ import os
 import shutil
 
 from bert_tf.io_utils import atomic_write, owner_tag, read_json_object
+from bert_tf.tasks import record as run_record
 
 RECORD_FILE = "search.json"
 TABLE_FILES = ("search_results.csv", "search_results.md")
@@ -119,8 +120,6 @@ def prepare(output_dir, runs, seed):
     """Checks that `output_dir` holds nothing, or a search with the same seed, and writes
     search.json with its runs and `runs` (the search extended). Returns every run of the search,
     earlier ones first."""
-    from bert_tf.tasks import record as run_record
-
     path = os.path.join(output_dir, RECORD_FILE)
     if not os.path.isfile(path) and os.path.isdir(output_dir):
         single = run_record.read(output_dir) is not None or os.path.isfile(os.path.join(output_dir, "checkpoint"))
@@ -218,7 +217,10 @@ def run_search(output_dir, runs, train_and_evaluate, log=None):
             train_and_evaluate(run, run_dir)
             results = read_results(run_dir)
             if results is None:
-                raise ValueError(f"{run_dir}: no {_EVAL_RESULTS} after training and evaluation")
+                raise ValueError(
+                    f"{run_dir}: no {_EVAL_RESULTS} after training and evaluation: a search chooses by dev figures, "
+                    "it needs a dev set with labels (SQuAD: a predict file with answers)"
+                )
         metric, value = headline_metric(results, os.path.join(run_dir, _EVAL_RESULTS))
         rows.append(Row(run, run_dir, metric, value, int(results.get("global_step", 0))))
         rows = ranked(rows)
