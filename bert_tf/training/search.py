@@ -198,7 +198,7 @@ def search(output_dir, runs, seed, train_and_evaluate, log=None):
     done = run_search(output_dir, prepare(output_dir, runs, seed), train_and_evaluate, log)
     chosen, best, table_file = done.chosen, os.path.join(output_dir, BEST), os.path.join(output_dir, TABLE_FILES[1])
     log(f"{chosen.run.name} chosen ({chosen.metric} = {chosen.value:.6g}, best of {len(done.rows)} runs); "
-        f"{best} is a {done.best_as} of it; table: {table_file}")
+        f"{best} {'links to' if done.best_as == 'link' else 'is a copy of'} it; table: {table_file}")
     return done
 
 
