@@ -21,9 +21,10 @@ def load_bert_config(path, flag="bert_config_file"):
     return config
 
 
-def define_run_flags(max_seq_length=128, with_eval=True):
+def define_run_flags(max_seq_length=128, with_eval=True, search=False):
     """The flags the original's training scripts (run_pretraining, run_classifier, run_squad)
-    share, with their names, defaults and help (run_squad: max_seq_length 384, no do_eval)."""
+    share, with their names, defaults and help (run_squad: max_seq_length 384, no do_eval);
+    `search`: train_batch_size and learning_rate take lists (`define_search_flags`)."""
     flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
     flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
     flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained BERT model).")
@@ -33,10 +34,10 @@ def define_run_flags(max_seq_length=128, with_eval=True):
     flags.DEFINE_bool("do_train", False, "Whether to run training.")
     if with_eval:
         flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-    flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+    _number_flag("train_batch_size", 32, "Total batch size for training.", search)
     if with_eval:
         flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-    flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+    _number_flag("learning_rate", 5e-5, "The initial learning rate for Adam.", search)
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
     flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call.")
 
@@ -203,7 +204,7 @@ def define_fine_tuning_flags(data_dir_help):
     """The flags of a fine-tuning script: the original run_classifier's and the new training
     flags (`data_dir` described by `data_dir_help`)."""
     flags.DEFINE_string("data_dir", None, data_dir_help)
-    define_run_flags()
+    define_run_flags(search=True)
     flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
     flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text (True for uncased models).")
     flags.DEFINE_bool("do_predict", False, "Whether to run the model in inference mode on the test set.")
@@ -212,12 +213,13 @@ def define_fine_tuning_flags(data_dir_help):
     define_tpu_flags()
     define_training_flags()
     define_lora_flags()
+    define_search_flags()
     flags.mark_flag_as_required("output_dir")
     require_unless_hf_folder(("bert_config_file", "vocab_file"))
 
 
 def define_epoch_flags():
-    flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+    _number_flag("num_train_epochs", 3.0, "Total number of training epochs to perform.", True)
     flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
 
 
@@ -411,3 +413,49 @@ def lora_settings(flag_values, record=None):
     f = flag_values
     values = library_call(lambda: checked(f.lora_rank, f.lora_alpha), flag_names=("lora_rank", "lora_alpha"))
     return values if record is None else dataclasses.replace(record, **values)
+
+
+# --- E: the fine-tuning search (issue 22 item 5) ---
+
+
+def _number_flag(name, default, help_text, search):
+    """A number flag, or with `search` a string of comma-separated numbers (`run_or_search` parses it)."""
+    if not search:
+        return (flags.DEFINE_integer if isinstance(default, int) else flags.DEFINE_float)(name, default, help_text)
+    flags.DEFINE_string(name, f"{default:g}", f"{help_text} A comma-separated list makes a search (--restarts).")
+
+
+def define_search_flags():
+    flags.DEFINE_integer("restarts", 1, "Runs of each combination of --learning_rate, --train_batch_size and "
+                         "--num_train_epochs, seeded --random_seed + 0, 1, ...; more than one run is a search.")
+
+
+def run_or_search(f, run, evaluation="do_eval"):
+    """`run()` with the flags' values; for a search (lists, --restarts>1: `bert_tf.training.search`)
+    `run()` per run with the flags set to its values and subfolder, then --do_predict with the
+    chosen run. `evaluation`: the flag whose action writes the dev figures."""
+    from bert_tf.training import search
+
+    names = ("output_dir", "random_seed", "learning_rate", "train_batch_size", "num_train_epochs", "restarts")
+    runs = library_call(lambda: search.grid(
+        f.learning_rate, f.train_batch_size, f.num_train_epochs, f.restarts, f.random_seed), flag_names=names)
+
+    def use(one, output_dir, **actions):
+        for name, value in dict(output_dir=output_dir, random_seed=one.seed, learning_rate=one.learning_rate,
+                                train_batch_size=one.train_batch_size, num_train_epochs=one.num_train_epochs,
+                                **actions).items():
+            setattr(f, name, value)
+        run()
+
+    if not search.is_search(runs):
+        library_call(lambda: search.check_not_search_folder(f.output_dir), flag_names=names)
+        return use(runs[0], f.output_dir)
+    if not (f.do_train and f[evaluation].value):
+        fail(f"a search (a list in --learning_rate, --train_batch_size or --num_train_epochs, or --restarts>1) "
+             f"needs --do_train and --{evaluation}: it chooses its run by the dev figures")
+    predict, each = f.do_predict and evaluation != "do_predict", {"do_predict": evaluation == "do_predict"}
+    done = library_call(lambda: search.search(
+        f.output_dir, runs, f.random_seed, lambda one, run_dir: use(one, run_dir, **each),
+        lambda message: logging.info("***** Search: %s *****", message)), flag_names=names)
+    if predict:
+        use(done.chosen.run, done.chosen.run_dir, do_train=False, do_eval=False, do_predict=True)

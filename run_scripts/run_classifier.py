@@ -13,6 +13,9 @@ probabilities per test example); also the task's GLUE submission file (e.g. MRPC
 again with the same command, a run resumes from the latest checkpoint in --output_dir.
 --tfds_name reads the task through tensorflow-datasets instead of --data_dir; --task_module
 imports a module of yours that registers more tasks (`bert_tf.tasks.classifier.processors`).
+
+Lists in --learning_rate, --train_batch_size or --num_train_epochs, or --restarts>1, make a search
+(paper A.3, `bert_tf.training.search`): a run per combination in subfolders, the best on dev as best/.
 """
 
 from absl import app, flags, logging
@@ -55,6 +58,10 @@ def _announce(action):
 
 def main(argv):
     del argv
+    common_flags.run_or_search(FLAGS, _main)  # one run, or a search: the lists of --learning_rate, ...
+
+
+def _main():
     f = FLAGS
     config = common_flags.check_fine_tuning_flags(f)
     if not f.data_dir and not f.tfds_name:

@@ -18,6 +18,9 @@ a run resumes from the latest checkpoint in --output_dir.
 
 --feature_based=LAYERS (paper §5.3, Table 7) freezes the encoder and trains a two-layer BiLSTM
 (--lstm_units per direction) and the tag layer on LAYERS' activations, with the same outputs.
+
+Lists in --learning_rate, --train_batch_size or --num_train_epochs, or --restarts>1, make a search
+(paper A.3, `bert_tf.training.search`): a run per combination in subfolders, the best on dev as best/.
 """
 
 from absl import app, flags, logging
@@ -57,6 +60,10 @@ def _read(split, labels):
 
 def main(argv):
     del argv
+    common_flags.run_or_search(FLAGS, _main)  # one run, or a search: the lists of --learning_rate, ...
+
+
+def _main():
     f = FLAGS
     if not f.data_dir and not f.tfds_name:
         fail("--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required")

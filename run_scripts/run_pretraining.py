@@ -100,7 +100,12 @@ def main(argv):
     except (ValueError, FileNotFoundError) as e:
         fail(str(e))
 
-    from bert_tf.training.pretraining import Pretraining, PretrainingSettings
+    from bert_tf.training.pretraining import Pretraining, PretrainingSettings, check_next_sentence_head
+
+    common_flags.library_call(  # a No-NSP checkpoint would leave the next-sentence head untrained
+        lambda: check_next_sentence_head(FLAGS.output_dir, FLAGS.init_checkpoint, FLAGS.next_sentence_prediction),
+        flag_names=("next_sentence_prediction", "output_dir", "init_checkpoint"),
+    )
 
     settings = common_flags.settings_or_fail(
         PretrainingSettings,

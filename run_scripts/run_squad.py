@@ -14,6 +14,9 @@ file carries answers (a dev set), the official evaluation runs too: eval_results
 official script's JSON) and eval_results.txt. Started again with the same command, a run
 resumes from the latest checkpoint in --output_dir (and reuses the features it wrote).
 --tfds_name=squad/v1.1 or squad/v2.0 reads SQuAD through tensorflow-datasets instead of files.
+
+Lists in --learning_rate, --train_batch_size, --num_train_epochs or --restarts>1 make a search (paper A.3,
+`bert_tf.training.search`): a run per combination in subfolders, judged by F1 on --predict_file; best/.
 """
 
 import json
@@ -27,7 +30,7 @@ from run_scripts.common_flags import fail, library_call
 
 FLAGS = flags.FLAGS
 
-common_flags.define_run_flags(max_seq_length=384, with_eval=False)
+common_flags.define_run_flags(max_seq_length=384, with_eval=False, search=True)
 flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
@@ -38,8 +41,7 @@ flags.DEFINE_integer("max_query_length", 64,
                      "The maximum number of tokens for the question. Longer questions are truncated.")
 flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
+common_flags.define_epoch_flags()
 flags.DEFINE_integer("n_best_size", 20,
                      "The total number of n-best predictions to generate in the nbest_predictions.json output file.")
 flags.DEFINE_integer("max_answer_length", 30, "The maximum length of an answer that can be generated.")
@@ -52,6 +54,7 @@ common_flags.define_tpu_flags()
 # New flags.
 common_flags.define_training_flags()
 common_flags.define_lora_flags()
+common_flags.define_search_flags()
 flags.DEFINE_string("tfds_name", None, "Read SQuAD through tensorflow-datasets: squad/v1.1 or squad/v2.0.")
 flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (default: its own).")
 flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")
@@ -88,6 +91,10 @@ def _validate_flags():
 
 def main(argv):
     del argv
+    common_flags.run_or_search(FLAGS, _main, evaluation="do_predict")  # a search's runs evaluate by predicting
+
+
+def _main():
     config = _validate_flags()
     from bert_tf.checkpoints import sources
     from bert_tf.tasks.squad import run as squad_run

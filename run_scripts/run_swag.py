@@ -13,6 +13,9 @@ and, with --do_predict, test_results.tsv (the four endings' probabilities per te
 tab-separated, no header, as run_classifier's) and test_predictions.tsv (`index`, the predicted
 ending). Started again with the same command, a run resumes from the latest checkpoint in
 --output_dir.
+
+Lists in --learning_rate, --train_batch_size or --num_train_epochs, or --restarts>1, make a search
+(paper A.3, `bert_tf.training.search`): a run per combination in subfolders, the best on dev as best/.
 """
 
 from absl import app, flags, logging
@@ -34,6 +37,10 @@ def _read(split):
 
 def main(argv):
     del argv
+    common_flags.run_or_search(FLAGS, _main)  # one run, or a search: the lists of --learning_rate, ...
+
+
+def _main():
     f = FLAGS
     if not f.data_dir:
         fail("--data_dir (the SWAG CSV files) is required")

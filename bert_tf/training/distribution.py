@@ -17,6 +17,8 @@ def split_cpu(num_devices):
     accelerators). Must run before TensorFlow creates its devices."""
     if num_devices and num_devices > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
+        if len(tf.config.get_logical_device_configuration(cpu) or ()) == num_devices:
+            return  # already split so (a search's later runs, in the same process)
         try:
             tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
         except RuntimeError as e:

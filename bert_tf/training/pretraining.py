@@ -9,6 +9,7 @@ masked-LM loss is the whole loss, and no next-sentence sum, log or result exists
 """
 
 import dataclasses
+import os
 
 import tensorflow as tf
 
@@ -157,3 +158,48 @@ def input_error_message(error, files):
     ):
         return tfrecords.read_error_message(error, files)
     return None
+
+
+def _checkpoint_heads(path):
+    """The pre-training heads ("masked_lm", "next_sentence") a TensorFlow checkpoint holds, ours
+    (its object graph) or of the original layout (cls/predictions, cls/seq_relationship); None
+    for anything else (a Hugging Face folder, a .keras file, no checkpoint: `restore` says more)."""
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    if os.path.isdir(path):
+        path = tf.train.latest_checkpoint(path) or os.path.join(path, "bert_model.ckpt")
+    try:
+        reader = tf.train.load_checkpoint(path)
+    except (tf.errors.OpError, ValueError):
+        return None
+    names = reader.get_variable_to_shape_map()
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in names:
+        original = {"cls/predictions/": "masked_lm", "cls/seq_relationship/": "next_sentence"}
+        return {head for prefix, head in original.items() if any(name.startswith(prefix) for name in names)}
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    model = [child.node_id for child in graph.nodes[0].children if child.local_name == "model"]
+    children = {child.local_name for node in model for child in graph.nodes[node].children}
+    return children & {"masked_lm", "next_sentence"}
+
+
+def check_next_sentence_head(output_dir, init_checkpoint, next_sentence_prediction):
+    """Before a pre-training run with next-sentence prediction: the checkpoint it starts from (the
+    latest in `output_dir`, which wins, else `init_checkpoint`) must not be one pre-trained without
+    (the masked-LM head but no next-sentence head): restored partially, the next-sentence head
+    would start untrained in the middle of a schedule, or of a model said to be pre-trained."""
+    latest = tf.train.latest_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+    source = latest or init_checkpoint
+    if not next_sentence_prediction or not source:
+        return
+    heads = _checkpoint_heads(source)
+    if heads is None or heads != {"masked_lm"}:
+        return
+    where = f"the checkpoint {latest} in output_dir={output_dir}" if latest else f"init_checkpoint={init_checkpoint}"
+    remedy = "resume with next_sentence_prediction=False, or use another output_dir" if latest else (
+        "give next_sentence_prediction=False (the masked LM alone)"
+    )
+    raise ValueError(
+        f"next_sentence_prediction=True, but {where} was pre-trained without the next-sentence head "
+        f"(next_sentence_prediction=False): that head would start untrained; {remedy}"
+    )

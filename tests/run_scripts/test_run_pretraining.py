@@ -210,6 +210,14 @@ def test_no_nsp_trains_the_masked_lm_alone_on_single_segments_and_fine_tuning_st
     results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
     assert set(results) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"}
     assert results["global_step"] == "20"
+    # Resumed asking for next-sentence prediction, its head would start untrained at step 20: refused.
+    flags[flags.index("--next_sentence_prediction=False")] = "--next_sentence_prediction=True"
+    refused = run_script("run_pretraining.py", *flags)
+    assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining.py: error: --next_sentence_prediction=True, but the checkpoint {out}/ckpt-20 in "
+        f"--output_dir={out} was pre-trained without the next-sentence head (--next_sentence_prediction=False): "
+        "that head would start untrained; resume with --next_sentence_prediction=False, or use another --output_dir"
+    )
 
     classifier = BertClassifier(BertEncoder.from_bert_config(BertConfig.from_json_file(config_file)), num_classes=2)
     assert restore(classifier, str(out)).not_found == ["the BertClassifier head"]

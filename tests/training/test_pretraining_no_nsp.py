@@ -1,13 +1,16 @@
 """Pre-training without next-sentence prediction (the paper's "No NSP", §5.1): the masked LM
 alone, on the same records; its eval, its checkpoints starting other runs."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from bert_tf import BertClassifier, BertEncoder
+from bert_tf import BertClassifier, BertEncoder, BertPretrainer
 from bert_tf.checkpoints import restore
-from bert_tf.training.pretraining import Pretraining
+from bert_tf.training.pretraining import Pretraining, check_next_sentence_head
 from bert_tf.training.trainer import INITIALISED
 from tests import numpy_bert
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
@@ -68,3 +71,39 @@ def test_training_on_the_same_records_and_fine_tuning_from_its_checkpoint(tmp_pa
     assert report.not_found == ["the BertClassifier head"]
     for a, b in zip(classifier.encoder.weights, run.model.encoder.weights, strict=True):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b))
+
+
+def test_a_checkpoint_pre_trained_without_nsp_cannot_start_next_sentence_prediction(tmp_path):
+    """Restored partially, its next-sentence head would start untrained (resumed: mid-schedule)."""
+    config = tiny_config()
+    for nsp in (True, False):  # saved as the loop saves them: the model under "model"
+        model = BertPretrainer(BertEncoder.from_bert_config(config), next_sentence_prediction=nsp)
+        tf.train.Checkpoint(model=model).save(str(tmp_path / f"nsp_{nsp}" / "ckpt"))
+    weights = random_weights(original_shapes(config), seed=1)
+    write_tf1_checkpoint(tmp_path / "orig" / "bert_model.ckpt", weights)
+    mlm_only = {k: v for k, v in weights.items() if not k.startswith("cls/seq_relationship/")}
+    write_tf1_checkpoint(tmp_path / "orig_mlm" / "bert_model.ckpt", mlm_only)
+    encoder_only = {k: v for k, v in weights.items() if not k.startswith("cls/")}
+    write_tf1_checkpoint(tmp_path / "encoder" / "bert_model.ckpt", encoder_only)
+    new, no_nsp = str(tmp_path / "new"), str(tmp_path / "nsp_False")
+
+    with pytest.raises(ValueError) as e:  # resuming: the output folder's latest checkpoint wins
+        check_next_sentence_head(no_nsp, str(tmp_path / "orig"), True)
+    assert str(e.value) == (
+        f"next_sentence_prediction=True, but the checkpoint {no_nsp}/ckpt-1 in output_dir={no_nsp} was pre-trained "
+        "without the next-sentence head (next_sentence_prediction=False): that head would start untrained; "
+        "resume with next_sentence_prediction=False, or use another output_dir"
+    )
+    orig_mlm = tmp_path / "orig_mlm"
+    for source in (no_nsp, f"{no_nsp}/ckpt-1", str(orig_mlm / "bert_model.ckpt"), str(orig_mlm)):
+        with pytest.raises(ValueError, match=f"^next_sentence_prediction=True, but init_checkpoint={re.escape(source)} "
+                           "was pre-trained without the next-sentence head"):
+            check_next_sentence_head(new, source, True)
+    # Accepted: the masked LM alone from it, checkpoints with both heads, an encoder alone (no
+    # pre-training heads: both start untrained, as from any encoder), nothing to start from.
+    check_next_sentence_head(no_nsp, None, False)
+    check_next_sentence_head(new, no_nsp, False)
+    for source in (str(tmp_path / "nsp_True"), str(tmp_path / "orig" / "bert_model.ckpt"), str(tmp_path / "encoder")):
+        check_next_sentence_head(new, source, True)
+    check_next_sentence_head(str(tmp_path / "nsp_True"), no_nsp, True)  # resuming a run with both heads
+    check_next_sentence_head(new, None, True)

@@ -1,0 +1,286 @@
+"""The fine-tuning search of the paper (Appendix A.3): every combination of learning rates, batch
+sizes and epochs, each with random restarts, trained and evaluated in its own subfolder of the
+output folder; the best by the task's dev metric is chosen.
+
+What a search leaves in its folder:
+- one run folder per combination and restart (`lr3e-05_bs32_ep3_r0`), each a complete run
+  (checkpoints, run record, eval_results.txt) that exports and conversions take as any other;
+- search.json: the random seed and every run of the search (written before the first run);
+- search_results.csv and search_results.md: every finished run, best first, the chosen one
+  marked (rewritten atomically after each run);
+- best: a relative link to the chosen run's folder (a copy where links cannot be made).
+
+A search killed at any point continues when started again with the same command: a run whose
+eval_results.txt exists is finished and not redone (the file is written atomically, after
+training); an interrupted run resumes from its own checkpoints. Started again with another grid
+on the same folder, the search is extended: the new runs are added to search.json, finished runs
+are reused, and the table and the choice cover every run of the folder's search. Its seed
+cannot change (the runs' seeds derive from it).
+
+Training a run is the caller's `train_and_evaluate(run, run_dir)` (a script's run with the run's values).
+Errors are ValueErrors starting with the setting at fault (`learning_rate=...`, `output_dir=...`).
+"""
+
+import contextlib
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+import shutil
+
+from bert_tf.io_utils import atomic_write, owner_tag, read_json_object
+from bert_tf.tasks import record as run_record
+
+RECORD_FILE = "search.json"
+TABLE_FILES = ("search_results.csv", "search_results.md")
+BEST = "best"
+# The dev figure a run is judged by, as GLUE and the paper report each task: the first of these
+# its eval_results.txt has. CoLA: Matthews correlation; STS-B: Pearson; MRPC, QQP: F1 of class 1;
+# NER: conlleval's entity F1 (eval_f1); SQuAD: the official F1 (f1); multi-label: micro F1;
+# every other classifier (MNLI: its matched set) and SWAG: accuracy.
+METRICS = ("eval_mcc", "eval_pearson", "eval_f1", "f1", "eval_micro_f1", "eval_accuracy")
+_EVAL_RESULTS = "eval_results.txt"
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchRun:
+    """One run of a search: a combination of the grid and a restart, with its seed."""
+
+    learning_rate: float
+    train_batch_size: int
+    num_train_epochs: float
+    restart: int
+    seed: int
+
+    @property
+    def name(self):
+        """Its folder's name: `lr3e-05_bs32_ep3_r0`."""
+        return (
+            f"lr{self.learning_rate:g}_bs{self.train_batch_size}_ep{self.num_train_epochs:g}_r{self.restart}"
+        )
+
+
+def parse_values(setting, text, kind):
+    """The comma-separated values of `text` (e.g. "5e-5,3e-5") as a tuple of `kind` (int or
+    float), none twice. A number passes as itself."""
+    items = [text] if isinstance(text, (int, float)) else str(text).split(",")
+    values = []
+    for item in items:
+        try:
+            value = kind(item.strip()) if isinstance(item, str) else kind(item)
+        except ValueError:
+            wanted = "an integer" if kind is int else "a number"
+            raise ValueError(f"{setting}={text}: {str(item).strip()!r} is not {wanted}") from None
+        if value in values:
+            raise ValueError(f"{setting}={text}: {value:g} is given twice")
+        values.append(value)
+    return tuple(values)
+
+
+def grid(learning_rates, train_batch_sizes, num_train_epochs, restarts, seed):
+    """Every run of the grid, in order (learning rate, then batch size, then epochs, then
+    restart); the values as `parse_values` takes them. Restart r trains with seed + r: restart 0
+    with `seed` itself, and each combination's restarts with the same seeds, so that
+    combinations differ only by their values. A search's values must all be finite and positive
+    before any run starts; one run's are the loop settings' to check, as before searches."""
+    if restarts < 1:
+        raise ValueError(f"restarts={restarts}: must be at least 1")
+    texts = dict(learning_rate=learning_rates, train_batch_size=train_batch_sizes, num_train_epochs=num_train_epochs)
+    values = {name: parse_values(name, text, int if name == "train_batch_size" else float)
+              for name, text in texts.items()}
+    runs = [
+        SearchRun(lr, size, epoch, r, seed + r)
+        for lr in values["learning_rate"] for size in values["train_batch_size"]
+        for epoch in values["num_train_epochs"] for r in range(restarts)
+    ]
+    for name, found in values.items():
+        bad = [value for value in found if not math.isfinite(value) or value <= 0]
+        if is_search(runs) and bad:
+            raise ValueError(f"{name}={texts[name]}: {bad[0]:g} is not a positive number (in a search)")
+    return runs
+
+
+def is_search(runs):
+    """Whether `runs` (from `grid`) are a search, not one run as before searches existed."""
+    return len(runs) > 1
+
+
+def check_not_search_folder(output_dir):
+    """For one run: `output_dir` must not hold a search (its runs are in subfolders)."""
+    if os.path.isfile(os.path.join(output_dir, RECORD_FILE)):
+        raise ValueError(
+            f"output_dir={output_dir} holds a search ({RECORD_FILE}): give its lists again to continue it, "
+            f"or output_dir={os.path.join(output_dir, BEST)} to use its chosen run"
+        )
+
+
+def prepare(output_dir, runs, seed):
+    """Checks that `output_dir` holds nothing, or a search with the same seed, and writes
+    search.json with its runs and `runs` (the search extended). Returns every run of the search,
+    earlier ones first."""
+    path = os.path.join(output_dir, RECORD_FILE)
+    if not os.path.isfile(path) and os.path.isdir(output_dir):
+        single = run_record.read(output_dir) is not None or os.path.isfile(os.path.join(output_dir, "checkpoint"))
+        if single:
+            raise ValueError(f"output_dir={output_dir} holds a single run, not a search: use another output_dir")
+    earlier = []
+    if os.path.isfile(path):
+        found = read_json_object(path)
+        if found.get("random_seed") != seed:
+            raise ValueError(
+                f"random_seed={seed}, but the search in output_dir={output_dir} has random_seed "
+                f"{found.get('random_seed')} (its runs' seeds derive from it): give the same, or use another output_dir"
+            )
+        try:
+            earlier = [SearchRun(**run) for run in found["runs"]]
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{path}: not a search record ({e})") from None
+    known = {run.name for run in earlier}
+    every = earlier + [run for run in runs if run.name not in known]
+    with atomic_write(path) as f:
+        json.dump({"random_seed": seed, "runs": [dataclasses.asdict(run) for run in every]}, f, indent=2)
+        f.write("\n")
+    return every
+
+
+def read_results(run_dir):
+    """A finished run's eval_results.txt as {key: float}, or None when there is none yet."""
+    path = os.path.join(run_dir, _EVAL_RESULTS)
+    if not os.path.isfile(path):
+        return None
+    results = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.strip().partition(" = ")
+            with contextlib.suppress(ValueError):
+                results[key] = float(value)
+    return results
+
+
+def headline_metric(results, source):
+    """`(name, value)` of the first of METRICS in `results`; `source` names the file otherwise."""
+    for name in METRICS:
+        if name in results:
+            return name, results[name]
+    raise ValueError(f"{source}: none of the dev metrics a search chooses by ({', '.join(METRICS)})")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """A finished run: its dev figure `metric` = `value` at `global_step`, in `run_dir`."""
+
+    run: SearchRun
+    run_dir: str
+    metric: str
+    value: float
+    global_step: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """Every finished run, best first (ties: the earlier in the grid), and how `best` was made
+    ("link" or "copy")."""
+
+    rows: tuple
+    best_as: str
+
+    @property
+    def chosen(self):
+        return self.rows[0]
+
+
+def search(output_dir, runs, seed, train_and_evaluate, log=None):
+    """The search of `runs` (from `grid` with `seed`) in `output_dir`: `prepare`, then
+    `run_search`. `log(message)` hears of each run started and of the choice."""
+    log = log or (lambda message: None)
+    done = run_search(output_dir, prepare(output_dir, runs, seed), train_and_evaluate, log)
+    chosen, best, table_file = done.chosen, os.path.join(output_dir, BEST), os.path.join(output_dir, TABLE_FILES[1])
+    log(f"{chosen.run.name} chosen ({chosen.metric} = {chosen.value:.6g}, best of {len(done.rows)} runs); "
+        f"{best} {'links to' if done.best_as == 'link' else 'is a copy of'} it; table: {table_file}")
+    return done
+
+
+def run_search(output_dir, runs, train_and_evaluate, log=None):
+    """Trains and evaluates each of `runs` that has no dev figures yet in `output_dir/<name>`
+    (`train_and_evaluate(run, run_dir)`, which must leave eval_results.txt there); after each,
+    writes the table. Then links `best` to the chosen run. `log(message)` hears of each run
+    started. Returns the SearchResult."""
+    rows = []
+    for index, run in enumerate(runs):
+        run_dir = os.path.join(output_dir, run.name)
+        results = read_results(run_dir)
+        if results is None:
+            if log is not None:
+                log(f"run {index + 1} of {len(runs)}, {run.name}{' (resumed)' if os.path.isdir(run_dir) else ''}")
+            train_and_evaluate(run, run_dir)
+            results = read_results(run_dir)
+            if results is None:
+                raise ValueError(
+                    f"{run_dir}: no {_EVAL_RESULTS} after training and evaluation: a search chooses by dev figures, "
+                    "it needs a dev set with labels (SQuAD: a predict file with answers)"
+                )
+        metric, value = headline_metric(results, os.path.join(run_dir, _EVAL_RESULTS))
+        rows.append(Row(run, run_dir, metric, value, int(results.get("global_step", 0))))
+        rows = ranked(rows)
+        write_table(output_dir, rows)
+    return SearchResult(tuple(rows), link_best(output_dir, rows[0].run.name))
+
+
+def ranked(rows):
+    """Best first by value (a NaN last); ties keep the grid's order."""
+    return sorted(rows, key=lambda row: -row.value if not math.isnan(row.value) else math.inf)
+
+
+def table(rows):
+    """`(header, lines)` of the table: one line per row, the first (the chosen) marked."""
+    metric = rows[0].metric
+    header = ["run", "learning_rate", "train_batch_size", "num_train_epochs", "restart", "seed", metric,
+              "global_step", "chosen"]
+    lines = [
+        [row.run.name, f"{row.run.learning_rate:g}", row.run.train_batch_size, f"{row.run.num_train_epochs:g}",
+         row.run.restart, row.run.seed, f"{row.value:.6g}", row.global_step, "*" if i == 0 else ""]
+        for i, row in enumerate(rows)
+    ]
+    return header, lines
+
+
+def write_table(output_dir, rows):
+    """search_results.csv and a Markdown copy (search_results.md), each written atomically."""
+    header, lines = table(rows)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(lines)
+    markdown = [f"| {' | '.join(header)} |", "|" + "---|" * len(header)]
+    markdown += [f"| {' | '.join(str(v) for v in line)} |" for line in lines]
+    for name, content in zip(TABLE_FILES, (text.getvalue(), "\n".join(markdown) + "\n"), strict=True):
+        with atomic_write(os.path.join(output_dir, name)) as f:
+            f.write(content)
+
+
+def link_best(output_dir, name):
+    """Points output_dir/best at the run folder `name`: a relative symbolic link, or where one
+    cannot be made a copy of the folder. Replaced in one rename, so that `best` is always a
+    whole run. Returns "link" or "copy"."""
+    best = os.path.join(output_dir, BEST)
+    tmp = os.path.join(output_dir, f".{BEST}.{owner_tag()}.tmp")
+    _remove(tmp)
+    try:
+        os.symlink(name, tmp, target_is_directory=True)
+        made = "link"
+    except OSError:  # a file system or platform without symbolic links
+        shutil.copytree(os.path.join(output_dir, name), tmp, symlinks=True)
+        made = "copy"
+    if os.path.isdir(best) and not os.path.islink(best):
+        shutil.rmtree(best)  # an earlier copy: a rename cannot replace a folder that is not empty
+    os.replace(tmp, best)
+    return made
+
+
+def _remove(path):
+    if os.path.islink(path) or os.path.isfile(path):
+        os.remove(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
