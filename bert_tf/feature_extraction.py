@@ -1,8 +1,10 @@
 """Per-token hidden states of chosen layers, as the original `extract_features.py` writes them.
 
 The library half of `run_scripts/extract_features.py`: the encoder restored from a checkpoint,
-`A` / `A ||| B` lines read, the encoder run in batches, and the original's JSON lines written
-under a temporary name and renamed when complete. Streams: memory does not grow with the input.
+`A` / `A ||| B` lines read, the encoder run in batches (each cut to its longest sequence rounded
+up to a bucket: only the real tokens' rows are written, which the padding past them does not
+change), and the original's JSON lines written under a temporary name and renamed when complete.
+Streams: memory does not grow with the input.
 """
 
 import collections
@@ -18,6 +20,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf import checkpoints
+from bert_tf.data.lengths import cut_padding
 from bert_tf.data.sentence_pairs import pack_tokens
 from bert_tf.io_utils import atomic_write
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder
@@ -91,11 +94,12 @@ def parse_layer_indexes(layers, num_hidden_layers):
     return indexes
 
 
-def extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, batch_size=32):
+def extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, batch_size=32, length_bucket=None):
     """Runs `encoder` over `examples`; yields `(example, tokens, {index: [len(tokens), hidden]})`.
 
     Each example is packed as the original does ([CLS] A [SEP] (B [SEP]), truncated to
-    `seq_length`); the arrays hold only the real tokens' rows, in float32.
+    `seq_length`); the arrays hold only the real tokens' rows, in float32. length_bucket: each
+    batch is cut to its longest sequence rounded up to a multiple of it (None: `seq_length`).
     """
     examples = iter(examples)
     while batch := list(itertools.islice(examples, batch_size)):
@@ -112,6 +116,8 @@ def extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, ba
             name: np.array([getattr(p, name) for p in packed], dtype=np.int32)
             for name in INPUT_NAMES
         }
+        if length_bucket is not None:
+            inputs = cut_padding(inputs, length_bucket, INPUT_NAMES)
         layer_outputs = encoder.predict_on_batch(inputs)["encoder_outputs"]
         for row, (ex, p) in enumerate(zip(batch, packed, strict=True)):
             n = len(p.tokens)
@@ -184,10 +190,11 @@ class Written:
 
 
 def write_features(
-    encoder, tokenizer, input_file, output_file, seq_length, layer_indexes, batch_size=32, log=None, prefix=""
+    encoder, tokenizer, input_file, output_file, seq_length, layer_indexes, batch_size=32, log=None, prefix="",
+    length_bucket=None,
 ):
     """One JSON line in `output_file` per line of `input_file` (`read_examples`,
-    `extract_features`, `feature_json_line`), written under a temporary name and renamed when
+    `extract_features` with `length_bucket`, `feature_json_line`), written under a temporary name and renamed when
     complete: a failed write (a full disk) raises its OSError and leaves no output. Returns
     `Written`.
 
@@ -209,7 +216,7 @@ def write_features(
         written.invalid_bytes += replaced
 
     examples = read_examples(input_file, invalid_utf8)
-    results = extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, batch_size)
+    results = extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, batch_size, length_bucket)
     with atomic_write(output_file) as writer:
         for example, tokens, layers in results:
             if example.unique_id < 5:

@@ -459,3 +459,34 @@ def run_or_search(f, run, evaluation="do_eval"):
         lambda message: logging.info("***** Search: %s *****", message)), flag_names=names)
     if predict:
         use(done.chosen.run, done.chosen.run_dir, do_train=False, do_eval=False, do_predict=True)
+
+
+# --- Dynamic padding (issue 21, item 1) ---
+
+
+def define_padding_flags(training=True):
+    """--length_bucket, --pad_to_max_seq_length and, for a script that trains, --group_by_length."""
+    from bert_tf.training.settings import LENGTH_BUCKET
+
+    flags.DEFINE_integer("length_bucket", LENGTH_BUCKET, "Each batch is cut to its longest sequence rounded up to a "
+                         "multiple of this: few shapes (max_seq_length / length_bucket) to trace and compile, little "
+                         "padding left on short text. The outputs are those of fixed padding.")
+    flags.DEFINE_bool("pad_to_max_seq_length", False, "Pad every batch to --max_seq_length, as the original (static "
+                      "shapes; always so under --use_tpu).")
+    if training:
+        flags.DEFINE_bool("group_by_length", False, "Training batches of examples of similar length (less padding, "
+                          "another batch order: a resumed run must keep it).")
+
+
+def padding_settings(flag_values):
+    """`(length_bucket, group_by_length)`: the bucket of the batches' cut, None for fixed shapes
+    (asked, or under --use_tpu, where shapes must be static), and whether training batches are
+    grouped by length. A bad value is a one-line error naming the flag."""
+    from bert_tf.training.settings import padding_settings as checked
+
+    f = flag_values
+    if f.use_tpu and f["pad_to_max_seq_length"].present and not f.pad_to_max_seq_length:
+        fail("--pad_to_max_seq_length=false is not possible with --use_tpu: TPUs need static shapes")
+    grouped = "group_by_length" in f and f.group_by_length
+    values = library_call(lambda: checked(f.length_bucket, f.pad_to_max_seq_length or f.use_tpu, grouped), "--")
+    return values["length_bucket"], values["group_by_length"]

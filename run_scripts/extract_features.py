@@ -57,6 +57,7 @@ flags.DEFINE_bool(
     "every device, so it changes nothing.",
 )
 common_flags.define_tpu_flags()
+common_flags.define_padding_flags(training=False)
 
 for _name in ("input_file", "init_checkpoint", "output_file"):
     flags.mark_flag_as_required(_name)
@@ -90,6 +91,7 @@ def main(argv):
     del argv
     library_call(lambda: tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint))
     config = common_flags.hf_folder_flags(FLAGS) or load_bert_config(FLAGS.bert_config_file)
+    length_bucket, _ = common_flags.padding_settings(FLAGS)
     if os.path.isdir(FLAGS.vocab_file):
         fail(f"--vocab_file={FLAGS.vocab_file} is a directory, not a file")
     tokenizer = library_call(
@@ -110,7 +112,7 @@ def main(argv):
     try:
         written = feature_extraction.write_features(
             encoder, tokenizer, FLAGS.input_file, FLAGS.output_file, FLAGS.max_seq_length, layer_indexes,
-            FLAGS.batch_size, log=_log, prefix="--",
+            FLAGS.batch_size, log=_log, prefix="--", length_bucket=length_bucket,
         )
     except OSError as e:  # e.g. a full disk: nothing is left behind
         fail(f"writing --output_file={FLAGS.output_file} failed: {e.strerror or e}")

@@ -35,6 +35,7 @@ common_flags.define_tfds_flags("glue/mrpc, xnli")
 flags.DEFINE_string("xnli_language", "zh", "xnli: the language trained and evaluated on.")
 flags.DEFINE_string("labels_file", None, "multilabel: the label names, one per line.")
 flags.DEFINE_string("task_module", None, "A Python module to import first; it registers more tasks.")
+common_flags.define_padding_flags()
 
 
 def _processor(classifier_run):
@@ -64,6 +65,7 @@ def main(argv):
 def _main():
     f = FLAGS
     config = common_flags.check_fine_tuning_flags(f)
+    length_bucket, group_by_length = common_flags.padding_settings(f)
     if not f.data_dir and not f.tfds_name:
         fail("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
     from bert_tf.tasks.classifier import run as classifier_run
@@ -74,7 +76,9 @@ def _main():
     inputs = library_call(
         lambda: classifier_run.read_inputs(processor, splits, f.data_dir, f.tfds_name, f.tfds_data_dir, f.tfds_download)
     )
-    record = classifier_run.classifier_record(processor, inputs.pair, f.do_lower_case, f.max_seq_length)
+    record = classifier_run.classifier_record(
+        processor, inputs.pair, f.do_lower_case, f.max_seq_length, group_by_length
+    )
     common_flags.check_run_output_dir(f, record, classifier_run.same_fields(f.do_train))
     features = library_call(lambda: classifier_run.encode_inputs(inputs))
 
@@ -84,7 +88,9 @@ def _main():
     settings, num_train_steps = common_flags.fine_tuning_settings(f, num_train_examples)
     strategy = common_flags.create_strategy(f)
     trainer = library_call(
-        lambda: Trainer(classifier_run.classifier_task(config, processor, record, f.vocab_file), settings, strategy)
+        lambda: Trainer(
+            classifier_run.classifier_task(config, processor, record, f.vocab_file, length_bucket), settings, strategy
+        )
     )
     logging.info(
         "Task %s (%s, %d labels); strategy %s with %d replica(s)",

@@ -47,6 +47,7 @@ flags.DEFINE_enum(
     "the tag layer on these layers' activations (default: fine-tune the whole model).",
 )
 flags.DEFINE_integer("lstm_units", LSTM_UNITS, "With --feature_based: the width of each BiLSTM direction.")
+common_flags.define_padding_flags()
 
 
 def _read(split, labels):
@@ -68,6 +69,7 @@ def _main():
     if not f.data_dir and not f.tfds_name:
         fail("--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required")
     config = common_flags.check_fine_tuning_flags(FLAGS)
+    length_bucket, group_by_length = common_flags.padding_settings(f)
     if f.window_context_words < 0:
         fail(f"--window_context_words={f.window_context_words} must not be negative")
     if f.lstm_units < 1:
@@ -91,7 +93,8 @@ def _main():
     dev = _read("dev", tags.labels) if f.do_eval else []
     test = _read("test", tags.labels) if f.do_predict else []
     record = ner_run.ner_record(
-        tags.labels, f.do_lower_case, f.max_seq_length, f.window_context_words, f.feature_based, f.lstm_units
+        tags.labels, f.do_lower_case, f.max_seq_length, f.window_context_words, f.feature_based, f.lstm_units,
+        group_by_length,
     )
     common_flags.check_run_output_dir(FLAGS, record, ner_run.fields_to_match(f.do_train))
     library_call(
@@ -102,7 +105,7 @@ def _main():
     from bert_tf.training.trainer import Trainer
 
     strategy = common_flags.create_strategy(FLAGS)  # before TensorFlow runs an op (the tokenizer's)
-    task = library_call(lambda: ner_run.build_task(config, record, f.vocab_file))
+    task = library_call(lambda: ner_run.build_task(config, record, f.vocab_file, length_bucket))
     features = library_call(lambda: ner_run.encode_splits(task, {"train": train, "dev": dev, "test": test}))
     # Steps count windows, the examples the model sees (as many as sentences, but for long ones).
     num_windows = len(features["train"]["sentence"]) if train else 0

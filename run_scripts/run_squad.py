@@ -60,6 +60,7 @@ flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets' data_dir (defau
 flags.DEFINE_bool("tfds_download", False, "Download and prepare the --tfds_name dataset if it is not there yet.")
 
 flags.mark_flag_as_required("output_dir")
+common_flags.define_padding_flags()
 common_flags.require_unless_hf_folder(("bert_config_file", "vocab_file"))  # a Hugging Face --init_checkpoint has both
 
 
@@ -96,6 +97,7 @@ def main(argv):
 
 def _main():
     config = _validate_flags()
+    length_bucket, group_by_length = common_flags.padding_settings(FLAGS)
     from bert_tf.checkpoints import sources
     from bert_tf.tasks.squad import run as squad_run
     from bert_tf.tasks.squad.task import SquadTask
@@ -105,8 +107,8 @@ def _main():
     library_call(lambda: config.check_vocab_size(len(tokenizer.vocab), FLAGS.vocab_file),
                  f"--vocab_file vs --{sources.config_setting(FLAGS.bert_config_file, FLAGS.init_checkpoint)}: ")
     record = squad_run.squad_record(FLAGS.version_2_with_negative, FLAGS.do_lower_case, FLAGS.max_seq_length,
-                                    FLAGS.doc_stride, FLAGS.max_query_length)
-    common_flags.check_run_output_dir(FLAGS, record, ("task_name", "version_2_with_negative"))
+                                    FLAGS.doc_stride, FLAGS.max_query_length, group_by_length)
+    common_flags.check_run_output_dir(FLAGS, record, squad_run.fields_to_match(FLAGS.do_train))
     strategy = common_flags.create_strategy(FLAGS)
     common_flags.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)
     files = squad_run.InputFiles(FLAGS.train_file, FLAGS.predict_file, FLAGS.tfds_name, FLAGS.tfds_data_dir,
@@ -116,7 +118,8 @@ def _main():
         on_features=lambda cached: logging.info("%s", cached.summary())), "--")
     train = inputs.train
     settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, train.examples if train else 0)
-    trainer = library_call(lambda: Trainer(SquadTask(config, FLAGS.max_seq_length), settings, strategy))
+    task = SquadTask(config, FLAGS.max_seq_length, length_bucket, group_by_length)
+    trainer = library_call(lambda: Trainer(task, settings, strategy))
     logging.info("SQuAD %s; strategy %s with %d replica(s)", "v2.0" if FLAGS.version_2_with_negative else "v1.1",
                  common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)
     if FLAGS.do_train:

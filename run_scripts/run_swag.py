@@ -29,6 +29,7 @@ from run_scripts.common_flags import fail, library_call
 FLAGS = flags.FLAGS
 
 common_flags.define_fine_tuning_flags("The input data dir: train.csv, val.csv and test.csv of the SWAG release.")
+common_flags.define_padding_flags()
 
 
 def _read(split):
@@ -45,18 +46,19 @@ def _main():
     if not f.data_dir:
         fail("--data_dir (the SWAG CSV files) is required")
     config = common_flags.check_fine_tuning_flags(FLAGS)
+    length_bucket, group_by_length = common_flags.padding_settings(f)
     # Every input is read and checked before any training.
     train = _read("train") if f.do_train else []
     dev = _read("dev") if f.do_eval else []
     test = _read("test") if f.do_predict else []
-    record = swag_run.swag_record(f.do_lower_case, f.max_seq_length)
+    record = swag_run.swag_record(f.do_lower_case, f.max_seq_length, group_by_length)
     common_flags.check_run_output_dir(FLAGS, record, swag_run.fields_to_match(f.do_train))
 
     from bert_tf.training.trainer import Trainer
 
     settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, len(train))
     strategy = common_flags.create_strategy(FLAGS)
-    task = library_call(lambda: swag_run.build_task(config, record, f.vocab_file))
+    task = library_call(lambda: swag_run.build_task(config, record, f.vocab_file, length_bucket))
     trainer = library_call(lambda: Trainer(task, settings, strategy))
     logging.info("Task swag (%d choices); strategy %s with %d replica(s)", record.num_choices,
                  common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)

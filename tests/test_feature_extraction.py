@@ -160,3 +160,27 @@ def test_a_failed_write_raises_and_leaves_nothing(tmp_path, checkpoint):
     with pytest.raises(OSError, match="No space left"):
         write_features(encoder, tokenizer, str(tmp_path / "in.txt"), str(tmp_path / "o.jsonl"), 8, [-1], log=full_disk)
     assert not (tmp_path / "o.jsonl").exists() and not [f for f in os.listdir(tmp_path) if f.startswith(".")]
+
+
+def test_batches_cut_to_their_longest_line_write_what_fixed_padding_writes(tmp_path, checkpoint):
+    config, _, prefix = checkpoint
+    encoder, _ = restore_encoder(config, prefix)
+    tokenizer = FullTokenizer(write_vocab(tmp_path / "vocab.txt"))
+    input_file = tmp_path / "in.txt"
+    # Tokens with [CLS] and [SEP]: 3, 4 | 8, 11 | 5 (a batch of one).
+    input_file.write_text("cat\nthe cat\na dog runs ||| the red cat\nthe cat sat on the mat and the dog\nis big red\n")
+    shapes = []
+    predict = encoder.predict_on_batch
+    encoder.predict_on_batch = lambda x: shapes.append(tuple(x["input_word_ids"].shape)) or predict(x)
+    written = {}
+    for bucket in (None, 4):
+        out = tmp_path / f"out_{bucket}.jsonl"
+        write_features(encoder, tokenizer, str(input_file), str(out), 16, [-1, 0], batch_size=2, length_bucket=bucket)
+        written[bucket] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert shapes == [(2, 16), (2, 16), (1, 16), (2, 4), (2, 12), (1, 8)]  # the longest rounded up to 4s
+    for fixed, cut in zip(written[None], written[4], strict=True):
+        assert [f["token"] for f in cut["features"]] == [f["token"] for f in fixed["features"]]
+        for a, b in zip(fixed["features"], cut["features"], strict=True):
+            for x, y in zip(a["layers"], b["layers"], strict=True):
+                assert x["index"] == y["index"]
+                np.testing.assert_allclose(y["values"], x["values"], atol=2e-6)  # 6 decimals, as written

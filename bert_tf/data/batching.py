@@ -4,11 +4,16 @@ The batching every in-memory fine-tuning task shares, whatever its rows hold (to
 to tokenize in the map that follows): training shuffles and repeats; evaluation and prediction
 see every row once, padded up to whole global batches with rows of weight 0 (the original's
 `PaddingInputExample` / `is_real_example`), in an order that gathering the replicas' outputs
-restores.
+restores. Training may group examples of similar length into batches (`group_by_length`), so
+that cutting each batch to its longest row (`bert_tf.data.lengths`) drops most of the padding.
 """
 
 import numpy as np
 import tensorflow as tf
+
+# Group-by-length sorts windows of this many batches of the shuffled stream: wide enough that each
+# batch is nearly uniform in length, narrow enough that the order stays random between windows.
+GROUP_WINDOW_BATCHES = 50
 
 
 def ordered_batches(ds, batch_size, input_context=None):
@@ -40,7 +45,7 @@ def pad_rows(features, multiple):
     return out
 
 
-def array_dataset(features, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+def array_dataset(features, mode, batch_size, input_context=None, seed=None, skip_batches=0, lengths=None):
     """Batches of `features` (a dict of numpy arrays with one row per example), each a dict with
     the same keys plus a float32 `weight` `[batch_size]`.
 
@@ -49,16 +54,25 @@ def array_dataset(features, mode, batch_size, input_context=None, seed=None, ski
     first `skip_batches` skipped (a resumed run continues the same order). "eval"/"predict": every
     row once, in order, padded with weight-0 rows to whole global batches, each input pipeline
     taking its replicas' slices (`ordered_batches`).
+
+    lengths: None, or for "train" each example's length (int `[n]`, e.g. its tokens): batches of
+    examples of similar length (`group_by_length`), in an order as reproducible with the seed.
     """
     n = len(next(iter(features.values()))) if features else 0
     if not n:
         raise ValueError("no examples")
     if mode == "train":
-        ds = tf.data.Dataset.from_tensor_slices(dict(features, weight=np.ones(n, np.float32)))
+        columns = dict(features, weight=np.ones(n, np.float32))
+        if lengths is not None:
+            columns["length"] = np.asarray(lengths, np.int32)
+        ds = tf.data.Dataset.from_tensor_slices(columns)
         if input_context is not None and input_context.num_input_pipelines > 1:
             ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         # A full shuffle: files are often sorted (by document, by length).
-        ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True).repeat()
+        if lengths is not None:
+            ds = group_by_length(ds, n, batch_size, seed)
+        else:
+            ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True).repeat()
         ds = ds.batch(batch_size, drop_remainder=True)
         return ds.skip(skip_batches) if skip_batches else ds
     if mode in ("eval", "predict"):
@@ -66,3 +80,38 @@ def array_dataset(features, mode, batch_size, input_context=None, seed=None, ski
         padded = pad_rows(features, batch_size * replicas)
         return ordered_batches(tf.data.Dataset.from_tensor_slices(padded), batch_size, input_context)
     raise ValueError(f"mode {mode!r} is not train, eval or predict")
+
+
+def group_by_length(ds, n, batch_size, seed=None):
+    """The examples of `ds` (dicts with an int32 `length`, `n` of them) as an endless stream whose
+    consecutive `batch_size` examples have similar lengths: each epoch is shuffled (with `seed`,
+    reshuffled every epoch), cut into windows of GROUP_WINDOW_BATCHES batches, each window sorted
+    by length (ties in shuffled order), cut into batches, and those batches shuffled within the
+    window (seeded by `seed` and the window's number). Every example appears once per epoch; the
+    stream is the same on every run with the same seed, so skipping batches resumes it exactly.
+    The `length` entry is dropped. Only the batches that straddle an epoch's end mix lengths."""
+    window = batch_size * GROUP_WINDOW_BATCHES
+    ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(window).repeat().enumerate()
+
+    def sort_window(number, rows):
+        order = tf.argsort(rows.pop("length"), stable=True)  # [window] (the epoch's last: fewer)
+        full = tf.size(order) // batch_size
+        batches = tf.reshape(order[: full * batch_size], [full, batch_size])
+        shuffled = tf.random.experimental.stateless_shuffle(
+            tf.range(full), seed=tf.stack([tf.cast(seed or 0, tf.int64), number])
+        )
+        # A last part batch of the epoch stays last: it joins the next epoch's first examples.
+        order = tf.concat([tf.reshape(tf.gather(batches, shuffled), [-1]), order[full * batch_size :]], 0)
+        return tf.data.Dataset.from_tensor_slices({k: tf.gather(v, order) for k, v in rows.items()})
+
+    return ds.flat_map(sort_window)
+
+
+def pad_positions(values, seq_length, constant=0):
+    """`values` (`[batch, seq, ...]`, one entry per position of a batch cut to `seq`, see
+    `bert_tf.data.lengths.cut_padding`) padded with `constant` back to `seq_length` positions:
+    per-token outputs of batches of different lengths then gather and concatenate as fixed
+    padding's do."""
+    extra = seq_length - tf.shape(values)[1]
+    paddings = tf.concat([[[0, 0], [0, extra]], tf.zeros([tf.rank(values) - 2, 2], tf.int32)], 0)
+    return tf.ensure_shape(tf.pad(values, paddings, constant_values=constant), [None, seq_length, *values.shape[2:]])

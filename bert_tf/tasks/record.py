@@ -3,7 +3,9 @@ so that exports, checkpoint conversion and later runs can rebuild and feed its m
 
 Every run keeps its kind, task name, casing and max_seq_length; each kind keeps the fields its
 registry entry names (`TaskKind.record_fields`); a LoRA run, its adapters' rank and alpha (whoever
-reads its checkpoints must give its model the same adapters). The defaults below are the only ones.
+reads its checkpoints must give its model the same adapters); a run that grouped its training
+batches by length, `group_by_length` (a resumed run must continue the same batch order). The
+defaults below are the only ones.
 """
 
 import dataclasses
@@ -40,6 +42,9 @@ class RunRecord:
     num_choices: int = 4  # swag
     lora_rank: int = 0  # LoRA's adapters (`bert_tf.training.settings.lora_settings`); 0: none
     lora_alpha: float | None = None  # their scale is lora_alpha / lora_rank (the rank's when not given)
+    # Training batches of examples of similar length (another batch order); written only when True.
+    # The length bucket is not kept: it changes the padding cut, not the results.
+    group_by_length: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "kind", registry.get(self.kind).name)  # an old record's name -> the one name
@@ -52,8 +57,9 @@ class RunRecord:
 
     def to_dict(self):
         """The fields every run keeps and those of its kind (as written to the file), but for
-        an option the run did not take (None; LoRA's when lora_rank is 0)."""
+        an option the run did not take (None; LoRA's when lora_rank is 0; group_by_length when False)."""
         names = _COMMON + self.task_kind.record_fields + (_LORA if self.lora_rank else ())
+        names += ("group_by_length",) if self.group_by_length else ()
         values = {name: getattr(self, name) for name in names}
         return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items() if v is not None}
 

@@ -72,3 +72,21 @@ class TrainingSettings:
         if self.max_eval_steps is not None and self.max_eval_steps < 1:
             raise ValueError(f"max_eval_steps must be positive, got {self.max_eval_steps!r}")
         object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
+
+
+# Batches are cut to their longest row rounded up to a multiple of this (`bert_tf.data.lengths`):
+# 128 / 32 = 4 shapes at the default max_seq_length (4 traces, 4 XLA programs), while a batch of
+# real sentences (27 pieces on average, the longest of 32 often under 64) keeps at most 31
+# positions of padding per row beyond its longest.
+LENGTH_BUCKET = 32
+
+
+def padding_settings(length_bucket=LENGTH_BUCKET, pad_to_max_seq_length=False, group_by_length=False):
+    """`{"length_bucket", "group_by_length"}` checked: length_bucket None when every batch keeps
+    max_seq_length (`pad_to_max_seq_length`, the original's static shapes, which TPUs need), else
+    the positive bucket of the batches' cut (`bert_tf.data.lengths.cut_padding`); group_by_length:
+    training batches of examples of similar length (`bert_tf.data.batching.array_dataset`). A
+    ValueError starting with the setting at fault otherwise."""
+    if isinstance(length_bucket, bool) or not isinstance(length_bucket, int) or length_bucket < 1:
+        raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
+    return {"length_bucket": None if pad_to_max_seq_length else length_bucket, "group_by_length": bool(group_by_length)}

@@ -59,7 +59,9 @@ class Task(abc.ABC):
 
     def eval_outputs(self, labels, outputs):
         """Per-example tensors `[batch, ...]` that evaluation needs whole (gathered in input
-        order across replicas), e.g. probabilities and labels for F1."""
+        order across replicas), e.g. probabilities and labels for F1. Batches cut to their
+        length differ in length: per-token tensors are padded back to a fixed one
+        (`bert_tf.data.batching.pad_positions`), as are `predict_outputs`'."""
         return {}
 
     @abc.abstractmethod

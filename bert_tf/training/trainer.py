@@ -221,6 +221,7 @@ class Trainer:
         # update at all, as the original skips None gradients: no weight decay either.
         used = []
 
+        # Traced once for batches of any length (their spec leaves it unknown); XLA compiles each length once.
         @tf.function(jit_compile=self.settings.jit_compile)
         def gradients(x, y):
             with tf.GradientTape() as tape:
@@ -329,7 +330,8 @@ class Trainer:
         task = self.task
         max_steps = s.max_eval_steps if max_steps is None else max_steps
 
-        @tf.function
+        # Batches cut to their length come in a few shapes: a second one relaxes the trace to any.
+        @tf.function(reduce_retracing=True)
         def step(x, y):
             def replica(x, y):
                 outputs = self.model(x, training=False)
@@ -360,7 +362,7 @@ class Trainer:
         """The task's `predict_outputs` for every example of `predict_data`, as numpy arrays in
         input order (the rows that pad the last global batch are dropped)."""
 
-        @tf.function
+        @tf.function(reduce_retracing=True)  # as evaluate's: batches of a few lengths
         def step(x):
             per_replica = self.strategy.run(
                 lambda x: self.task.predict_outputs(self.model(x, training=False)), args=(x,)

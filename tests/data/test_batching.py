@@ -1,5 +1,5 @@
 """Batches of in-memory arrays: every row once in order for eval, on any number of replicas;
-seeded, resumable training order."""
+seeded, resumable training order, optionally grouped by length."""
 
 import numpy as np
 import pytest
@@ -59,3 +59,46 @@ def test_nothing_to_batch_and_unknown_modes():
         array_dataset({"id": np.zeros(0, np.int32)}, "eval", 2)
     with pytest.raises(ValueError, match="mode 'test' is not train, eval or predict"):
         array_dataset(_features(2), "test", 2)
+
+
+# ---- Grouping training batches by length (issue 21) -------------------------------------------
+
+
+def _grouped(n, batch, seed=7, skip=0, take=None, lengths=None):
+    """The example ids of the first `take` training batches (each an array of `batch` ids)."""
+    from bert_tf.data.batching import array_dataset
+
+    lengths = np.random.default_rng(0).integers(1, 100, n) if lengths is None else lengths
+    ds = array_dataset({"id": np.arange(n, dtype=np.int32)}, "train", batch, seed=seed, skip_batches=skip,
+                       lengths=lengths)
+    return [b["id"].numpy() for b in ds.take(take or 2 * n // batch)], lengths
+
+
+def test_grouped_batches_are_windows_sorted_by_length_and_every_example_comes_once_an_epoch():
+    from bert_tf.data.batching import GROUP_WINDOW_BATCHES
+
+    batch = 4
+    n = 2 * GROUP_WINDOW_BATCHES * batch  # two windows an epoch
+    batches, lengths = _grouped(n, batch)
+    stream = np.concatenate(batches)
+    assert sorted(stream[:n]) == sorted(stream[n:]) == list(range(n))  # two epochs, each example once in each
+    for start in range(0, 2 * n // batch, GROUP_WINDOW_BATCHES):
+        window = [lengths[b] for b in batches[start : start + GROUP_WINDOW_BATCHES]]
+        # Sorted by length, then cut: no two batches of a window overlap in length.
+        ranges = sorted((b.min(), b.max()) for b in window)
+        assert all(high <= low for (_, high), (low, _) in zip(ranges[:-1], ranges[1:], strict=True))
+        assert [r[0] for r in ranges] != [b.min() for b in window]  # the batches are shuffled in the window
+    assert np.mean([lengths[b].max() - lengths[b].min() for b in batches]) < 4  # of lengths 1 to 99
+
+
+def test_grouped_batches_resume_exactly_and_follow_the_seed():
+    n, batch = 230, 4  # windows of 200 and 30 examples; the epoch's last examples join the next epoch's first
+    batches, _ = _grouped(n, batch, take=150)
+    stream = np.concatenate(batches)
+    assert sorted(stream[:n]) == sorted(stream[n : 2 * n]) == list(range(n))
+    resumed, _ = _grouped(n, batch, skip=97, take=53)
+    assert all((a == b).all() for a, b in zip(resumed, batches[97:], strict=True))
+    again, _ = _grouped(n, batch, take=150)
+    other, _ = _grouped(n, batch, seed=8, take=150)
+    assert all((a == b).all() for a, b in zip(again, batches, strict=True))
+    assert not all((a == b).all() for a, b in zip(other, batches, strict=True))

@@ -107,18 +107,30 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
     assert _results(resumed) == results
     assert (resumed / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
 
-    # Two replicas (the CPU split in two), eval and predict batches split between them: the
-    # same figures and every prediction in input order.
+    # Two replicas (the CPU split in two), eval and predict batches split between them, each cut
+    # to its own length (buckets of 4; the default 32 leaves max_seq_length 24 whole): the same
+    # figures and every prediction in input order.
     mirrored = tmp_path / "mirrored"
     result = run_script(
         "run_classifier.py",
         *_flags(model_dir, data, mirrored, do_train=False, init_checkpoint=straight / "ckpt-800", num_cpu_devices=2,
-                distribution_strategy="mirrored", eval_batch_size=6, predict_batch_size=4),
+                distribution_strategy="mirrored", eval_batch_size=6, predict_batch_size=4, length_bucket=4),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "with 2 replica(s)" in result.stderr
     assert float(_results(mirrored)["eval_accuracy"]) == pytest.approx(float(results["eval_accuracy"]))
     np.testing.assert_allclose(_probabilities(mirrored), probabilities, atol=1e-5)
+    # The original's fixed shapes: the same files.
+    fixed = tmp_path / "fixed"
+    result = run_script(
+        "run_classifier.py", *_flags(model_dir, data, fixed, do_train=False, init_checkpoint=straight / "ckpt-800",
+                                     pad_to_max_seq_length=True, length_bucket=4),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    for key in ("eval_accuracy", "eval_f1", "eval_loss", "loss"):
+        assert float(_results(fixed)[key]) == pytest.approx(float(_results(mirrored)[key]), abs=1e-5), key
+    np.testing.assert_allclose(_probabilities(fixed), _probabilities(mirrored), atol=1e-5)
+    assert (fixed / "MRPC.tsv").read_text() == (mirrored / "MRPC.tsv").read_text()
 
     # The finished run evaluated with another casing than it was trained with: refused.
     result = run_script("run_classifier.py", *_flags(model_dir, data, straight, do_train=False, do_lower_case=False))
@@ -261,6 +273,8 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         (dict(save_checkpoints_steps=0), "--save_checkpoints_steps must be a positive integer, got 0"),
         (dict(learning_rate=-1), "--learning_rate must not be negative, got -1.0"),
         (dict(warmup_proportion=2), "--warmup_proportion=2.0 must be between 0 and 1"),
+        (dict(length_bucket=0), "--length_bucket=0 must be a positive integer"),
+        (dict(use_tpu=True, pad_to_max_seq_length=False), "--pad_to_max_seq_length=false is not possible with"),
         (dict(init_checkpoint=tmp_path / "nowhere" / "bert_model.ckpt"), "cannot read a TensorFlow checkpoint at"),
         (dict(output_dir=pretraining_dir), "holds checkpoints of another kind of run (no fine_tuning_task.json)"),
         (dict(task_module="no_such_module_here"), "--task_module=no_such_module_here: ModuleNotFoundError"),

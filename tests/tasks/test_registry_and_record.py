@@ -86,3 +86,23 @@ def test_a_lora_runs_record_keeps_its_adapters_and_others_do_not_write_them(tmp_
     assert run_record.adapters(str(tmp_path / "full")) is None and run_record.adapters(str(tmp_path / "none")) is None
     with pytest.raises(ValueError, match=r"^fine_tuning_task.json: lora_alpha=2.0 is given without lora_rank"):
         RunRecord.from_dict({"kind": "swag", "task_name": "swag", "lora_alpha": 2.0})
+
+
+def test_grouping_by_length_is_recorded_and_a_resumed_training_must_keep_it(tmp_path):
+    from bert_tf.tasks.classifier.run import same_fields
+    from bert_tf.tasks.ner.run import fields_to_match as ner_fields
+    from bert_tf.tasks.squad.run import fields_to_match as squad_fields
+    from bert_tf.tasks.swag.run import fields_to_match as swag_fields
+    from bert_tf.training.run import check_output_dir
+
+    grouped = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), group_by_length=True)
+    assert grouped.to_dict()["group_by_length"] is True
+    assert "group_by_length" not in RunRecord(kind="classifier", task_name="mrpc").to_dict()  # files as before
+    assert RunRecord.from_dict(grouped.to_dict()) == grouped
+    grouped.write(tmp_path)
+    plain = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"))
+    with pytest.raises(ValueError, match="with group_by_length True, not False"):
+        check_output_dir(str(tmp_path), plain, same_fields(True))
+    assert check_output_dir(str(tmp_path), plain, same_fields(False)) == []  # evaluating: any batch order
+    for fields in (ner_fields, squad_fields, swag_fields):
+        assert "group_by_length" in fields(True) and "group_by_length" not in fields(False)

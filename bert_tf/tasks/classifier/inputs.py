@@ -9,13 +9,19 @@ the original does: changing max_seq_length or the vocab needs no new files.
 Evaluation and prediction see every example once: the examples are padded up to a whole
 number of global batches with rows of weight 0 (the original's `PaddingInputExample` and
 `is_real_example`), which metrics skip and predictions drop, so no remainder is lost on any
-number of replicas.
+number of replicas. Each batch is then cut to its longest sequence rounded up to a bucket
+(`bert_tf.data.lengths.cut_padding`) unless the task keeps max_seq_length.
 """
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
+from bert_tf.data.lengths import cut_padding
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+# Examples tokenized per batch when their lengths are measured (`packed_lengths`).
+_LENGTH_BATCH = 1024
 
 LABEL_KINDS = ("single", "regression", "multi")
 
@@ -65,22 +71,38 @@ def encode_examples(examples, labels, label_kind, source="examples"):
     }
 
 
-def classifier_dataset(features, pack, batch_size, mode, input_context=None, seed=None, skip_batches=0):
+def classifier_dataset(features, pack, batch_size, mode, input_context=None, seed=None, skip_batches=0,
+                       length_bucket=None, lengths=None):
     """Batches `(x, y)`: x the encoder inputs (int32 `[batch_size, seq]`) that
     `pack(text_a, text_b)` builds from a batch of strings, y `{"label", "weight"}`.
 
     features: `encode_examples`' dict; batch_size per replica; `mode`, `seed`, `skip_batches`
-    as `array_dataset` (train: shuffled, repeated, resumable; eval/predict: every example once,
-    in order, padded with weight-0 rows). Tokenization happens after the skip, so a resumed
-    run skips cheaply.
+    and `lengths` (training batches grouped by length) as `array_dataset` (train: shuffled,
+    repeated, resumable; eval/predict: every example once, in order, padded with weight-0 rows).
+    Tokenization happens after the skip, so a resumed run skips cheaply. length_bucket: seq is
+    the batch's longest row rounded up to a multiple of it (None: max_seq_length).
     """
 
     def to_model(batch):
-        x = pack(batch["text_a"], batch["text_b"])
+        x = cut_padding(pack(batch["text_a"], batch["text_b"]), length_bucket, ENCODER_INPUTS)
         return x, {"label": batch["label"], "weight": batch["weight"]}
 
-    ds = array_dataset(features, mode, batch_size, input_context, seed, skip_batches)
+    ds = array_dataset(features, mode, batch_size, input_context, seed, skip_batches, lengths)
     return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def packed_lengths(features, pack, keys=("text_a", "text_b")):
+    """int32 `[n]`: how many tokens (padding excluded) `pack(*features[k] for k in keys)` gives
+    each row of `features`; `pack` may return `input_mask` of any rank (SWAG: `[batch, choices,
+    seq]`, a row's longest choice counts). Tokenizes every row once, in batches."""
+    ds = tf.data.Dataset.from_tensor_slices({k: features[k] for k in keys}).batch(_LENGTH_BATCH)
+
+    def length(batch):
+        mask = tf.cast(pack(*(batch[k] for k in keys))["input_mask"], tf.int32)
+        return tf.reduce_max(tf.reshape(tf.reduce_sum(mask, -1), [tf.shape(mask)[0], -1]), -1)
+
+    lengths = [b.numpy() for b in ds.map(length, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)]
+    return np.concatenate(lengths).astype(np.int32)
 
 
 class TextPacker:

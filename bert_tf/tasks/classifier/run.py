@@ -94,20 +94,21 @@ def read_inputs(processor, splits, data_dir=None, tfds_name=None, tfds_data_dir=
     )
 
 
-def classifier_record(processor, pair, do_lower_case, max_seq_length):
-    """The run record of a classification run: its task, labels and whether it packs pairs."""
+def classifier_record(processor, pair, do_lower_case, max_seq_length, group_by_length=False):
+    """The run record of a classification run: its task, labels, whether it packs pairs and
+    groups its training batches by length."""
     return RunRecord(
         kind="classifier", task_name=processor.task_name or type(processor).__name__,
         label_kind=processor.label_kind, labels=processor.get_labels(), pair=pair,
-        do_lower_case=do_lower_case, max_seq_length=max_seq_length,
+        do_lower_case=do_lower_case, max_seq_length=max_seq_length, group_by_length=group_by_length,
     )
 
 
 def same_fields(do_train):
     """The record fields an earlier run in the output folder must share with this one: training
-    resumes only the same task; evaluating or predicting may use any run with the same head
-    (mnli-mm on an mnli run)."""
-    return ("task_name", "label_kind", "labels") if do_train else ("label_kind", "labels")
+    resumes only the same task, in the same batch order; evaluating or predicting may use any run
+    with the same head (mnli-mm on an mnli run)."""
+    return ("task_name", "label_kind", "labels", "group_by_length") if do_train else ("label_kind", "labels")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,12 +135,14 @@ def encode_inputs(inputs: ClassifierInputs):
     )
 
 
-def classifier_task(config, processor, record: RunRecord, vocab_file):
-    """The ClassifierTask of `record` (labels, kind, casing, max_seq_length, pairs), reporting the
-    processor's `metrics` or else what GLUE reports for its task (MRPC: F1, CoLA: MCC)."""
+def classifier_task(config, processor, record: RunRecord, vocab_file, length_bucket=None):
+    """The ClassifierTask of `record` (labels, kind, casing, max_seq_length, pairs, grouping by
+    length), reporting the processor's `metrics` or else what GLUE reports for its task (MRPC: F1,
+    CoLA: MCC); batches cut to a multiple of `length_bucket` (None: max_seq_length)."""
     return ClassifierTask(
         config, record.labels, record.label_kind, vocab_file=vocab_file, do_lower_case=record.do_lower_case,
-        max_seq_length=record.max_seq_length, pair=record.pair,
+        max_seq_length=record.max_seq_length, pair=record.pair, length_bucket=length_bucket,
+        group_by_length=record.group_by_length,
         extra_metrics=getattr(processor, "metrics", None) or METRIC_FOR_GLUE_TASK.get(processor.submission_name, ()),
     )
 

@@ -7,7 +7,9 @@ original `run_classifier.py`), plus regression (STS-B) and multi-label classific
 - "multi": one sigmoid per label, binary cross-entropy (mean over labels, then examples);
   micro and macro F1 at threshold 0.5, and the exact-match accuracy.
 
-`data` for `dataset` is `encode_examples`' dict; rows of weight 0 (padding) count nowhere.
+`data` for `dataset` is `encode_examples`' dict; rows of weight 0 (padding) count nowhere. Batches
+are cut to their longest sequence (`length_bucket`); the outputs read the [CLS] position alone,
+which attention over fewer padding positions leaves as it was.
 """
 
 import numpy as np
@@ -15,7 +17,8 @@ import tensorflow as tf
 
 from bert_tf.models import BertClassifier, BertEncoder
 from bert_tf.tasks.classifier import metrics
-from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker, classifier_dataset
+from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker, classifier_dataset, packed_lengths
+from bert_tf.training.settings import padding_settings
 from bert_tf.training.task import Task
 
 # Metrics reported besides accuracy and loss, by name (`eval_<name>`).
@@ -31,13 +34,16 @@ class ClassifierTask(Task):
 
     vocab_file / do_lower_case / max_seq_length / pair configure the in-graph input
     (`pair`: whether text_b is packed). extra_metrics: names from METRIC_FUNCTIONS reported as
-    `eval_<name>` (e.g. ("f1",) for MRPC).
+    `eval_<name>` (e.g. ("f1",) for MRPC). length_bucket: every batch is cut to its longest
+    sequence rounded up to a multiple of it (None: max_seq_length, the original's fixed shapes);
+    group_by_length: training batches of examples of similar length (`padding_settings`).
     """
 
     sum_names = ("loss_sum", "correct", "examples")
 
     def __init__(self, bert_config, labels, label_kind="single", vocab_file=None, do_lower_case=True,
-                 max_seq_length=128, pair=True, extra_metrics=(), dropout_rate=0.1):
+                 max_seq_length=128, pair=True, extra_metrics=(), dropout_rate=0.1, length_bucket=None,
+                 group_by_length=False):
         from bert_tf.preprocessing import text_preprocessing
 
         if label_kind not in LABEL_KINDS:
@@ -56,6 +62,9 @@ class ClassifierTask(Task):
         self.extra_metrics = tuple(extra_metrics)
         self.dropout_rate = dropout_rate
         self.max_seq_length = max_seq_length
+        if length_bucket is not None:
+            padding_settings(length_bucket)  # a ValueError naming the setting
+        self.length_bucket, self.group_by_length = length_bucket, group_by_length
         self.pack = None
         if vocab_file is not None:
             tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, max_seq_length, bert_config.vocab_size)
@@ -68,7 +77,10 @@ class ClassifierTask(Task):
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         if self.pack is None:
             raise ValueError("ClassifierTask needs a vocab_file to read text")
-        return classifier_dataset(data, self.pack, batch_size, mode, input_context, seed, skip_batches)
+        lengths = packed_lengths(data, self.pack) if mode == "train" and self.group_by_length else None
+        return classifier_dataset(
+            data, self.pack, batch_size, mode, input_context, seed, skip_batches, self.length_bucket, lengths
+        )
 
     # -----------------------------------------------------------------------------------------
     # Loss and metrics

@@ -70,22 +70,23 @@ def training_tags(sentences):
     return TagSet(conll.label_list(sentences), FROM_TRAINING_DATA)
 
 
-def ner_record(labels, do_lower_case, max_seq_length, window_context_words, feature_based=None, lstm_units=None):
-    """The run record of an NER run: its tags, what its windows depend on and, for the
-    feature-based approach, the layers its BiLSTM reads and its width (`lstm_units` is kept only
-    with `feature_based`)."""
+def ner_record(labels, do_lower_case, max_seq_length, window_context_words, feature_based=None, lstm_units=None,
+               group_by_length=False):
+    """The run record of an NER run: its tags, what its windows depend on, for the feature-based
+    approach the layers its BiLSTM reads and its width (`lstm_units` is kept only with
+    `feature_based`), and whether its training batches are grouped by length."""
     return RunRecord(
         kind="ner", task_name=TASK_NAME, label_kind="token", labels=labels, do_lower_case=do_lower_case,
         max_seq_length=max_seq_length, window_context_words=window_context_words, feature_based=feature_based,
-        lstm_units=lstm_units if feature_based is not None else None,
+        lstm_units=lstm_units if feature_based is not None else None, group_by_length=group_by_length,
     )
 
 
 def fields_to_match(do_train):
     """The record fields an earlier run in output_dir must share with this one: a run that
-    trains resumes that run (the same task); one that only evaluates or predicts needs a model
-    of the same kind with the same tags."""
-    return ("task_name", "kind", "labels") if do_train else ("kind", "labels")
+    trains resumes that run (the same task, in the same batch order); one that only evaluates or
+    predicts needs a model of the same kind with the same tags."""
+    return ("task_name", "kind", "labels", "group_by_length") if do_train else ("kind", "labels")
 
 
 def _model_settings(record):
@@ -113,13 +114,15 @@ def check_model_settings(record: RunRecord, output_dir, do_train, init_checkpoin
         return
 
 
-def build_task(bert_config, record: RunRecord, vocab_file):
-    """The NerTask of `record`'s tags, casing, max_seq_length, window context and model. Its
+def build_task(bert_config, record: RunRecord, vocab_file, length_bucket=None):
+    """The NerTask of `record`'s tags, casing, max_seq_length, window context, model and grouping
+    by length, its batches cut to a multiple of `length_bucket` (None: max_seq_length). Its
     tokenizer runs TensorFlow ops: create the distribution strategy first."""
     return NerTask(
         bert_config, list(record.labels), vocab_file=vocab_file, do_lower_case=record.do_lower_case,
         max_seq_length=record.max_seq_length, context_words=record.window_context_words,
         feature_based=record.feature_based, lstm_units=record.lstm_units or LSTM_UNITS,
+        length_bucket=length_bucket, group_by_length=record.group_by_length,
     )
 
 

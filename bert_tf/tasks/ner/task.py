@@ -7,7 +7,9 @@ cross-entropy over the global batch's words, and word accuracy. Evaluation adds 
 entity-level precision, recall and F1 (overall and per type).
 
 Fine-tuned, the model is a BertTokenClassifier; feature-based (paper §5.3, Table 7), a
-BertFeatureTagger over the frozen encoder, with the same inputs, loss and figures.
+BertFeatureTagger over the frozen encoder, with the same inputs, loss and figures. Batches cut to
+their longest window (`length_bucket`) cut the labels and weights with the inputs; predicted and
+gold tags are padded back to max_seq_length, so that batches gather as with fixed padding.
 """
 
 import os
@@ -15,7 +17,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import array_dataset
+from bert_tf.data.batching import array_dataset, pad_positions
+from bert_tf.data.lengths import cut_padding
 from bert_tf.models import BertEncoder, BertFeatureTagger, BertTokenClassifier
 from bert_tf.models.bert_feature_tagger import LSTM_UNITS, feature_layer_indices
 from bert_tf.tasks.classifier.task import ClassifierTask
@@ -34,9 +37,11 @@ class NerTask(ClassifierTask):
     """
 
     def __init__(self, bert_config, labels, vocab_file=None, do_lower_case=True, max_seq_length=128,
-                 context_words=0, dropout_rate=0.1, feature_based=None, lstm_units=LSTM_UNITS):
+                 context_words=0, dropout_rate=0.1, feature_based=None, lstm_units=LSTM_UNITS,
+                 length_bucket=None, group_by_length=False):
         super().__init__(bert_config, labels, "single", vocab_file, do_lower_case, max_seq_length,
-                         pair=False, dropout_rate=dropout_rate)
+                         pair=False, dropout_rate=dropout_rate, length_bucket=length_bucket,
+                         group_by_length=group_by_length)
         bad = [t for t in self.labels if not conlleval.is_valid_tag(t)]
         if bad:
             raise ValueError(f"labels {bad} are not O or B-/I-/E-/S- followed by a type")
@@ -77,20 +82,26 @@ class NerTask(ClassifierTask):
         )
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+        per_position = ("input_word_ids", "input_mask", "input_type_ids", "label_ids", "label_weights")
+
         def to_model(batch):
-            x = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+            batch = cut_padding(batch, self.length_bucket, per_position)
+            x = {k: batch[k] for k in per_position[:3]}
             # Padding rows' label weights are 0 already.
             return x, {"label": batch["label_ids"], "weight": batch["label_weights"], "sentence": batch["sentence"]}
 
-        ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches)
+        lengths = data["input_mask"].sum(axis=1) if mode == "train" and self.group_by_length else None
+        ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches, lengths)
         return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
 
     def predict_outputs(self, outputs):
-        return {"predicted": tf.argmax(outputs, axis=-1, output_type=tf.int32)}  # [batch, seq]
+        predicted = tf.argmax(outputs, axis=-1, output_type=tf.int32)  # [batch, seq]
+        return {"predicted": pad_positions(predicted, self.max_seq_length)}  # [batch, max_seq_length]
 
     def eval_outputs(self, labels, outputs):
-        return {**self.predict_outputs(outputs), "label": labels["label"], "weight": labels["weight"],
-                "sentence": labels["sentence"]}
+        # Padded positions have weight 0: they tag nothing, as fixed padding's.
+        return {**self.predict_outputs(outputs), "label": pad_positions(labels["label"], self.max_seq_length),
+                "weight": pad_positions(labels["weight"], self.max_seq_length), "sentence": labels["sentence"]}
 
     def eval_results(self, sums, gathered, batch_losses):
         weights = gathered["weight"]

@@ -63,7 +63,8 @@ def fingerprint(input_file, is_training, vocab_file, record: RunRecord):
         "input_mtime_ns": stat.st_mtime_ns,
         "vocab_sha256": vocab,
         "is_training": is_training,
-        **{k: v for k, v in record.to_dict().items() if k not in ("task_name", "kind")},
+        # The batches' order (group_by_length) is no property of the features.
+        **{k: v for k, v in record.to_dict().items() if k not in ("task_name", "kind", "group_by_length")},
     }
 
 

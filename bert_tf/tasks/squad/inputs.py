@@ -1,11 +1,18 @@
 """SQuAD features in the original's TFRecords (`bert_tf.tasks.squad.feature_writer.write_features`) ->
-tf.data batches of encoder inputs and answer positions (TensorFlow)."""
+tf.data batches of encoder inputs and answer positions (TensorFlow).
+
+Each batch is cut to its longest feature rounded up to a bucket (`bert_tf.data.lengths`); answer
+positions index the real tokens, which come first, so they stay as they are."""
 
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import ordered_batches
+from bert_tf.data.batching import group_by_length, ordered_batches
+from bert_tf.data.lengths import cut_padding
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 # Training shuffles the serialised features through a buffer of at most this many (~1.5 KB each
 # at max_seq_length 384, so up to ~150 MB): all of SQuAD v1.1's ~88,000 training features. The
@@ -60,7 +67,16 @@ def _zero_record(seq_length, is_training):
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+def record_lengths(records: SquadRecords, batch_size=1024):
+    """int32 `[count]`: the real tokens (`input_mask`'s ones) of each feature, in file order."""
+    spec = {"input_mask": tf.io.FixedLenFeature([records.seq_length], tf.int64)}
+    ds = tf.data.TFRecordDataset(records.path).take(records.count).batch(batch_size)
+    ds = ds.map(lambda r: tf.reduce_sum(tf.io.parse_example(r, spec)["input_mask"], -1))
+    return np.concatenate([b.numpy() for b in ds] or [np.zeros(0, np.int64)]).astype(np.int32)
+
+
+def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, seed=None, skip_batches=0,
+                  length_bucket=None, lengths=None):
     """Batches `(x, y)`: x the encoder inputs (int32 `[batch_size, seq]`), y `start_positions`,
     `end_positions` (int32 `[batch_size]`; 0 without answers) and `weight`.
 
@@ -69,14 +85,23 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
     `skip_batches` skipped before parsing (cheap: a resumed run continues the same order).
     "eval"/"predict": every feature once, in file order, padded with rows of weight 0 to whole
     global batches, each pipeline taking its replicas' slices (`ordered_batches`).
+    length_bucket: seq is each batch's longest feature rounded up to a multiple of it (None:
+    records.seq_length). lengths: `record_lengths`, for training batches of features of similar
+    length (`bert_tf.data.batching.group_by_length`, which then shuffles the whole file).
     """
     ds = tf.data.TFRecordDataset(records.path)
     pipelines = input_context.num_input_pipelines if input_context else 1
     replicas = input_context.num_replicas_in_sync if input_context else 1
     if mode == "train":
+        if lengths is not None:
+            ds = tf.data.Dataset.zip((ds, tf.data.Dataset.from_tensor_slices(lengths)))
+            ds = ds.map(lambda r, n: {"record": r, "length": n})
         if pipelines > 1:
             ds = ds.shard(pipelines, input_context.input_pipeline_id)
-        ds = ds.shuffle(min(records.count, SHUFFLE_BUFFER), seed=seed, reshuffle_each_iteration=True).repeat()
+        if lengths is not None:
+            ds = group_by_length(ds, records.count, batch_size, seed).map(lambda d: d["record"])
+        else:
+            ds = ds.shuffle(min(records.count, SHUFFLE_BUFFER), seed=seed, reshuffle_each_iteration=True).repeat()
         ds = ds.map(lambda r: (r, 1.0)).batch(batch_size, drop_remainder=True)
         if skip_batches:
             ds = ds.skip(skip_batches)
@@ -93,6 +118,7 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
     def to_model(serialized, weight):
         f = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(serialized, spec).items()}
         x = {"input_word_ids": f["input_ids"], "input_mask": f["input_mask"], "input_type_ids": f["segment_ids"]}
+        x = cut_padding(x, length_bucket, ENCODER_INPUTS)
         y = {"weight": tf.cast(weight, tf.float32)}
         if records.is_training:
             y.update(start_positions=f["start_positions"], end_positions=f["end_positions"])

@@ -29,13 +29,21 @@ NULL_ODDS_FILE = "null_odds.json"
 EVAL_RESULTS_FILES = ("eval_results.json", "eval_results.txt")
 
 
-def squad_record(version_2_with_negative, do_lower_case, max_seq_length, doc_stride, max_query_length):
-    """The run record of a SQuAD run: what its features and a later export depend on."""
+def squad_record(version_2_with_negative, do_lower_case, max_seq_length, doc_stride, max_query_length,
+                 group_by_length=False):
+    """The run record of a SQuAD run: what its features and a later export depend on, and whether
+    its training batches are grouped by length."""
     return RunRecord(
         kind="squad", task_name="squad", version_2_with_negative=version_2_with_negative,
         do_lower_case=do_lower_case, max_seq_length=max_seq_length, doc_stride=doc_stride,
-        max_query_length=max_query_length,
+        max_query_length=max_query_length, group_by_length=group_by_length,
     )
+
+
+def fields_to_match(do_train):
+    """The record fields an earlier run in output_dir must share with this one: the same task and
+    SQuAD version and, for a run that trains (resumes it), the same batch order."""
+    return ("task_name", "version_2_with_negative") + (("group_by_length",) if do_train else ())
 
 
 def load_tokenizer(vocab_file, do_lower_case):

@@ -5,25 +5,38 @@ The loss is the original's: for the start and for the end, the cross-entropy of 
 position under a softmax over every position of the sequence (padding included, as the
 original), averaged over the batch; the two averaged. `data` for `dataset` is a
 `bert_tf.tasks.squad.inputs.SquadRecords`.
+
+With `length_bucket`, batches are cut to their longest feature: the softmax then runs over the
+batch's positions (the padding that fixed shapes add past them is gone), and predicted logits are
+padded back to max_seq_length with the lowest float32, so that post-processing never ranks a cut
+position among the n best (the original ranks its padding positions there and then discards them
+as outside the passage).
 """
 
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.data.batching import pad_positions
 from bert_tf.models import BertEncoder, BertSpanLabeler
-from bert_tf.tasks.squad.inputs import squad_dataset
+from bert_tf.tasks.squad.inputs import record_lengths, squad_dataset
+from bert_tf.training.settings import padding_settings
 from bert_tf.training.task import Task
 
 
 class SquadTask(Task):
-    """Start/end logits over [CLS] question [SEP] passage [SEP] of `max_seq_length`."""
+    """Start/end logits over [CLS] question [SEP] passage [SEP] of `max_seq_length`; batches cut
+    to a multiple of `length_bucket` (None: fixed shapes), training batches grouped by length
+    with `group_by_length` (`bert_tf.training.settings.padding_settings`)."""
 
     sum_names = ("loss_sum", "start_correct", "end_correct", "examples")
 
-    def __init__(self, bert_config, max_seq_length=384):
+    def __init__(self, bert_config, max_seq_length=384, length_bucket=None, group_by_length=False):
         bert_config.check_seq_length(max_seq_length)
+        if length_bucket is not None:
+            padding_settings(length_bucket)  # a ValueError naming the setting
         self.bert_config = bert_config
         self.max_seq_length = max_seq_length
+        self.length_bucket, self.group_by_length = length_bucket, group_by_length
 
     def build_model(self):
         return BertSpanLabeler(BertEncoder.from_bert_config(self.bert_config))
@@ -33,7 +46,8 @@ class SquadTask(Task):
         return data.count
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
-        return squad_dataset(data, mode, batch_size, input_context, seed, skip_batches)
+        lengths = record_lengths(data) if mode == "train" and self.group_by_length else None
+        return squad_dataset(data, mode, batch_size, input_context, seed, skip_batches, self.length_bucket, lengths)
 
     def _per_example(self, labels, outputs):
         """(loss, start correct, end correct), float32 `[batch]`."""
@@ -70,7 +84,10 @@ class SquadTask(Task):
         }
 
     def predict_outputs(self, outputs):
-        return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
+        return {
+            name: pad_positions(tf.cast(outputs[name], tf.float32), self.max_seq_length, tf.float32.min)
+            for name in ("start_logits", "end_logits")
+        }
 
     def eval_results(self, sums, gathered, batch_losses):
         # Token-level figures on features with gold positions; the answers' exact match and F1

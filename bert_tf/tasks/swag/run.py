@@ -24,26 +24,27 @@ def read_split(data_dir, split):
     return read_swag(path, split, labelled=split != "test")
 
 
-def swag_record(do_lower_case, max_seq_length):
-    """The run record of a SWAG run."""
+def swag_record(do_lower_case, max_seq_length, group_by_length=False):
+    """The run record of a SWAG run (`group_by_length`: its training batches' grouping)."""
     return RunRecord(
         kind="swag", task_name=TASK_NAME, num_choices=NUM_CHOICES, do_lower_case=do_lower_case,
-        max_seq_length=max_seq_length,
+        max_seq_length=max_seq_length, group_by_length=group_by_length,
     )
 
 
 def fields_to_match(do_train):
     """The record fields an earlier run in output_dir must share with this one: a run that
-    trains resumes that run (the same task); one that only evaluates or predicts needs a model
-    of the same kind with as many choices."""
-    return ("task_name", "kind", "num_choices") if do_train else ("kind", "num_choices")
+    trains resumes that run (the same task, in the same batch order); one that only evaluates or
+    predicts needs a model of the same kind with as many choices."""
+    return ("task_name", "kind", "num_choices", "group_by_length") if do_train else ("kind", "num_choices")
 
 
-def build_task(bert_config, record: RunRecord, vocab_file):
-    """The SwagTask of `record`'s choices, casing and max_seq_length."""
+def build_task(bert_config, record: RunRecord, vocab_file, length_bucket=None):
+    """The SwagTask of `record`'s choices, casing, max_seq_length and grouping by length, its
+    batches cut to a multiple of `length_bucket` (None: max_seq_length)."""
     return SwagTask(
         bert_config, record.num_choices, vocab_file=vocab_file, do_lower_case=record.do_lower_case,
-        max_seq_length=record.max_seq_length,
+        max_seq_length=record.max_seq_length, length_bucket=length_bucket, group_by_length=record.group_by_length,
     )
 
 

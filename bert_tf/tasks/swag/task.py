@@ -5,13 +5,16 @@ choice indices, so the classification task's loss and metrics (the mean cross-en
 eval_accuracy, eval_loss) and its prediction outputs (the probabilities of the choices) apply as
 they are. The inputs are built in graph per batch: the context and each choice's text are
 tokenized (`BertTokenizer`) and packed as `[CLS] context [SEP] choice [SEP]` (`BertPackInputs`,
-longest segment truncated first), one sequence per choice.
+longest segment truncated first), one sequence per choice, and the batch `[batch, choices, seq]`
+cut to its longest sequence over all choices (`length_bucket`).
 """
 
 import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
+from bert_tf.data.lengths import cut_padding
 from bert_tf.models import BertEncoder, BertMultipleChoice
+from bert_tf.tasks.classifier.inputs import ENCODER_INPUTS, packed_lengths
 from bert_tf.tasks.classifier.task import ClassifierTask
 
 
@@ -24,27 +27,35 @@ class SwagTask(ClassifierTask):
     """
 
     def __init__(self, bert_config, num_choices=4, vocab_file=None, do_lower_case=True, max_seq_length=128,
-                 dropout_rate=0.1):
+                 dropout_rate=0.1, length_bucket=None, group_by_length=False):
         super().__init__(bert_config, [str(i) for i in range(num_choices)], "single", vocab_file, do_lower_case,
-                         max_seq_length, pair=True, dropout_rate=dropout_rate)
+                         max_seq_length, pair=True, dropout_rate=dropout_rate, length_bucket=length_bucket,
+                         group_by_length=group_by_length)
         self.num_choices = num_choices
 
     def build_model(self):
         encoder = BertEncoder.from_bert_config(self.bert_config)
         return BertMultipleChoice(encoder, num_choices=self.num_choices, dropout_rate=self.dropout_rate)
 
+    def pack_choices(self, context, choices):
+        """Encoder inputs, int32 `[B, C, max_seq_length]` each, of `context` (strings `[B]`) with
+        each of its `choices` (strings `[B, C]`)."""
+        tokenizer, packer, c = self.pack.tokenizer, self.pack.packer, self.num_choices
+        pieces = tokenizer(context)  # [B, (pieces)]
+        rows = tf.repeat(tf.range(tf.shape(context)[0]), c)  # [B * C]: b, b, b, b, b+1, ...
+        endings = tokenizer(tf.reshape(choices, [-1]))  # [B * C, (pieces)]
+        packed = packer([tf.gather(pieces, rows), endings])  # [B * C, S] each
+        return {k: tf.reshape(v, [-1, c, self.max_seq_length]) for k, v in packed.items()}  # [B, C, S]
+
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         if self.pack is None:
             raise ValueError("SwagTask needs a vocab_file to read text")
-        tokenizer, packer, c = self.pack.tokenizer, self.pack.packer, self.num_choices
 
         def to_model(batch):
-            context = tokenizer(batch["context"])  # [B, (pieces)]
-            rows = tf.repeat(tf.range(tf.shape(batch["context"])[0]), c)  # [B * C]: b, b, b, b, b+1, ...
-            choices = tokenizer(tf.reshape(batch["choices"], [-1]))  # [B * C, (pieces)]
-            packed = packer([tf.gather(context, rows), choices])  # [B * C, S] each
-            x = {k: tf.reshape(v, [-1, c, self.max_seq_length]) for k, v in packed.items()}  # [B, C, S]
+            x = cut_padding(self.pack_choices(batch["context"], batch["choices"]), self.length_bucket, ENCODER_INPUTS)
             return x, {"label": batch["label"], "weight": batch["weight"]}
 
-        ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches)
+        grouped = mode == "train" and self.group_by_length
+        lengths = packed_lengths(data, self.pack_choices, ("context", "choices")) if grouped else None
+        ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches, lengths)
         return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
