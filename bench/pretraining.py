@@ -28,7 +28,10 @@ With transformers and torch installed, also trains BertForPreTraining's layers o
 eager, fp32 only, its default attention) on the same shapes: the masked-LM head reads the 20
 gathered positions as ours does (not all 128), the next-sentence head the pooled output, summed
 cross-entropies, torch.optim.AdamW (weight decay 0.01) with the gradient clipped to norm 1 as
-ours; it takes turns with ours in each round and its ratio is printed as keras-hub's.
+ours; it takes turns with ours in each round and its ratio is printed as keras-hub's. Its figure
+depends on the machine being quiet far more than ours: with two OpenMP threads on 2 cores that
+other processes also use, its steps slowed ~5x (35.6 sequences/s at load 1; 5.3-7.3 at load 5,
+when one thread gave 13.7), so read its ratio with the load beside it.
 
 MFU counts the whole model's FLOPs for all; ours skips part of them (the last layer runs only
 for the rows the pre-training heads read), which is what a higher rate buys.
