@@ -1,6 +1,7 @@
 """create_pretraining_data.py throughput and memory, for 1 and 2 workers and 2 corpus sizes.
 
     python bench/create_pretraining_data.py [--sizes_mb=2.2,22] [--workers=1/1,1,2] [--dupe_factor=2]
+    python bench/create_pretraining_data.py --smoke   # a 0.1 MB corpus: that the bench still runs
 
 The corpus is generated from data/corpus.txt's sentences: documents of 1-4 random sentences,
 about 10,900 documents per 2.2 MB, the shape of the issue's anchor corpus (for which the
@@ -32,6 +33,9 @@ flags.DEFINE_list(
 flags.DEFINE_list("baseline_sizes_mb", ["2.2", "22"], "Sizes on which to also time bench/original_baseline.py.")
 flags.DEFINE_integer("dupe_factor", 2, "")
 flags.DEFINE_integer("max_seq_length", 128, "")
+flags.DEFINE_boolean("smoke", False, "A 0.1 MB corpus, one process and the original: checks that the bench runs.")
+
+SMOKE = {"sizes_mb": ["0.1"], "workers": ["1"], "baseline_sizes_mb": ["0.1"], "dupe_factor": 1}
 
 
 def make_corpus(path, megabytes, seed=0):
@@ -53,7 +57,7 @@ def _timed(command):
         ["/usr/bin/time", "-f", "PEAK_RSS_KB=%M", *command],
         capture_output=True,
         text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO},  # bert_tf from this checkout
     )
     wall = time.perf_counter() - start
     if result.returncode:
@@ -91,6 +95,9 @@ def baseline(corpus, out_dir):
 
 def main(argv):
     del argv
+    if FLAGS.smoke:
+        for name, value in SMOKE.items():
+            setattr(FLAGS, name, value)
     if FLAGS.max_seq_length != 128:
         raise SystemExit("the baseline is written for --max_seq_length=128")
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,20 +2,25 @@
 
     python bench/extract_features.py                    # BERT-Base shapes, random weights
     python bench/extract_features.py --num_hidden_layers=4 --hidden_size=256 --num_attention_heads=4
+    python bench/extract_features.py --smoke   # tiny config, a few lines: that the bench still runs
 
 Prints sequences/s of the encoder alone, lines/s of JSON formatting alone, and end-to-end
 lines/s of `extract_features` + `feature_json_line`, all measured in this one run.
 """
 
+import os
+import sys
 import time
 
 import keras
 import numpy as np
 from absl import app, flags
 
-from bert_tf import BertConfig, BertEncoder
-from bert_tf.feature_extraction import Example, extract_features, feature_json_line, parse_layer_indexes
-from bert_tf.models import INPUT_NAMES
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bert_tf from this checkout
+
+from bert_tf import BertConfig, BertEncoder  # noqa: E402
+from bert_tf.feature_extraction import Example, extract_features, feature_json_line, parse_layer_indexes  # noqa: E402
+from bert_tf.models import INPUT_NAMES  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("hidden_size", 768, "")
@@ -25,6 +30,10 @@ flags.DEFINE_integer("max_seq_length", 128, "")
 flags.DEFINE_integer("batch_size", 32, "")
 flags.DEFINE_integer("num_lines", 64, "")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "")
+flags.DEFINE_boolean("smoke", False, "Tiny config, a few lines: checks that the bench still runs.")
+
+SMOKE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "max_seq_length": 32, "batch_size": 4,
+         "num_lines": 8, "layers": "-1,-2"}
 
 
 class _WordTokenizer:
@@ -39,6 +48,9 @@ class _WordTokenizer:
 
 def main(argv):
     del argv
+    if FLAGS.smoke:
+        for name, value in SMOKE.items():
+            setattr(FLAGS, name, value)
     keras.utils.set_random_seed(0)
     config = BertConfig(
         vocab_size=30522,

@@ -1,6 +1,7 @@
 """Timing reference: the original create_pretraining_data.py's procedure, step for step.
 
     python bench/original_baseline.py CORPUS VOCAB OUTPUT DUPE_FACTOR
+    python bench/original_baseline.py --smoke   # data/corpus.txt once, into a temporary file
 
 What the original release does per corpus, restated for measurement only (the benchmark runs
 it beside ours on the same corpus): the Python FullTokenizer on every line, the whole corpus
@@ -10,13 +11,19 @@ count and the seconds spent after imports.
 """
 
 import collections
+import os
 import random
 import sys
+import tempfile
 import time
 
 import tensorflow as tf
 
-from bert_tf import tokenization
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(REPO, "data")
+sys.path.insert(0, REPO)  # run as `python bench/original_baseline.py`: bert_tf from this checkout
+
+from bert_tf import tokenization  # noqa: E402
 
 
 def truncate(tokens_a, tokens_b, budget, rng):
@@ -138,4 +145,9 @@ def main(
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    if sys.argv[1:] == ["--smoke"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            output = os.path.join(tmp, "out.tfrecord")
+            main(os.path.join(DATA, "corpus.txt"), os.path.join(DATA, "vocab.txt"), output, 1)
+    else:
+        main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))

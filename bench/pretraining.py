@@ -1,8 +1,16 @@
-"""Pre-training throughput and model FLOPs utilisation, ours and (if installed) keras-hub's.
+"""Pre-training throughput and model FLOPs utilisation, ours and (where installed) keras-hub's
+and Hugging Face transformers' on PyTorch.
 
     python bench/pretraining.py [--num_layers=4 --hidden_size=256 --num_heads=4
                                  --intermediate_size=1024 --seq_length=128 --predictions=20
-                                 --batch_size=32 --steps=30]
+                                 --batch_size=32 --steps=30 --peer_dirs=FOLDER,...]
+    python bench/pretraining.py --smoke   # tiny config, a few steps: that the bench still runs
+
+The peers are not dependencies: install them into a folder of their own and name it in
+`--peer_dirs` (appended to sys.path, after the environment's packages), e.g.
+`pip install --target /tmp/peers keras-hub` and, for PyTorch's CPU wheel,
+`pip install --target /tmp/peers torch --index-url https://download.pytorch.org/whl/cpu transformers`.
+A peer that does not import is skipped with a message.
 
 For each of fp32 / bf16 x XLA off / on, trains our BertPretrainer with the run_pretraining loop
 (original AdamW, TFRecords through the tf.data pipeline) and prints sequences/s and MFU: the
@@ -16,12 +24,22 @@ rounds alternate between two speeds (~23 and ~35 sequences/s in one process, als
 process: 33.9, 33.6, 23.4, 35.8, 23.4, 35.4), which its median mixes and its fastest round does
 not; it is measured `--hub_fits_per_round` times per round to catch its fast speed.
 
-MFU counts the whole model's FLOPs for both; ours skips part of them (the last layer runs only
+With transformers and torch installed, also trains BertForPreTraining's layers on PyTorch (CPU,
+eager, fp32 only, its default attention) on the same shapes: the masked-LM head reads the 20
+gathered positions as ours does (not all 128), the next-sentence head the pooled output, summed
+cross-entropies, torch.optim.AdamW (weight decay 0.01) with the gradient clipped to norm 1 as
+ours; it takes turns with ours in each round and its ratio is printed as keras-hub's. Its figure
+depends on the machine being quiet far more than ours: with two OpenMP threads on 2 cores that
+other processes also use, its steps slowed ~5x (35.6 sequences/s at load 1; 5.3-7.3 at load 5,
+when one thread gave 13.7), so read its ratio with the load beside it.
+
+MFU counts the whole model's FLOPs for all; ours skips part of them (the last layer runs only
 for the rows the pre-training heads read), which is what a higher rate buys.
 """
 
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -30,9 +48,12 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from bert_tf import BertConfig
-from bert_tf.data import tfrecords
-from bert_tf.training.pretraining import Pretraining, PretrainingSettings
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # run as `python bench/pretraining.py`: bert_tf from this checkout
+
+from bert_tf import BertConfig  # noqa: E402
+from bert_tf.data import tfrecords  # noqa: E402
+from bert_tf.training.pretraining import Pretraining, PretrainingSettings  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("num_layers", 4, "")
@@ -50,6 +71,14 @@ flags.DEFINE_integer("rounds", 3, "Alternating measurement rounds; medians are r
 flags.DEFINE_integer(
     "hub_fits_per_round", 2, "keras-hub fit() calls per round: its speed varies between calls (see above)."
 )
+flags.DEFINE_list("peer_dirs", [], "Folders holding the peers (keras-hub; transformers + torch), appended to sys.path.")
+flags.DEFINE_list("peers", ["keras_hub", "pytorch"], "Peers to measure where installed.")
+flags.DEFINE_integer("peak_size", 2048, "Matrix size of the matmul peak measurement.")
+flags.DEFINE_boolean("smoke", False, "Tiny config, one round of a few steps: checks that the bench still runs.")
+
+SMOKE = {"num_layers": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 64, "vocab_size": 1000,
+         "seq_length": 32, "predictions": 5, "batch_size": 8, "steps": 10, "rounds": 1, "hub_fits_per_round": 1,
+         "peak_size": 256, "dtypes": ["float32"], "xla": ["false"]}
 
 
 def train_flops_per_sequence():
@@ -61,7 +90,7 @@ def train_flops_per_sequence():
 
 
 def matmul_peak(dtype):
-    n = 2048
+    n = FLAGS.peak_size
     a = tf.random.normal([n, n], dtype=tf.float32)
     a = tf.cast(a, dtype)
 
@@ -79,10 +108,11 @@ def matmul_peak(dtype):
     return 3 * 8 * 2 * n**3 / (time.perf_counter() - start)
 
 
-def synthetic_records(path, n):
-    rng = np.random.default_rng(0)
+def synthetic_features(n, seed=0):
+    """`n` full-length instances under the record names: random words, segments of half length."""
+    rng = np.random.default_rng(seed)
     S, P = FLAGS.seq_length, FLAGS.predictions
-    features = {
+    return {
         "input_ids": rng.integers(5, FLAGS.vocab_size, (n, S)),
         "input_mask": np.ones((n, S), np.int64),
         "segment_ids": np.concatenate([np.zeros((n, S // 2)), np.ones((n, S - S // 2))], 1).astype(np.int64),
@@ -91,8 +121,11 @@ def synthetic_records(path, n):
         "masked_lm_weights": np.ones((n, P), np.float32),
         "next_sentence_labels": rng.integers(0, 2, (n, 1)),
     }
+
+
+def synthetic_records(path, n):
     with tf.io.TFRecordWriter(path) as writer:
-        for record in tfrecords.serialize_examples(features).numpy():
+        for record in tfrecords.serialize_examples(synthetic_features(n)).numpy():
             writer.write(record)
     return path
 
@@ -161,40 +194,116 @@ def keras_hub_baseline(xla, dtype):
     return measure
 
 
+def pytorch_baseline():
+    """Builds transformers' BertForPreTraining (PyTorch, CPU, eager, fp32); returns a function that
+    measures its sequences/s once."""
+    import torch
+    import transformers
+
+    H, S, B = FLAGS.hidden_size, FLAGS.seq_length, FLAGS.batch_size
+    config = transformers.BertConfig(
+        vocab_size=FLAGS.vocab_size, hidden_size=H, num_hidden_layers=FLAGS.num_layers,
+        num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_size, type_vocab_size=2,
+        max_position_embeddings=max(512, S),
+    )
+    torch.manual_seed(0)
+    model = transformers.BertForPreTraining(config).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    x = {k: torch.from_numpy(v) for k, v in synthetic_features(B).items()}
+    # The masked-LM head on the gathered positions only, as ours and the original's run it.
+    gather_at = x["masked_lm_positions"][..., None].expand(-1, -1, H)  # [B, P, H]
+
+    def step():
+        out = model.bert(input_ids=x["input_ids"], attention_mask=x["input_mask"], token_type_ids=x["segment_ids"])
+        mlm_logits = model.cls.predictions(torch.gather(out.last_hidden_state, 1, gather_at))  # [B, P, V]
+        nsp_logits = model.cls.seq_relationship(out.pooler_output)  # [B, 2]
+        loss = torch.nn.functional.cross_entropy(mlm_logits.flatten(0, 1), x["masked_lm_ids"].flatten())
+        loss = loss + torch.nn.functional.cross_entropy(nsp_logits, x["next_sentence_labels"][:, 0])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return loss
+
+    for _ in range(3):  # warm-up: allocations, the optimizer's state
+        step()
+
+    def measure():
+        start = time.perf_counter()
+        for _ in range(FLAGS.steps):
+            step()
+        return FLAGS.steps * B / (time.perf_counter() - start)
+
+    return measure
+
+
+def installed_peers():
+    """{peer name: builder(dtype) -> measure function} of the peers that import."""
+    sys.path.extend(FLAGS.peer_dirs)
+    builders = {}
+    if "keras_hub" in FLAGS.peers:
+        try:
+            import keras_hub  # noqa: F401
+
+            builders["keras-hub xla=True"] = lambda dtype: keras_hub_baseline(xla=True, dtype=dtype)
+        except ImportError as e:
+            print(f"keras-hub is not installed ({e}): no comparison with it (see --peer_dirs)")
+    if "pytorch" in FLAGS.peers:
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+
+            # fp32 only: PyTorch's CPU training in bf16 autocast is not the configuration users run.
+            builders["PyTorch eager"] = lambda dtype: pytorch_baseline() if dtype == "float32" else None
+        except ImportError as e:
+            print(f"transformers or torch is not installed ({e}): no comparison with PyTorch (see --peer_dirs)")
+    return builders
+
+
+def measure_dtype(dtype, data, tmp, builders):
+    """{name: [sequences/s per measurement]}: ours for each --xla value and each peer, in turns."""
+    peers = {name: build(dtype) for name, build in builders.items()}
+    peers = {name: measure for name, measure in peers.items() if measure is not None}
+    rates = {}
+    for _ in range(FLAGS.rounds):
+        for xla in (x == "true" for x in FLAGS.xla):
+            rate = ours(dtype, xla, data, tempfile.mkdtemp(dir=tmp))
+            rates.setdefault(f"bert_tf   xla={str(xla):5s}", []).append(rate)
+        for name, measure in peers.items():
+            fits = FLAGS.hub_fits_per_round if name.startswith("keras-hub") else 1
+            rates.setdefault(name, []).extend(measure() for _ in range(fits))
+    return rates
+
+
+def report(dtype, rates, flops, peak):
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    for name, rate in medians.items():
+        spread = ", ".join(f"{r:.1f}" for r in rates[name])
+        print(f"{name:18s} {dtype:8s}: {rate:8.1f} sequences/s (runs: {spread}), MFU {rate * flops / peak:.1%}",
+              flush=True)
+    ours_best = max(max(values) for name, values in rates.items() if name.startswith("bert_tf"))
+    ours_median = max(rate for name, rate in medians.items() if name.startswith("bert_tf"))
+    for name in (name for name in rates if not name.startswith("bert_tf")):
+        print(f"{dtype}: bert_tf / {name.split()[0]} = {ours_best / max(rates[name]):.2f}x (fastest round of "
+              f"each), {ours_median / medians[name]:.2f}x (medians)", flush=True)
+
+
 def main(argv):
     del argv
+    if FLAGS.smoke:
+        for name, value in SMOKE.items():
+            setattr(FLAGS, name, value)
     flops = train_flops_per_sequence()
     print(f"config: L={FLAGS.num_layers} H={FLAGS.hidden_size} A={FLAGS.num_heads} I={FLAGS.intermediate_size} "
-          f"seq={FLAGS.seq_length} predictions={FLAGS.predictions} batch={FLAGS.batch_size}; "
-          f"{flops / 1e9:.2f} training GFLOP/sequence")
+          f"vocab={FLAGS.vocab_size} seq={FLAGS.seq_length} predictions={FLAGS.predictions} "
+          f"batch={FLAGS.batch_size}; {flops:,} training FLOP/sequence")
     peaks = {d: matmul_peak(tf.bfloat16 if d == "bfloat16" else tf.float32) for d in FLAGS.dtypes}
     print("matmul peak: " + ", ".join(f"{d} {p / 1e9:.0f} GFLOP/s" for d, p in peaks.items()))
-    try:
-        import keras_hub  # noqa: F401
-    except ImportError:
-        keras_hub = None
-        print("keras-hub is not installed: no side-by-side comparison (pip install keras-hub)")
+    builders = installed_peers()
     with tempfile.TemporaryDirectory() as tmp:
         data = synthetic_records(os.path.join(tmp, "data.tfrecord"), 2048)
         for dtype in FLAGS.dtypes:
-            hub = keras_hub_baseline(xla=True, dtype=dtype) if keras_hub else None
-            rates = {}
-            for _ in range(FLAGS.rounds):
-                for xla in (x == "true" for x in FLAGS.xla):
-                    rates.setdefault(xla, []).append(ours(dtype, xla, data, tempfile.mkdtemp(dir=tmp)))
-                if hub:
-                    rates.setdefault("hub", []).extend(hub() for _ in range(FLAGS.hub_fits_per_round))
-            medians = {key: statistics.median(values) for key, values in rates.items()}
-            for key, rate in medians.items():
-                name = "keras-hub xla=True " if key == "hub" else f"bert_tf   xla={str(key):5s}"
-                spread = ", ".join(f"{r:.1f}" for r in rates[key])
-                print(f"{name} {dtype:8s}: {rate:8.1f} sequences/s (runs: {spread}), "
-                      f"MFU {rate * flops / peaks[dtype]:.1%}", flush=True)
-            if hub:
-                ours_best = max(max(values) for key, values in rates.items() if key != "hub")
-                ours_median = max(rate for key, rate in medians.items() if key != "hub")
-                print(f"{dtype}: bert_tf / keras-hub = {ours_best / max(rates['hub']):.2f}x (fastest round of "
-                      f"each), {ours_median / medians['hub']:.2f}x (medians)", flush=True)
+            report(dtype, measure_dtype(dtype, data, tmp, builders), flops, peaks[dtype])
 
 
 if __name__ == "__main__":

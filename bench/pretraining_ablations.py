@@ -2,6 +2,7 @@
 masking splits and §5.1's "No NSP", each a command line of the scripts.
 
     python bench/pretraining_ablations.py [--steps=300 --work_dir=/tmp/ablations]
+    python bench/pretraining_ablations.py --smoke --work_dir=DIR   # one run of 2 steps: that it still runs
 
 data/corpus.txt is cut into training text (its first 25 documents) and held-out text (the last
 5). Every run pre-trains data/bert_config_tiny.json for `--steps` steps on records made from the
@@ -22,6 +23,7 @@ from absl import app, flags
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("steps", 300, "Pre-training steps per run.")
 flags.DEFINE_string("work_dir", "/tmp/pretraining_ablations", "Where the records and runs go.")
+flags.DEFINE_boolean("smoke", False, "Only the last run (a data flag and a training flag), 2 steps, dupe_factor 1.")
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "data")
@@ -62,19 +64,21 @@ def _split_corpus(work):
 def _records(text, output, *extra):
     _run(
         "create_pretraining_data.py", f"--input_file={text}", f"--output_file={output}",
-        f"--vocab_file={DATA}/vocab.txt", *SHAPE, "--dupe_factor=10", *extra,
+        f"--vocab_file={DATA}/vocab.txt", *SHAPE, f"--dupe_factor={1 if FLAGS.smoke else 10}", *extra,
     )
 
 
 def main(argv):
     del argv
+    if FLAGS.smoke:
+        FLAGS.steps = 2
     work = FLAGS.work_dir
     os.makedirs(work, exist_ok=True)
     text = _split_corpus(work)
     heldout = os.path.join(work, "heldout.tfrecord")
     _records(text["heldout"], heldout, "--random_seed=999")
     rows = []
-    for i, (name, data_flags, train_flags) in enumerate(RUNS):
+    for i, (name, data_flags, train_flags) in enumerate(RUNS[-1:] if FLAGS.smoke else RUNS):
         records = os.path.join(work, f"train-{i}.tfrecord")
         _records(text["train"], records, *data_flags)
         output_dir = os.path.join(work, f"run-{i}")

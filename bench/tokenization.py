@@ -4,6 +4,7 @@ FastBertTokenizer as a reference (it does NOT follow the original's rules: ICU n
 character classes, so its ids can differ).
 
     python bench/tokenization.py [--casing=both] [--repeat=20] [--unicode_lines=25000]
+    python bench/tokenization.py --smoke   # a little text, two rounds: that the bench still runs
 
 Texts: English prose (data/corpus.txt plus standard-library docstrings, repeated `--repeat`
 times) and a generated Unicode mix (accented Latin, Greek, Cyrillic, CJK with kana, Arabic and
@@ -26,16 +27,19 @@ import inspect
 import os
 import random
 import statistics
+import sys
 import time
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 from absl import app, flags
 
-from bert_tf.preprocessing import BertTokenizer
-from bert_tf.tokenization import FullTokenizer
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # run as `python bench/tokenization.py`: bert_tf from this checkout
+
+from bert_tf.preprocessing import BertTokenizer  # noqa: E402
+from bert_tf.tokenization import FullTokenizer  # noqa: E402
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab_file", os.path.join(REPO, "data", "vocab.txt"), "")
 flags.DEFINE_enum("casing", "both", ["both", "uncased", "cased"], "do_lower_case True, False or both.")
@@ -45,6 +49,10 @@ flags.DEFINE_integer("batch_size", 1024, "Lines per in-graph call.")
 flags.DEFINE_integer("rounds", 15, "Measurements of each in-graph contestant.")
 flags.DEFINE_integer("full_rounds", 3, "Measurements of FullTokenizer (seconds each).")
 flags.DEFINE_integer("passes", 5, "Passes over the text through one tf.data iterator, for the kept-iterator figure.")
+flags.DEFINE_boolean("smoke", False, "A little text, uncased, two rounds: checks that the bench still runs.")
+
+SMOKE = {"casing": "uncased", "repeat": 1, "unicode_lines": 200, "batch_size": 256, "rounds": 2, "full_rounds": 1,
+         "passes": 2}
 
 
 def _text():
@@ -216,6 +224,9 @@ def _report(name, megabytes, times, ids, quiet):
 
 def main(argv):
     del argv
+    if FLAGS.smoke:
+        for name, value in SMOKE.items():
+            setattr(FLAGS, name, value)
     texts = {"English": _text() * FLAGS.repeat, "Unicode mix": _unicode(FLAGS.unicode_lines)}
     casings = {"both": [True, False], "uncased": [True], "cased": [False]}[FLAGS.casing]
     print(
