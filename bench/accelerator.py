@@ -171,7 +171,7 @@ def main(argv):
         peaks = {"nominal dense bf16 peak": nominal, **peaks}
     # The modeling code and the optimizer must run without TensorFlow (the GPU image has none).
     print(f"TensorFlow imported: {any(m == 'tensorflow' or m.startswith('tensorflow.') for m in sys.modules)}")
-    print(f"sequences/s: {rate:.1f} ({FLAGS.steps} steps of {FLAGS.batch_size} in {seconds:.2f} s)")
+    print(f"sequences/s: {rate:.1f} ({FLAGS.steps} steps of {FLAGS.batch_size} in {seconds:.4f} s)")
     for name, peak in peaks.items():
         print(f"MFU: {rate * flops / peak:.1%} of the {name}, {peak / 1e12:.2f} TFLOP/s ({FLAGS.dtype})")
 
