@@ -2,6 +2,7 @@
 into a folder of their own, cached in pytest's cache when there is one, never into the test
 environment (they are not dependencies)."""
 
+import fcntl
 import json
 import subprocess
 import sys
@@ -13,6 +14,14 @@ def installed_peers(request, tmp_path_factory, name, wanted, no_deps=False, time
     cache = getattr(request.config, "cache", None)
     base = cache.mkdir(name) if cache is not None else tmp_path_factory.mktemp(name)
     target = base / "-".join(w.replace("==", "").replace(".*", "") for w in wanted)
+    # Parallel test workers (pytest -n) wait for the one that installs instead of installing twice.
+    with open(base / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _install(target, wanted, no_deps, timeout)
+    return target
+
+
+def _install(target, wanted, no_deps, timeout):
     if not (target / "installed.json").is_file():
         options = ["--no-deps"] if no_deps else []
         result = subprocess.run(
@@ -21,4 +30,3 @@ def installed_peers(request, tmp_path_factory, name, wanted, no_deps=False, time
         )
         assert result.returncode == 0, result.stderr[-3000:]
         (target / "installed.json").write_text(json.dumps(wanted))
-    return target
