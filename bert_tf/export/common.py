@@ -34,7 +34,7 @@ class ServingOptions:
 
     def __post_init__(self):
         if self.length_bucket is not None and self.length_bucket < 1:
-            raise ValueError(f"length_bucket={self.length_bucket} must be a positive integer (None: fixed length)")
+            raise ValueError(f"length_bucket={self.length_bucket} must be a positive integer")
         if self.quantize is not None and self.quantize not in QUANTIZE_MODES:
             raise ValueError(f"quantize={self.quantize!r} is not one of {', '.join(QUANTIZE_MODES)}")
 

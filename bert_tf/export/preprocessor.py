@@ -111,7 +111,7 @@ def export_preprocessor(vocab_file, do_lower_case, export_dir, seq_length=128, o
     `seq_length`, as TF Hub's). Its assets carry vocab.txt (and `do_lower_case`) and
     serving.json (seq_length, length_bucket). Returns `export_dir`."""
     if length_bucket is not None and length_bucket < 1:
-        raise ValueError(f"length_bucket={length_bucket} must be a positive integer (None: fixed length)")
+        raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
     tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, seq_length)
     with ExportWriter(export_dir, overwrite) as writer:
         root = PreprocessorSavedModel(tokenizer, packer, length_bucket)

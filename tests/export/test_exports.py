@@ -131,7 +131,7 @@ def test_every_kind_exports_its_runs_model_through_the_registrys_exporter(places
 
 
 def test_serving_options_fail_with_the_setting_at_fault(places):
-    with pytest.raises(ValueError, match=r"^length_bucket=0 must be a positive integer \(None: fixed length\)$"):
+    with pytest.raises(ValueError, match=r"^length_bucket=0 must be a positive integer$"):
         ServingOptions(length_bucket=0)
     with pytest.raises(ValueError, match=r"^quantize='int4' is not one of int8$"):
         ServingOptions(quantize="int4")
