@@ -81,9 +81,9 @@ CONFIGS = {
 }
 OURS = {  # name -> ServingOptions
     "fixed": dict(length_bucket=None),
-    "dynamic": dict(),
+    "dynamic": dict(jit_compile=False),
     "dynamic+xla": dict(jit_compile=True),
-    "int8": dict(quantize="int8"),
+    "int8": dict(quantize="int8", jit_compile=False),
     "int8+xla": dict(quantize="int8", jit_compile=True),
 }
 VOCAB_SIZE = 30522

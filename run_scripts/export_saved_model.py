@@ -22,7 +22,7 @@ file in it; or a fine-tuned Hugging Face folder: its class, id2label, config.jso
 max_seq_length) sets the longest packing: the text-in signatures (and the preprocessor's default
 call) pad a request to its longest sequence rounded up to --length_bucket, or always to
 --seq_length with --pad_to_max_seq_length. --quantize=int8 stores the Dense kernels as int8;
---serving_jit_compile XLA-compiles the model part of a task export's serving function. The
+--serving_jit_compile (default: on with int8) XLA-compiles the model part of the serving function. The
 export is written under a temporary name and renamed when complete; an existing --export_dir is
 replaced only with --overwrite.
 """
@@ -71,8 +71,9 @@ flags.DEFINE_bool(
 )
 flags.DEFINE_enum("quantize", None, list(QUANTIZE_MODES), "Task exports: Dense kernels stored as int8 (dynamic range).")
 flags.DEFINE_bool(
-    "serving_jit_compile", False,
-    "Task exports: XLA-compile the model part of the serving function (one program per length bucket).",
+    "serving_jit_compile", None,
+    "Task exports: XLA-compile the model part of the serving function (one program per batch size and length "
+    "bucket). Default: on with --quantize=int8, off otherwise (bench/serving.py's measurement).",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 

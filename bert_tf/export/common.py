@@ -21,18 +21,23 @@ class ServingOptions:
       multiple of this (`bert_tf.data.lengths`), at most the export's seq_length; None packs every
       request to seq_length, as the original's fixed shapes. The outputs on the real tokens are
       the same either way: attention masks the padding.
-    jit_compile: the model part of the serving function is XLA-compiled (once per bucket: with
-      length_bucket each request's shape is one of seq_length / length_bucket).
+    jit_compile: the model part of the serving function is XLA-compiled (once per shape: each
+      batch size with each of the seq_length / length_bucket lengths). None: on exactly with
+      int8 weights, as measured by bench/serving.py (BERT-Base, 2 AVX-512 cores: XLA made the
+      float model slower, 71 against 58 ms at batch 1, and the int8 one 4x faster, 46 against
+      179 ms, Keras' int8 matmul being slow outside XLA).
     quantize: "int8" stores the Dense layers' kernels as int8 with a scale per output column and
       quantizes their inputs per row on the fly (Keras' `Model.quantize("int8")`); None keeps
       float weights.
     """
 
     length_bucket: int | None = 16
-    jit_compile: bool = False
+    jit_compile: bool | None = None
     quantize: str | None = None
 
     def __post_init__(self):
+        if self.jit_compile is None:  # frozen: the measured default set once, here
+            object.__setattr__(self, "jit_compile", self.quantize is not None)
         if self.length_bucket is not None and self.length_bucket < 1:
             raise ValueError(f"length_bucket={self.length_bucket} must be a positive integer")
         if self.quantize is not None and self.quantize not in QUANTIZE_MODES:

@@ -130,6 +130,12 @@ def test_every_kind_exports_its_runs_model_through_the_registrys_exporter(places
     assert calls[0][1]["serving"] is serving and what.endswith("; fixed length, XLA, int8 Dense weights)")
 
 
+def test_serving_options_default_to_xla_exactly_with_int8_weights():
+    assert ServingOptions().jit_compile is False and ServingOptions(quantize="int8").jit_compile is True
+    assert ServingOptions(quantize="int8", jit_compile=False).jit_compile is False
+    assert ServingOptions(jit_compile=True).jit_compile is True
+
+
 def test_serving_options_fail_with_the_setting_at_fault(places):
     with pytest.raises(ValueError, match=r"^length_bucket=0 must be a positive integer$"):
         ServingOptions(length_bucket=0)
