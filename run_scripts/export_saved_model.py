@@ -19,14 +19,19 @@ serving signature that takes raw text.
 and vocab.txt from the --init_checkpoint folder (a run's folder, one of its ckpt-N or a .keras
 file in it; or a fine-tuned Hugging Face folder: its class, id2label, config.json, vocab.txt);
 --bert_config_file and --vocab_file override them, --seq_length (default: the run's
-max_seq_length) sets the packing. The export is written under a temporary name and renamed when
-complete; an existing --export_dir is replaced only with --overwrite.
+max_seq_length) sets the longest packing: the text-in signatures (and the preprocessor's default
+call) pad a request to its longest sequence rounded up to --length_bucket, or always to
+--seq_length with --pad_to_max_seq_length. --quantize=int8 stores the Dense kernels as int8;
+--serving_jit_compile (default: on with int8) XLA-compiles the model part of the serving function. The
+export is written under a temporary name and renamed when complete; an existing --export_dir is
+replaced only with --overwrite.
 """
 
 from absl import app, flags, logging
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.export import check_export_dir, exports
+from bert_tf.export.common import QUANTIZE_MODES, ServingOptions
 from run_scripts.common_flags import fail, library_call
 
 FLAGS = flags.FLAGS
@@ -57,6 +62,19 @@ flags.DEFINE_integer(
     "max_seq_length).",
 )
 flags.DEFINE_integer("max_query_length", None, "squad: question pieces kept (default: the run's, 64).")
+flags.DEFINE_integer(
+    "length_bucket", 16,
+    "Text-in exports pad a request to its longest sequence rounded up to a multiple of this (at most --seq_length).",
+)
+flags.DEFINE_bool(
+    "pad_to_max_seq_length", False, "Text-in exports pad every request to --seq_length (the original's fixed shapes)."
+)
+flags.DEFINE_enum("quantize", None, list(QUANTIZE_MODES), "Task exports: Dense kernels stored as int8 (dynamic range).")
+flags.DEFINE_bool(
+    "serving_jit_compile", None,
+    "Task exports: XLA-compile the model part of the serving function (one program per batch size and length "
+    "bucket). Default: on with --quantize=int8, off otherwise (bench/serving.py's measurement).",
+)
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 
 for _name in ("export_type", "export_dir"):
@@ -81,13 +99,19 @@ def main(argv):
         fail(f"--max_query_length is for --export_type=squad, not {FLAGS.export_type}")
     if FLAGS.export_type == "preprocessor" and not FLAGS.vocab_file:
         fail("--export_type=preprocessor needs --vocab_file")
+    serving = library_call(
+        lambda: ServingOptions(
+            None if FLAGS.pad_to_max_seq_length else FLAGS.length_bucket, FLAGS.serving_jit_compile, FLAGS.quantize
+        ),
+        "--",
+    )
     library_call(
         lambda: exports.check_casing(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)
     )
     export = library_call(
         lambda: exports.read(
             FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.bert_config_file, FLAGS.vocab_file,
-            _given("do_lower_case"), _given("seq_length"), FLAGS.max_query_length,
+            _given("do_lower_case"), _given("seq_length"), FLAGS.max_query_length, serving,
         ),
         "--",
     )

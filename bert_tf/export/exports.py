@@ -18,7 +18,7 @@ import dataclasses
 
 from bert_tf import tokenization
 from bert_tf.checkpoints import hf, sources
-from bert_tf.export.common import check_seq_length
+from bert_tf.export.common import DEFAULT_SERVING, check_seq_length
 from bert_tf.export.encoder import export_encoder
 from bert_tf.export.preprocessor import export_preprocessor
 from bert_tf.tasks import record as run_record
@@ -40,37 +40,59 @@ class Export:
     record: run_record.RunRecord | None = None  # a task export's run record
     options: dict = dataclasses.field(default_factory=dict)  # the kind's exporter's own (squad: max_query_length)
     warnings: tuple = ()  # about the config read (a misspelt key), each starting with its setting
+    serving: object = DEFAULT_SERVING  # a text-in export's ServingOptions (the preprocessor: its length_bucket)
 
     def write(self, export_dir, overwrite=False):
         """Writes the SavedModel to `export_dir` (under a temporary name, renamed when complete;
         an existing one is replaced only with `overwrite`). Returns what was exported, in words."""
         if self.export_type == "preprocessor":
-            export_preprocessor(self.vocab_file, self.do_lower_case, export_dir, self.seq_length, overwrite)
+            export_preprocessor(
+                self.vocab_file, self.do_lower_case, export_dir, self.seq_length, overwrite,
+                self.serving.length_bucket,
+            )
             return (
                 f"the preprocessor of {self.vocab_file} (do_lower_case={self.do_lower_case}, "
-                f"seq_length {self.seq_length})"
+                f"seq_length {self.seq_length}; {_described(self.serving)})"
             )
         if self.export_type == "encoder":
             export_encoder(self.model, export_dir, self.vocab_file, self.do_lower_case, overwrite)
             return f"a BertEncoder ({self.model.num_hidden_layers} layers, hidden {self.model.hidden_size})"
         self.record.task_kind.export(
             self.model, self.record, vocab_file=self.vocab_file, seq_length=self.seq_length, export_dir=export_dir,
-            overwrite=overwrite, **self.options,
+            overwrite=overwrite, serving=self.serving, **self.options,
         )
-        return f"a {type(self.model).__name__} of task {self.record.task_name!r} (seq_length {self.seq_length})"
+        return (
+            f"a {type(self.model).__name__} of task {self.record.task_name!r} (seq_length {self.seq_length}; "
+            f"{_described(self.serving)})"
+        )
+
+
+def _described(serving):
+    """`serving` (ServingOptions) in words, for the script's log line."""
+    parts = ["fixed length" if serving.length_bucket is None else f"length buckets of {serving.length_bucket}"]
+    if serving.jit_compile:
+        parts.append("XLA")
+    if serving.quantize:
+        parts.append(f"{serving.quantize} Dense weights")
+    return ", ".join(parts)
 
 
 def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=None, do_lower_case=None,
-         seq_length=None, max_query_length=None):
+         seq_length=None, max_query_length=None, serving=DEFAULT_SERVING):
     """The `Export` of `export_type` (one of EXPORT_TYPES). `init_checkpoint`: Google's checkpoint,
     ours (a run's folder or its ckpt-N), a .keras file or a Hugging Face folder (not read by the
     preprocessor); `bert_config_file`, `vocab_file`: default the bert_config.json (a Hugging Face
     folder's config.json) and vocab.txt beside it.
     `do_lower_case`, `seq_length`: None when not given: a task export takes its run's (a casing
     given must be the run's), the others True and PREPROCESSOR_SEQ_LENGTH. `max_query_length`:
-    squad's, default the run's."""
+    squad's, default the run's. `serving`: how a task export runs its model (`ServingOptions`); the
+    preprocessor takes its length_bucket alone, the encoder (ids in, any length) none of it."""
+    if export_type not in registry.KINDS and (serving.quantize or serving.jit_compile):
+        what = "quantize" if serving.quantize else "jit_compile"
+        raise ValueError(f"{what}={getattr(serving, what)} is for the task exports ({', '.join(registry.KINDS)}), "
+                         f"not export_type={export_type}")
     if export_type == "preprocessor":
-        return _preprocessor(vocab_file, do_lower_case, seq_length)
+        return dataclasses.replace(_preprocessor(vocab_file, do_lower_case, seq_length), serving=serving)
     if not init_checkpoint:
         raise ValueError(f"init_checkpoint is required by export_type={export_type}")
     if export_type == "encoder":
@@ -79,7 +101,8 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     if max_query_length is not None and "max_query_length" not in kind.record_fields:
         raise ValueError(f"max_query_length is not a setting of export_type={export_type}")
     options = {"max_query_length": max_query_length} if max_query_length else {}
-    return _task(kind, init_checkpoint, bert_config_file, vocab_file, do_lower_case, seq_length, options)
+    export = _task(kind, init_checkpoint, bert_config_file, vocab_file, do_lower_case, seq_length, options)
+    return dataclasses.replace(export, serving=serving)
 
 
 def check_casing(export_type, init_checkpoint, vocab_file, do_lower_case):

@@ -5,7 +5,7 @@ Loaded with `tf.saved_model.load` (tensorflow_text imported first, for its ops) 
 
     preprocessor = tf.saved_model.load(path)
     preprocessor(strings)                # string [batch] -> the encoder's three int32 inputs
-                                         # [batch, seq_length] (one segment, the export's length)
+                                         # [batch, length] (one segment; see below)
     a = preprocessor.tokenize(strings)   # int32 RaggedTensor [batch, (words), (wordpieces)]
     preprocessor.bert_pack_inputs([a, b], seq_length=256)  # one or two segments, ragged rank 1
                                          # or 2; seq_length optional (default: the export's)
@@ -14,12 +14,21 @@ Loaded with `tf.saved_model.load` (tensorflow_text imported first, for its ops) 
 The ids are FullTokenizer's (`BertTokenizer`) and the packing the original's fine-tuning scripts'
 (`BertPackInputs`: [CLS] A [SEP] B [SEP], the longer segment truncated first, zero padding), so
 an export gives exactly the inputs the original's Python gives.
+
+TF Hub's preprocessors pack the default call to a fixed 128. Here the default call pads to the
+request's longest sequence rounded up to `length_bucket` (at most the export's seq_length), so
+that the encoder that follows pays for the text and not the padding; the encoder's outputs on
+the real tokens are the same (its attention masks the padding). `length_bucket=None` keeps TF
+Hub's fixed length. `bert_pack_inputs` keeps TF Hub's meaning: it always pads to its
+`seq_length` (default the export's), since a caller who names a length wants that shape.
 """
 
 import tensorflow as tf
 
+from bert_tf.data.lengths import cut_padding
 from bert_tf.export.archive import ExportWriter
-from bert_tf.export.common import SavedModelRoot, string_spec
+from bert_tf.export.common import DEFAULT_SERVING, SavedModelRoot, string_spec
+from bert_tf.models.bert_encoder import INPUT_NAMES
 from bert_tf.preprocessing import text_preprocessing
 
 
@@ -74,7 +83,7 @@ class _PackInputs(tf.train.Checkpoint):
 class PreprocessorSavedModel(SavedModelRoot):
     """Root object of a preprocessor export: `__call__`, `tokenize`, `bert_pack_inputs`."""
 
-    def __init__(self, tokenizer, packer):
+    def __init__(self, tokenizer, packer, length_bucket=DEFAULT_SERVING.length_bucket):
         super().__init__()
         vocab = {token: i for i, token in enumerate(tokenizer.vocabulary)}
         special = {
@@ -88,17 +97,26 @@ class PreprocessorSavedModel(SavedModelRoot):
         self.tokenize = _Tokenize(tokenizer, special)
         self.bert_pack_inputs = _PackInputs(packer)
         self.__call__ = tf.function(
-            lambda text: packer(tokenizer(text)), input_signature=[string_spec("text")], autograph=False
+            lambda text: cut_padding(packer(tokenizer(text)), length_bucket, INPUT_NAMES),
+            input_signature=[string_spec("text")],
+            autograph=False,
         )
 
 
-def export_preprocessor(vocab_file, do_lower_case, export_dir, seq_length=128, overwrite=False):
+def export_preprocessor(vocab_file, do_lower_case, export_dir, seq_length=128, overwrite=False,
+                        length_bucket=DEFAULT_SERVING.length_bucket):
     """Writes the text preprocessor for `vocab_file` (and the casing) to `export_dir` as a
-    SavedModel with TF Hub's BERT preprocessor interface, calls packing to `seq_length`; its
-    assets carry vocab.txt (and `do_lower_case`). Returns `export_dir`."""
+    SavedModel with TF Hub's BERT preprocessor interface, packing to at most `seq_length`: its
+    default call to the request's longest sequence rounded up to `length_bucket` (None: always
+    `seq_length`, as TF Hub's). Its assets carry vocab.txt (and `do_lower_case`) and
+    serving.json (seq_length, length_bucket). Returns `export_dir`."""
+    if length_bucket is not None and length_bucket < 1:
+        raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
     tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, seq_length)
     with ExportWriter(export_dir, overwrite) as writer:
-        root = PreprocessorSavedModel(tokenizer, packer)
+        root = PreprocessorSavedModel(tokenizer, packer, length_bucket)
         root.attach_assets(writer, vocab_file, do_lower_case)
+        root.serving_file = writer.asset_json({"seq_length": seq_length, "length_bucket": length_bucket},
+                                              "serving.json")
         writer.save(root, {"serving_default": root.__call__})
     return export_dir

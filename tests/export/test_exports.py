@@ -18,6 +18,7 @@ from bert_tf import (
 )
 from bert_tf.checkpoints import save_keras_model
 from bert_tf.export import exports
+from bert_tf.export.common import ServingOptions
 from bert_tf.tasks import registry
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config, write_vocab
@@ -117,9 +118,35 @@ def test_every_kind_exports_its_runs_model_through_the_registrys_exporter(places
     monkeypatch.setattr(registry.TaskKind, "export", lambda self, *args, **kwargs: calls.append((self.name, kwargs)))
     what = export.write(str(tmp_path / "out"), overwrite=True)
     assert calls == [(kind, {"vocab_file": export.vocab_file, "seq_length": record["max_seq_length"],
-                             "export_dir": str(tmp_path / "out"), "overwrite": True})]
-    assert what == f"a {model_class.__name__} of task {record['task_name']!r} (seq_length {record['max_seq_length']})"
+                             "export_dir": str(tmp_path / "out"), "overwrite": True,
+                             "serving": ServingOptions(length_bucket=16, jit_compile=False, quantize=None)})]
+    assert what == (f"a {model_class.__name__} of task {record['task_name']!r} (seq_length {record['max_seq_length']}; "
+                    "length buckets of 16)")
     assert exports.read(kind, str(places.runs[kind] / "ckpt-3"), seq_length=6).seq_length == 6
+    # The serving options reach the exporter as given.
+    serving = ServingOptions(length_bucket=None, jit_compile=True, quantize="int8")
+    calls.clear()
+    what = exports.read(kind, str(places.runs[kind]), serving=serving).write(str(tmp_path / "out"), overwrite=True)
+    assert calls[0][1]["serving"] is serving and what.endswith("; fixed length, XLA, int8 Dense weights)")
+
+
+def test_serving_options_default_to_xla_exactly_with_int8_weights():
+    assert ServingOptions().jit_compile is False and ServingOptions(quantize="int8").jit_compile is True
+    assert ServingOptions(quantize="int8", jit_compile=False).jit_compile is False
+    assert ServingOptions(jit_compile=True).jit_compile is True
+
+
+def test_serving_options_fail_with_the_setting_at_fault(places):
+    with pytest.raises(ValueError, match=r"^length_bucket=0 must be a positive integer$"):
+        ServingOptions(length_bucket=0)
+    with pytest.raises(ValueError, match=r"^quantize='int4' is not one of int8$"):
+        ServingOptions(quantize="int4")
+    google, vocab = str(places.google / "bert_model.ckpt"), str(places.google / "vocab.txt")
+    with pytest.raises(ValueError, match=r"^quantize=int8 is for the task exports \(classifier, .*\), not "
+                                         r"export_type=encoder$"):
+        exports.read("encoder", google, serving=ServingOptions(quantize="int8"))
+    with pytest.raises(ValueError, match=r"^jit_compile=True is for the task exports .* not export_type=preprocessor$"):
+        exports.read("preprocessor", vocab_file=vocab, serving=ServingOptions(jit_compile=True))
 
 
 def test_a_task_export_checks_the_run_against_the_settings(places, tmp_path):
@@ -174,10 +201,13 @@ def test_the_encoder_and_preprocessor_are_written_by_their_own_exporters(places,
     assert encoder.write("out") == "a BertEncoder (2 layers, hidden 32)"
     vocab = str(places.google / "vocab.txt")
     assert exports.read("preprocessor", vocab_file=vocab, seq_length=16).write("pre", overwrite=True) == (
-        f"the preprocessor of {vocab} (do_lower_case=True, seq_length 16)"
+        f"the preprocessor of {vocab} (do_lower_case=True, seq_length 16; length buckets of 16)"
     )
+    fixed = exports.read("preprocessor", vocab_file=vocab, serving=ServingOptions(length_bucket=None))
+    assert fixed.write("fixed").endswith("(do_lower_case=True, seq_length 128; fixed length)")
     assert calls == [("encoder", (encoder.model, "out", vocab, False, False)),
-                     ("preprocessor", (vocab, True, "pre", 16, True))]
+                     ("preprocessor", (vocab, True, "pre", 16, True, 16)),
+                     ("preprocessor", (vocab, True, "fixed", 128, False, None))]
 
 
 def test_the_casing_given_must_fit_a_released_checkpoints_name_when_the_export_records_it(tmp_path):

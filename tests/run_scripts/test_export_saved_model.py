@@ -1,6 +1,8 @@
 """export_saved_model.py end to end: every export type from what the training scripts leave, loaded
 in a fresh process that imports only TensorFlow and tensorflow-text, equal to the Keras model on
-the same text (its inputs built by the original's Python rules, restated here); saved_model_cli;
+the same text (its inputs built by the original's Python rules, restated here; text-in outputs
+along the sequence as long as the request's longest sequence rounded up to --length_bucket, or
+--seq_length with --pad_to_max_seq_length); an int8 + XLA export; saved_model_cli;
 the TF Hub KerasLayer path under tf-keras; a mixed-precision model; overwriting; bad input failing
 before anything is written. The exports are written once, by the script, for all the tests."""
 
@@ -144,10 +146,20 @@ def exported(tmp_path_factory):
                    f"--export_dir={out}/bad7"],
         "too_long": ["--export_type=squad", f"--init_checkpoint={sources.runs['squad']}", "--seq_length=64",
                      f"--export_dir={out}/bad8"],
+        "length_bucket": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                          "--length_bucket=0", f"--export_dir={out}/bad9"],
+        "quantize_encoder": ["--export_type=encoder", f"--init_checkpoint={g}/bert_model.ckpt", "--quantize=int8",
+                             f"--export_dir={out}/bad10"],
         "exists": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                    f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}"],
         "overwrite": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                       f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}", "--overwrite"],
+        # Today's fixed length, and the int8 weights served through XLA.
+        "squad_fixed": ["--export_type=squad", f"--init_checkpoint={sources.runs['squad']}",
+                        "--pad_to_max_seq_length", f"--export_dir={out}/squad_fixed"],
+        "classifier_int8": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                            "--quantize=int8", "--serving_jit_compile", "--length_bucket=4",
+                            f"--export_dir={out}/classifier_int8"],
     }
     # Two processes side by side (a process uses about one core): the task exports, and the rest.
     first = [*sources.runs, "encoder_from_run"]
@@ -199,7 +211,7 @@ for name, calls in requests.items():
     for label, kwargs in calls.items():
         results[f"{name}/{label}"] = run(serve, kwargs)
     assets = {key: open(getattr(obj, key).asset_path.numpy().decode(), encoding="utf-8").read()
-              for key in ("vocab_file", "bert_config_file", "task_file") if hasattr(obj, key)}
+              for key in ("vocab_file", "bert_config_file", "task_file", "serving_file") if hasattr(obj, key)}
     results[f"{name}/assets"] = assets
     results[f"{name}/object_types"] = sorted({type(o).__module__ for o in [obj, *obj.variables]})
     if name == "preprocessor":
@@ -270,7 +282,9 @@ def _requests():
     return {
         "preprocessor": both({"text": texts_a}),
         "classifier": both({"text_a": texts_a, "text_b": texts_b}),
-        "squad": both({"question": questions, "context": contexts}),
+        # "short": 8 pieces, which the default bucket of 16 pads to 16, not max_seq_length 20.
+        "squad": {**both({"question": questions, "context": contexts}),
+                  "short": {"question": ["the cat"], "context": ["a dog sat"]}},
         "ner": {**both({"text": ner_text}), "empty": {"text": ["", " "]}},
         "swag": both({"context": texts_a, "choices": choices}),
     }
@@ -290,6 +304,7 @@ def loaded(request, exported):
     packed = {k: v.tolist() for k, v in _packed(tokenizer, requests["classifier"]["b64"]["text_a"], None, 16).items()}
     requests["encoder"] = {"b1": {k: v[:1] for k, v in packed.items()}, "b64": packed}
     requests["encoder_bf16"] = {"b64": packed}
+    requests["squad_fixed"], requests["classifier_int8"] = requests["squad"], requests["classifier"]
     (exported.out / "requests.json").write_text(json.dumps(requests))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""}
     result = subprocess.run(
@@ -304,7 +319,7 @@ def loaded(request, exported):
 def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_written(exported):
     outcomes = exported.outcomes
     for kind in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag", "encoder_bf16", "encoder_from_run",
-                 "overwrite"):
+                 "overwrite", "squad_fixed", "classifier_int8"):
         assert outcomes[kind] == "ok", (kind, outcomes[kind])
     expected = {
         "config_mismatch": "checkpoint has shape (32,), model expects (16,)",
@@ -316,13 +331,16 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "casing": "--do_lower_case=False, but the model",
         "too_long": "Cannot use sequence length 64 because the BERT model was only trained up to sequence length 24",
         "exists": "already exists (overwrite it with --overwrite)",
+        "length_bucket": "--length_bucket=0 must be a positive integer",
+        "quantize_encoder": "--quantize=int8 is for the task exports (classifier, squad, ner, swag), not "
+                            "export_type=encoder",
     }
     for case, words in expected.items():
         assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (
             case,
             outcomes[case],
         )
-    for bad in ("bad1", "bad2", "bad3", "bad4", "bad5", "bad6", "bad7", "bad8"):
+    for bad in ("bad1", "bad2", "bad3", "bad4", "bad5", "bad6", "bad7", "bad8", "bad9", "bad10"):
         assert not (exported.out / bad).exists(), bad
     # --overwrite replaced the older export whole; no temporary folder is left behind.
     occupied = exported.out / "occupied"
@@ -347,6 +365,12 @@ def test_exports_load_without_this_package_and_carry_their_files(exported, loade
             assert json.loads(assets["bert_config_file"]) == tiny_config().to_dict(), name
     for kind, record in RECORDS.items():
         assert json.loads(loaded.results[f"{kind}/assets"]["task_file"]) == record
+        # The serving options, recorded: the default pads a request to its longest, in buckets of 16.
+        assert json.loads(loaded.results[f"{kind}/assets"]["serving_file"]) == {
+            "seq_length": record["max_seq_length"], "length_bucket": 16, "jit_compile": False, "quantize": None}
+    assert json.loads(loaded.results["classifier_int8/assets"]["serving_file"]) == {
+        "seq_length": 16, "length_bucket": 4, "jit_compile": True, "quantize": "int8"}
+    assert json.loads(loaded.results["preprocessor/assets"]["serving_file"]) == {"seq_length": 16, "length_bucket": 16}
 
 
 def test_saved_model_cli_lists_each_signature_with_names_dtypes_and_shapes(loaded):
@@ -354,10 +378,11 @@ def test_saved_model_cli_lists_each_signature_with_names_dtypes_and_shapes(loade
     expected = {
         "encoder": ["inputs['input_word_ids']", "DT_INT32", "shape: (-1, -1)", "outputs['pooled_output']",
                     "shape: (-1, 32)", "outputs['encoder_outputs_1']", "outputs['default']"],
-        "preprocessor": ["inputs['text']", "DT_STRING", "outputs['input_mask']", "shape: (-1, 16)"],
+        # Text-in outputs along the sequence are as long as the request's bucketed longest: -1.
+        "preprocessor": ["inputs['text']", "DT_STRING", "outputs['input_mask']", "shape: (-1, -1)"],
         "classifier": ["inputs['text_a']", "inputs['text_b']", "outputs['probabilities']", "shape: (-1, 3)",
                        "outputs['label']", "outputs['label_id']"],
-        "squad": ["inputs['question']", "inputs['context']", "outputs['start_logits']", "shape: (-1, 20)",
+        "squad": ["inputs['question']", "inputs['context']", "outputs['start_logits']", "shape: (-1, -1)",
                   "outputs['tokens']"],
         "ner": ["inputs['text']", "outputs['label']", "outputs['probabilities']", "shape: (-1, -1, 3)",
                 "outputs['num_words']"],
@@ -435,12 +460,17 @@ def test_classifier_matches_keras_on_the_same_text(exported, loaded):
         assert got["label_id"] == np.argmax(got["probabilities"], axis=-1).tolist()
         assert got["label"] == [LABELS[i] for i in got["label_id"]]
     assert len(set(loaded.results["classifier/b64"]["label"])) > 1  # the weights decide something
+    # int8 Dense kernels (inputs quantized per row) through XLA: close to the float model, not equal.
+    want = np.asarray(loaded.results["classifier/b64"]["probabilities"])
+    difference = np.abs(np.asarray(loaded.results["classifier_int8/b64"]["probabilities"]) - want).max()
+    assert 0 < difference < 0.05, difference
 
 
 def test_span_labeler_matches_keras_and_returns_the_tokens_its_logits_index(exported, loaded):
     model, tok, record = exported.sources.models["squad"], loaded.tokenizer, RECORDS["squad"]
     seq = record["max_seq_length"]
-    for key in ("b1", "b64"):
+    widths = {}
+    for export, key in [(export, key) for export in ("squad", "squad_fixed") for key in ("b1", "b64", "short")]:
         request = loaded.requests["squad"][key]
         rows = []
         for question, context in zip(request["question"], request["context"], strict=True):
@@ -456,11 +486,15 @@ def test_span_labeler_matches_keras_and_returns_the_tokens_its_logits_index(expo
             "input_type_ids": np.array([ty + [0] * (seq - len(ty)) for _, ty in rows], np.int32),
         }
         want = model(inputs, training=False)
-        got = loaded.results[f"squad/{key}"]
+        got = loaded.results[f"{export}/{key}"]
+        # The longest sequence rounded up to the bucket (16), at most seq; fixed: seq.
+        width = seq if export == "squad_fixed" else min(-(-max(len(t) for t, _ in rows) // 16) * 16, seq)
+        widths[export, key] = width
         for name in ("start_logits", "end_logits"):
-            np.testing.assert_allclose(got[name], want[name], atol=1e-5, err_msg=f"{key} {name}")
-        assert got["tokens"] == [t + [""] * (seq - len(t)) for t, _ in rows]
-        np.testing.assert_array_equal(got["input_type_ids"], inputs["input_type_ids"])
+            np.testing.assert_allclose(got[name], want[name][:, :width], atol=1e-5, err_msg=f"{export} {key} {name}")
+        assert got["tokens"] == [(t + [""] * (seq - len(t)))[:width] for t, _ in rows]
+        np.testing.assert_array_equal(got["input_type_ids"], inputs["input_type_ids"][:, :width])
+    assert widths["squad", "short"] == 16 and widths["squad_fixed", "short"] == seq
 
 
 def test_token_classifier_tags_every_word_as_run_ner_reads_sentences(exported, loaded):

@@ -5,7 +5,8 @@
                                                text_b=tf.constant(["A cat sat."]))  # pair tasks
 
 Inputs: `text_a` (and `text_b` for sentence-pair tasks), string `[batch]`, tokenized and packed in
-the graph exactly as run_classifier.py does. Outputs, by the task's kind of label:
+the graph exactly as run_classifier.py does (the model runs on the request's longest sequence,
+rounded up to the export's length bucket: `bert_tf.export.common.ServingOptions`). Outputs, by the task's kind of label:
 - single label: `probabilities` float32 `[batch, labels]` (softmax), `label_id` int32 `[batch]`
   (the most probable) and `label` string `[batch]` (its name);
 - regression (STS-B): `score` float32 `[batch]`;
@@ -16,7 +17,13 @@ the graph exactly as run_classifier.py does. Outputs, by the task's kind of labe
 
 import tensorflow as tf
 
-from bert_tf.export.common import SavedModelRoot, as_float32, string_spec, write_text_in_export
+from bert_tf.export.common import (
+    DEFAULT_SERVING,
+    SavedModelRoot,
+    as_float32,
+    string_spec,
+    write_text_in_export,
+)
 from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker
 from bert_tf.tasks.classifier.task import MULTI_LABEL_THRESHOLD
 
@@ -42,12 +49,12 @@ def classifier_outputs(logits, labels, label_kind):
 class ClassifierSavedModel(SavedModelRoot):
     """Root object of a classifier export: `__call__(text_a[, text_b])` = the serving signature."""
 
-    def __init__(self, model, tokenizer, packer, labels, label_kind, pair):
+    def __init__(self, model, tokenizer, packer, run_model, labels, label_kind, pair):
         super().__init__(model)
         pack = TextPacker(tokenizer, packer, pair)
 
         def serve(text_a, text_b):
-            logits = as_float32(model(pack(text_a, text_b), training=False))  # [B, outputs]
+            logits = as_float32(run_model(pack(text_a, text_b)))  # [B, outputs]
             return classifier_outputs(logits, labels, label_kind)
 
         if pair:
@@ -58,13 +65,15 @@ class ClassifierSavedModel(SavedModelRoot):
             self.__call__ = tf.function(lambda text_a: serve(text_a, None), input_signature=specs, autograph=False)
 
 def export_classifier(model, labels, label_kind, pair, vocab_file, do_lower_case, seq_length, export_dir,
-                      task=None, overwrite=False):
+                      task=None, overwrite=False, serving=DEFAULT_SERVING):
     """Writes a fine-tuned `BertClassifier` to `export_dir` with a text-in `serving_default`.
 
     labels: the label names (the model's outputs, in order; empty for regression); label_kind:
     "single", "regression" or "multi"; pair: whether the task reads `text_b`; vocab_file /
-    do_lower_case / seq_length: the tokenization and packing (as fine-tuned); task: the
-    fine-tuning record, kept as an asset. Returns `export_dir`.
+    do_lower_case / seq_length: the tokenization and packing (as fine-tuned; seq_length the
+    longest, see `ServingOptions.length_bucket`); task: the fine-tuning record, kept as an asset;
+    serving: how the model runs (`ServingOptions`: int8 quantizes `model` in place). Returns
+    `export_dir`.
     """
     if label_kind not in LABEL_KINDS:
         raise ValueError(f"label_kind {label_kind!r} is not one of {', '.join(LABEL_KINDS)}")
@@ -74,15 +83,18 @@ def export_classifier(model, labels, label_kind, pair, vocab_file, do_lower_case
             f"the model has {model.num_classes} outputs, but {label_kind!r} labels {list(labels)} need {outputs}"
         )
     return write_text_in_export(
-        model, lambda tokenizer, packer: ClassifierSavedModel(model, tokenizer, packer, labels, label_kind, pair),
-        vocab_file, do_lower_case, seq_length, export_dir, task, overwrite,
+        model,
+        lambda tokenizer, packer, run_model: ClassifierSavedModel(
+            model, tokenizer, packer, run_model, labels, label_kind, pair
+        ),
+        vocab_file, do_lower_case, seq_length, export_dir, task, overwrite, serving,
     )
 
 
-def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False):
+def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False, serving=DEFAULT_SERVING):
     """The export of a run_classifier run: its `RunRecord` gives the labels, their kind, whether
     text_b is read and the casing."""
     return export_classifier(
         model, record.labels, record.label_kind, record.pair, vocab_file, record.do_lower_case, seq_length,
-        export_dir, task=record.to_dict(), overwrite=overwrite,
+        export_dir, task=record.to_dict(), overwrite=overwrite, serving=serving,
     )

@@ -8,7 +8,8 @@ In the graph, as run_ner.py reads a sentence (`bert_tf.tasks.ner.inputs`): the w
 split at ASCII whitespace (CoNLL's words, one space between them); each word is WordPiece-tokenized
 on its own ([UNK] when nothing is left of it), its tag read on its first piece; a sentence longer
 than `seq_length - 2` pieces is cut into windows that tag every word once, each after the first
-repeating up to `window_context_words` preceding words as context. Outputs (`W`: the longest
+repeating up to `window_context_words` preceding words as context; the model runs on the longest
+window rounded up to the export's length bucket (`ServingOptions`). Outputs (`W`: the longest
 sentence's words): `words` string `[batch, W]`, `label` string `[batch, W]` (each word's tag),
 `label_id` int32 `[batch, W]`, `probabilities` float32 `[batch, W, tags]`, `num_words` int32
 `[batch]`; positions past a sentence's words hold "", -1 and 0.
@@ -16,7 +17,13 @@ sentence's words): `words` string `[batch, W]`, `label` string `[batch, W]` (eac
 
 import tensorflow as tf
 
-from bert_tf.export.common import SavedModelRoot, as_float32, string_spec, write_text_in_export
+from bert_tf.export.common import (
+    DEFAULT_SERVING,
+    SavedModelRoot,
+    as_float32,
+    string_spec,
+    write_text_in_export,
+)
 
 
 def _search(sorted_values, values, side):
@@ -66,9 +73,10 @@ def word_windows(counts, row_splits, capacity, context_words):
     return tuple(a.concat() for a in arrays)
 
 
-def tag_words(model, tokenizer, packer, text, context_words):
+def tag_words(run_model, tokenizer, packer, text, context_words):
     """Per-word float32 logits `[batch, (words), tags]` and the words `[batch, (words)]` of
-    `text` (string `[batch]`), read as `ner_inputs.encode_sentences` reads sentences."""
+    `text` (string `[batch]`), read as `ner_inputs.encode_sentences` reads sentences; `run_model`
+    (`model_runner`) gives the model's logits on the packed windows."""
     capacity = packer.seq_length - 2  # [CLS] pieces [SEP]
     words = tf.strings.split(text)  # [B, (W)]
     pieces = tokenizer(words.flat_values)  # [W, (P)], each word alone
@@ -81,7 +89,7 @@ def tag_words(model, tokenizer, packer, text, context_words):
     left, start, end = word_windows(counts, words.row_splits, capacity, context_words)  # [N] each
     held = tf.ragged.range(left, end)  # [N, (words)]
     window_ids = tf.RaggedTensor.from_row_splits(tf.gather(pieces, held.flat_values), held.row_splits)
-    logits = as_float32(model(packer(window_ids.merge_dims(1, 2)), training=False))  # [N, S, tags]
+    logits = as_float32(run_model(packer(window_ids.merge_dims(1, 2))))  # [N, L, tags], L <= S
     # Each tagged word's first piece: 1 ([CLS]) + the pieces before it in its window.
     tagged = tf.ragged.range(start, end)  # [N, (tagged)]
     word, window = tagged.flat_values, tagged.value_rowids()  # [W] each, every word once
@@ -95,12 +103,12 @@ def tag_words(model, tokenizer, packer, text, context_words):
 class TokenClassifierSavedModel(SavedModelRoot):
     """Root object of a token-classifier export: `__call__(text)` = the serving signature."""
 
-    def __init__(self, model, tokenizer, packer, labels, window_context_words):
+    def __init__(self, model, tokenizer, packer, run_model, labels, window_context_words):
         super().__init__(model)
         names = tf.constant(list(labels))
 
         def serve(text):
-            logits, words = tag_words(model, tokenizer, packer, text, window_context_words)
+            logits, words = tag_words(run_model, tokenizer, packer, text, window_context_words)
             probabilities = tf.nn.softmax(logits.flat_values)  # [W, tags]
             label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)  # [W]
             per_sentence = lambda values: tf.RaggedTensor.from_row_splits(values, words.row_splits)  # noqa: E731
@@ -115,24 +123,27 @@ class TokenClassifierSavedModel(SavedModelRoot):
         self.__call__ = tf.function(serve, input_signature=[string_spec("text")], autograph=False)
 
 def export_ner(model, labels, vocab_file, do_lower_case, seq_length, export_dir,
-                            window_context_words=16, task=None, overwrite=False):
+               window_context_words=16, task=None, overwrite=False, serving=DEFAULT_SERVING):
     """Writes a `BertTokenClassifier` or `BertFeatureTagger` to `export_dir` with a
     `serving_default` taking sentences as text (see the module's docstring). labels: the tags,
-    in the model's order. Returns `export_dir`."""
+    in the model's order; serving: how the model runs (`ServingOptions`). Returns `export_dir`."""
     if model.num_classes != len(labels):
         raise ValueError(f"the model has {model.num_classes} outputs, but there are {len(labels)} tags {list(labels)}")
 
-    def make_root(tokenizer, packer):
+    def make_root(tokenizer, packer, run_model):
         if "[UNK]" not in tokenizer.vocabulary:
             raise ValueError(f"vocab {vocab_file!r} has no [UNK]")
-        return TokenClassifierSavedModel(model, tokenizer, packer, labels, window_context_words)
+        return TokenClassifierSavedModel(model, tokenizer, packer, run_model, labels, window_context_words)
 
-    return write_text_in_export(model, make_root, vocab_file, do_lower_case, seq_length, export_dir, task, overwrite)
+    return write_text_in_export(
+        model, make_root, vocab_file, do_lower_case, seq_length, export_dir, task, overwrite, serving
+    )
 
 
-def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False):
+def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False, serving=DEFAULT_SERVING):
     """The export of a run_ner run: its `RunRecord` gives the tags, windows and casing."""
     return export_ner(
         model, record.labels, vocab_file, record.do_lower_case, seq_length, export_dir,
         window_context_words=record.window_context_words, task=record.to_dict(), overwrite=overwrite,
+        serving=serving,
     )

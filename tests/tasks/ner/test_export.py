@@ -63,7 +63,8 @@ def test_a_feature_based_run_exports_from_its_folder_and_tags_text_as_its_model(
     assert type(export.model) is BertFeatureTagger and export.model.feature_based == "weighted_sum_last_four"
     for a, b in zip(model.weights, export.model.weights, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
-    assert export.write(str(tmp_path / "served")) == "a BertFeatureTagger of task 'ner' (seq_length 8)"
+    what = export.write(str(tmp_path / "served"))
+    assert what == "a BertFeatureTagger of task 'ner' (seq_length 8; length buckets of 16)"
 
     texts = ["the cat sat on the mat", "a dog is running and the red cat is big and small", "un"]
     served = tf.saved_model.load(str(tmp_path / "served")).signatures["serving_default"](text=tf.constant(texts))

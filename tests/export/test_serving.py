@@ -1,0 +1,160 @@
+"""Text-in exports serve at the request's length: every task's signature (and the preprocessor's
+default call) gives the outputs of today's fixed-length export within 1e-5, its model run on the
+longest sequence rounded up to the bucket; the XLA and int8 options serve from a loaded
+SavedModel and record themselves in serving.json."""
+
+import json
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+from bert_tf.export.common import ServingOptions, model_runner
+from bert_tf.export.preprocessor import PreprocessorSavedModel
+from bert_tf.preprocessing import text_preprocessing
+from bert_tf.tasks.classifier.export import ClassifierSavedModel, export_classifier
+from bert_tf.tasks.ner.export import TokenClassifierSavedModel
+from bert_tf.tasks.squad.export import SpanLabelerSavedModel
+from bert_tf.tasks.swag.export import MultipleChoiceSavedModel
+from bert_tf.tokenization import FullTokenizer
+from tests.tiny import VOCAB, tiny_config, write_vocab
+
+SEQ, BUCKET = 24, 4  # tiny_config's max_position_embeddings; a bucket small enough to cut often
+LABELS, TAGS = ["x", "y", "z"], ["O", "B-X", "I-X"]
+WORDS = [w for w in VOCAB[5:] if not w.startswith("##")] + ["runs", "unwanted"]
+
+
+def _texts(n, seed, low, high):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=rng.integers(low, high))) for _ in range(n)]
+
+
+def _scrambled(model, seed):
+    """Weights far from the initializer's, so that a difference in the outputs shows."""
+    rng = np.random.default_rng(seed)
+    for v in model.trainable_variables:
+        gamma = "gamma" in v.path
+        v.assign((float(gamma) + (0.2 if gamma else 0.3) * rng.standard_normal(v.shape)).astype(np.float32))
+    return model
+
+
+def _bucketed(longest):
+    """The rule, restated: the longest row rounded up to a multiple of BUCKET, at most SEQ."""
+    return min(-(-longest // BUCKET) * BUCKET, SEQ)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    vocab = write_vocab(tmp_path_factory.mktemp("serving") / "vocab.txt")
+    config = tiny_config()
+    models = {
+        "classifier": BertClassifier(BertEncoder.from_bert_config(config), num_classes=len(LABELS)),
+        "squad": BertSpanLabeler(BertEncoder.from_bert_config(config)),
+        "ner": BertTokenClassifier(BertEncoder.from_bert_config(config), num_classes=len(TAGS)),
+        "swag": BertMultipleChoice(BertEncoder.from_bert_config(config), num_choices=2),
+    }
+    for i, model in enumerate(models.values()):
+        _scrambled(model, seed=i)
+    tokenizer, packer = text_preprocessing(vocab, True, SEQ)
+    roots = {
+        "classifier": lambda run: ClassifierSavedModel(models["classifier"], tokenizer, packer, run, LABELS,
+                                                       "single", True),
+        "squad": lambda run: SpanLabelerSavedModel(models["squad"], tokenizer, packer, run, 5),
+        "ner": lambda run: TokenClassifierSavedModel(models["ner"], tokenizer, packer, run, TAGS, 2),
+        "swag": lambda run: MultipleChoiceSavedModel(models["swag"], tokenizer, packer, run),
+    }
+    served = {}
+    for kind, make_root in roots.items():
+        for name, bucket in (("fixed", None), ("dynamic", BUCKET)):
+            served[kind, name] = make_root(model_runner(models[kind], ServingOptions(length_bucket=bucket))).__call__
+    requests = {  # short and long texts, so that some requests are cut and one reaches SEQ
+        "classifier": {"text_a": _texts(6, 1, 1, 8), "text_b": _texts(6, 2, 0, 5)},
+        "squad": {"question": _texts(6, 3, 1, 4), "context": _texts(6, 4, 1, 9)},
+        "ner": {"text": _texts(5, 5, 1, 12) + [" ".join(_texts(1, 6, 40, 41))]},  # the last one takes windows
+        "swag": {"context": _texts(6, 7, 1, 4), "choices": np.reshape(_texts(12, 8, 1, 6), (6, 2)).tolist()},
+    }
+    return types.SimpleNamespace(vocab=vocab, models=models, served=served, requests=requests,
+                                 full=FullTokenizer(vocab, do_lower_case=True), tokenizer=tokenizer, packer=packer)
+
+
+def _call(fn, request, rows):
+    return {k: np.asarray(v) for k, v in fn(**{k: tf.constant(v[rows]) for k, v in request.items()}).items()}
+
+
+@pytest.mark.parametrize("kind", ["classifier", "swag", "ner"])
+def test_a_requests_outputs_are_the_fixed_length_exports(setup, kind):
+    request = setup.requests[kind]
+    for rows in (slice(0, 1), slice(None)):  # one short request, all of them
+        fixed = _call(setup.served[kind, "fixed"], request, rows)
+        dynamic = _call(setup.served[kind, "dynamic"], request, rows)
+        assert set(fixed) == set(dynamic)
+        for name, value in fixed.items():
+            if value.dtype.kind == "f":
+                np.testing.assert_allclose(dynamic[name], value, atol=1e-5, err_msg=f"{kind} {name}")
+            else:
+                np.testing.assert_array_equal(dynamic[name], value, err_msg=f"{kind} {name}")
+
+
+def test_squad_outputs_the_requests_bucketed_length_and_the_fixed_exports_values_there(setup):
+    request, full = setup.requests["squad"], setup.full
+    lengths = [
+        3 + min(len(full.tokenize(q)), 5) + min(len(full.tokenize(c)), SEQ - 3 - min(len(full.tokenize(q)), 5))
+        for q, c in zip(request["question"], request["context"], strict=True)
+    ]
+    for rows in (slice(0, 1), slice(None)):
+        fixed = _call(setup.served["squad", "fixed"], request, rows)
+        dynamic = _call(setup.served["squad", "dynamic"], request, rows)
+        width = _bucketed(max(lengths[rows]))
+        assert fixed["start_logits"].shape[1] == SEQ
+        for name, value in fixed.items():
+            assert dynamic[name].shape == (value.shape[0], width), name
+            if name.endswith("logits"):
+                np.testing.assert_allclose(dynamic[name], value[:, :width], atol=1e-5, err_msg=name)
+            else:
+                np.testing.assert_array_equal(dynamic[name], value[:, :width], err_msg=name)
+        # What was cut is padding only: the fixed export has no token past the width.
+        assert (fixed["tokens"][:, width:] == b"").all()
+    # The best span within the context, as a client picks it, is the same.
+    fixed, dynamic = (_call(setup.served["squad", k], request, slice(None)) for k in ("fixed", "dynamic"))
+    for out in (fixed, dynamic):
+        out["best"] = np.argmax(np.where(out["input_type_ids"] == 1, out["start_logits"], -np.inf), axis=1)
+    np.testing.assert_array_equal(dynamic["best"], fixed["best"])
+
+
+def test_the_preprocessors_default_call_pads_to_the_bucket_and_bert_pack_inputs_keeps_its_length(setup):
+    texts = _texts(5, 9, 1, 12)
+    dynamic = PreprocessorSavedModel(setup.tokenizer, setup.packer, BUCKET)
+    want = setup.packer(setup.tokenizer(tf.constant(texts)))  # TF Hub's fixed length
+    width = _bucketed(max(min(len(setup.full.tokenize(t)), SEQ - 2) + 2 for t in texts))
+    assert want["input_mask"].shape == (5, SEQ) and width < SEQ
+    got = dynamic.__call__(tf.constant(texts))
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value[:, :width], err_msg=name)
+    pieces = dynamic.tokenize.__call__(tf.constant(texts))
+    assert dynamic.bert_pack_inputs.__call__([pieces])["input_mask"].shape == (5, SEQ)
+    assert dynamic.bert_pack_inputs.__call__([pieces], seq_length=tf.constant(20))["input_mask"].shape == (5, 20)
+
+
+def test_an_xla_int8_export_serves_from_the_loaded_saved_model_as_its_model_in_process(setup, tmp_path):
+    model = BertClassifier(BertEncoder.from_bert_config(tiny_config()), num_classes=len(LABELS))
+    model.set_weights(setup.models["classifier"].get_weights())  # int8 quantizes the model in place
+    serving = ServingOptions(length_bucket=BUCKET, jit_compile=True, quantize="int8")
+    export_classifier(model, LABELS, "single", True, setup.vocab, True, SEQ, str(tmp_path / "int8"), serving=serving)
+    loaded = tf.saved_model.load(str(tmp_path / "int8"))
+    request = setup.requests["classifier"]
+    served = _call(loaded.signatures["serving_default"], request, slice(None))
+    # The quantized model in process, without XLA, on the same packed text.
+    packed = setup.packer([setup.tokenizer(tf.constant(request[k])) for k in ("text_a", "text_b")])
+    in_process = tf.nn.softmax(model(packed, training=False)).numpy()
+    np.testing.assert_allclose(served["probabilities"], in_process, atol=1e-5)
+    # int8 kernels with per-column scales, inputs quantized per row: close to float, not equal.
+    fixed = _call(setup.served["classifier", "fixed"], request, slice(None))
+    difference = np.abs(served["probabilities"] - fixed["probabilities"]).max()
+    assert 0 < difference < 0.05, difference
+    # Every Dense kernel is int8: per layer the attention's query, key, value and output, the
+    # intermediate and output Dense (6), then the pooler and the head's Dense.
+    assert len([v for v in loaded.variables if v.dtype == tf.int8]) == 6 * tiny_config().num_hidden_layers + 2
+    with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
+        assert json.load(f) == {"seq_length": SEQ, "length_bucket": BUCKET, "jit_compile": True, "quantize": "int8"}
