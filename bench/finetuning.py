@@ -91,7 +91,8 @@ flags.DEFINE_bool("smoke", False, "A tiny config and a few steps (flags given st
 
 # --smoke: what a quick check of every code path needs.
 SMOKE = dict(num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, vocab_size=1000, seq_length=32,
-             batch_size=8, steps=2, examples=64, rounds=1, xla=["false"], accuracy_steps=6, length_bucket=8)
+             batch_size=8, steps=2, examples=64, rounds=1, xla=["false"], accuracy_steps=6, length_bucket=8,
+             text=["pairs"])
 MARKERS = ("market", "winter")  # the separable task's label 0 and 1 words
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # Whether ClassifierTask cuts batches itself (dynamic padding in the library); else the bench does,
