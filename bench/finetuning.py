@@ -1,36 +1,45 @@
-"""Fine-tuning throughput from text: run_classifier's loop beside keras-hub's BertTextClassifier,
-and LoRA beside full fine-tuning.
+"""Fine-tuning throughput on real-length text: run_classifier's loop at its default flags (batches
+cut to their longest row) and at fixed padding, XLA off and on, beside Hugging Face transformers on
+PyTorch (and keras-hub when installed); LoRA beside full fine-tuning.
 
-    python bench/finetuning.py [--num_layers=4 --hidden_size=256 --num_heads=4
-                                --intermediate_size=1024 --seq_length=128 --batch_size=32
-                                --steps=30 --rounds=3] [--lora_rank=8]
+    python bench/finetuning.py [--num_layers=4 --hidden_size=256 --num_heads=4 --intermediate_size=1024
+                                --seq_length=128 --batch_size=32 --steps=30 --rounds=3]
+                               [--text=single,pairs] [--peer_path=DIR] [--lora_rank=8]
     python bench/finetuning.py --smoke [--lora_rank=4]  # tiny config, a few steps (the suite's)
 
-Both sides start from the same sentence pairs (text) and the same vocab.txt, and tokenize in
-their tf.data pipelines:
-- ours: `Trainer` + `ClassifierTask` exactly as run_classifier.py runs them (the in-graph
-  BertTokenizer with the original's rules and BertPackInputs in a tf.data map, the original's
-  AdamW with global-norm clipping), fp32, without XLA (the scripts' default) and with it;
-- keras-hub: `BertTextClassifier`, Keras AdamW, jit_compile on (its default), the two ways its
-  docs show: with its `BertTextClassifierPreprocessor` attached, `fit` on a tf.data dataset of
-  string pairs (keras-hub maps the preprocessor over it with AUTOTUNE and prefetch), and with
-  preprocessor=None on token ids (tokenized once here and cached: no tokenizing in the loop).
-  The ratio is to the faster of the two.
-The configurations take turns for `--rounds` rounds; medians and the fastest rounds are printed
-with every measurement, and the ratios of both. Text: data/corpus.txt's sentences, joined into
-pairs long enough to fill the sequence; the vocab: data/vocab.txt padded with [unusedN] tokens to
---vocab_size (the tables and embeddings have BERT-Base's size).
+Text (`--text`): "single", data/corpus.txt's sentences as they are, one per example; "pairs", two
+consecutive sentences. The vocab: data/vocab.txt padded with [unusedN] tokens to --vocab_size (the
+tables and embeddings have BERT-Base's size). Every side starts from the same text and vocab.txt:
+- ours: `Trainer` + `ClassifierTask` exactly as run_classifier.py runs them (the in-graph tokenizer
+  and packer in a tf.data map, the original's AdamW with global-norm clipping), fp32; "dynamic":
+  batches cut to their longest row rounded up to --length_bucket (run_classifier's default), "fixed":
+  padded to --seq_length (`--pad_to_max_seq_length`, the original's shapes); each with XLA off and on.
+  "default" is dynamic with `--jit_compile` left unset, which `bert_tf.training.speed` resolves per
+  platform: the XLA on/off ratios printed here are the measurement behind its CPU choice.
+- PyTorch: transformers' BertForSequenceClassification of the same shape (tanh GELU, as ours),
+  eager, torch's AdamW (weight decay 0.01), linear warm-up and decay, gradients clipped to norm 1,
+  as its Trainer runs it: the text tokenized once up front by its fast tokenizer from the same
+  vocab.txt (as `datasets.map` does), each batch padded to its longest row by DataCollatorWithPadding.
+  transformers and torch are no dependencies: install them into a folder of their own
+  (`pip install --target DIR transformers torch`) and pass `--peer_path=DIR`; without them the peer
+  is skipped with a message.
+- keras-hub (when importable): `BertTextClassifier` with its preprocessor attached, `fit` on string
+  batches, Keras AdamW, jit_compile on (its default); its preprocessor pads to --seq_length.
+The configurations take turns for `--rounds` rounds; medians and the fastest rounds are printed,
+and the ratios of both.
 
 With --lora_rank=R our loop also runs with LoRA (`run_classifier.py --lora_rank=R`: adapters on
-the encoder's attention and feed-forward layers, the rest frozen) in the same rounds, and both
-print their optimizer state (AdamW's variables: count, numbers and bytes, read from the optimizer)
-and their trainable parameters. Both are then trained from the same random initialisation on a
-separable task of the same model size (`--accuracy_steps` steps; one corpus sentence with a marker
-word put in: "winter" for label 1, "market" for 0; dev sentences are not among the training ones)
-and their dev accuracy printed: full fine-tuning at --learning_rate, LoRA at --lora_learning_rate
-(LoRA takes a larger rate, as in the paper's runs).
+the encoder's attention and feed-forward layers, the rest frozen) in the same rounds (the first
+--text, dynamic padding), and both print their optimizer state (AdamW's variables: count, numbers
+and bytes, read from the optimizer) and their trainable parameters. Both are then trained from the
+same random initialisation on a separable task of the same model size (`--accuracy_steps` steps;
+one corpus sentence with a marker word put in: "winter" for label 1, "market" for 0; dev sentences
+are not among the training ones) and their dev accuracy printed: full fine-tuning at
+--learning_rate, LoRA at --lora_learning_rate (LoRA takes a larger rate, as in the paper's runs).
 """
 
+import functools
+import inspect
 import os
 import random
 import statistics
@@ -47,9 +56,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/finetuning.py`: bert_tf from this checkout
 
 from bert_tf import BertConfig  # noqa: E402
+from bert_tf.data.lengths import cut_padding  # noqa: E402
 from bert_tf.tasks.classifier.inputs import encode_examples  # noqa: E402
 from bert_tf.tasks.classifier.processors import InputExample  # noqa: E402
 from bert_tf.tasks.classifier.task import ClassifierTask  # noqa: E402
+from bert_tf.training import settings as settings_module  # noqa: E402
+from bert_tf.training import speed  # noqa: E402
 from bert_tf.training.trainer import Trainer, TrainingSettings  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -58,12 +70,17 @@ flags.DEFINE_integer("hidden_size", 256, "")
 flags.DEFINE_integer("num_heads", 4, "")
 flags.DEFINE_integer("intermediate_size", 1024, "")
 flags.DEFINE_integer("vocab_size", 30522, "")
-flags.DEFINE_integer("seq_length", 128, "")
+flags.DEFINE_integer("seq_length", 128, "max_seq_length: the fixed runs' length, every run's maximum.")
 flags.DEFINE_integer("batch_size", 32, "Global batch.")
 flags.DEFINE_integer("steps", 30, "Measured steps per round (after the warm-up).")
-flags.DEFINE_integer("examples", 4096, "Training examples (sentence pairs).")
+flags.DEFINE_integer("examples", 4096, "Training examples.")
 flags.DEFINE_integer("rounds", 3, "Alternating measurement rounds.")
+flags.DEFINE_list("text", ["single", "pairs"], "single: one corpus sentence per example; pairs: two consecutive.")
+flags.DEFINE_list("padding", ["dynamic", "fixed"], "Our loop with batches cut to their longest row / fixed.")
+# run_classifier's default bucket once dynamic padding is there (bert_tf.training.settings.LENGTH_BUCKET).
+flags.DEFINE_integer("length_bucket", getattr(settings_module, "LENGTH_BUCKET", 32), "Dynamic padding's bucket.")
 flags.DEFINE_list("xla", ["false", "true"], "Our loop with XLA off / on.")
+flags.DEFINE_string("peer_path", None, "A folder holding transformers and torch (pip install --target), for the peer.")
 flags.DEFINE_integer("lora_rank", 0, "Also our loop with LoRA of this rank (0: full fine-tuning only).")
 flags.DEFINE_float("lora_alpha", None, "LoRA's alpha (default: the rank).")
 flags.DEFINE_float("learning_rate", 1e-4, "The separable task: full fine-tuning's learning rate.")
@@ -74,8 +91,13 @@ flags.DEFINE_bool("smoke", False, "A tiny config and a few steps (flags given st
 
 # --smoke: what a quick check of every code path needs.
 SMOKE = dict(num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, vocab_size=1000, seq_length=32,
-             batch_size=8, steps=2, examples=64, rounds=1, xla=["false"], accuracy_steps=6)
+             batch_size=8, steps=2, examples=64, rounds=1, xla=["false"], accuracy_steps=6, length_bucket=8,
+             text=["pairs"])
 MARKERS = ("market", "winter")  # the separable task's label 0 and 1 words
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+# Whether ClassifierTask cuts batches itself (dynamic padding in the library); else the bench does,
+# with the library's one rule (bert_tf.data.lengths), so that it measures the same work.
+LIBRARY_CUTS = "length_bucket" in inspect.signature(ClassifierTask).parameters
 
 
 def vocab_file(directory):
@@ -88,20 +110,21 @@ def vocab_file(directory):
     return path
 
 
-def sentence_pairs():
-    """(text_a, text_b, label) with about seq_length word pieces per pair, from the corpus."""
+def corpus_sentences():
     with open(os.path.join(REPO, "data", "corpus.txt"), encoding="utf-8") as f:
-        sentences = [line.strip() for line in f if line.strip()]
+        return [line.strip() for line in f if line.strip()]
+
+
+def texts(kind):
+    """(text_a, text_b or None, label) * --examples: a corpus sentence as it is ("single") or two
+    consecutive ones ("pairs"); random labels (throughput only)."""
+    sentences = corpus_sentences()
     rng = random.Random(0)
-    words_per_side = FLAGS.seq_length // 2
-
-    def text():
-        out = []
-        while len(" ".join(out).split()) < words_per_side:
-            out.append(rng.choice(sentences))
-        return " ".join(out)
-
-    return [(text(), text(), rng.randrange(2)) for _ in range(FLAGS.examples)]
+    out = []
+    for _ in range(FLAGS.examples):
+        i = rng.randrange(len(sentences) - 1)
+        out.append((sentences[i], sentences[i + 1] if kind == "pairs" else None, rng.randrange(2)))
+    return out
 
 
 def bert_config():
@@ -115,20 +138,111 @@ def lora(rank):
     return {"lora_rank": rank, "lora_alpha": FLAGS.lora_alpha if rank else None}
 
 
-def ours(xla, pairs, vocab, out, lora_rank=0):
+class _CutTask(ClassifierTask):
+    """ClassifierTask whose batches are cut to their longest row (bert_tf.data.lengths), for a
+    library whose ClassifierTask does not cut them itself."""
+
+    def __init__(self, *args, length_bucket=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.bucket = length_bucket
+
+    def _cut(self, x, y):
+        return cut_padding(x, self.bucket, ENCODER_INPUTS), y
+
+    def dataset(self, *args, **kwargs):
+        return super().dataset(*args, **kwargs).map(self._cut)
+
+
+def task(kind, padding, vocab, seq_length=None):
+    bucket = FLAGS.length_bucket if padding == "dynamic" else None
+    return (ClassifierTask if LIBRARY_CUTS else _CutTask)(
+        bert_config(), ["0", "1"], vocab_file=vocab, max_seq_length=seq_length or FLAGS.seq_length,
+        pair=kind == "pairs", length_bucket=bucket,
+    )
+
+
+def features(data):
+    examples = [InputExample(f"train-{i}", a, b, str(label)) for i, (a, b, label) in enumerate(data)]
+    return encode_examples(examples, ["0", "1"], "single")
+
+
+def word_pieces(data, vocab):
+    """Real tokens per packed example ([CLS] and [SEP] included, truncated to --seq_length)."""
+    a, b, _ = zip(*data, strict=True)
+    kind = "pairs" if b[0] is not None else "single"
+    x = task(kind, "fixed", vocab).pack(tf.constant(a), tf.constant([t or "" for t in b]))
+    return np.asarray(tf.reduce_sum(x["input_mask"], axis=-1))
+
+
+def ours(kind, padding, xla, data, vocab, out, lora_rank=0):
     """Our loop's examples/s (the median execution after the first, which traces) and the trainer."""
-    task = ClassifierTask(bert_config(), ["0", "1"], vocab_file=vocab, max_seq_length=FLAGS.seq_length)
-    examples = [InputExample(f"train-{i}", a, b, str(label)) for i, (a, b, label) in enumerate(pairs)]
-    features = encode_examples(examples, task.labels, "single")
     settings = TrainingSettings(
         output_dir=out, train_batch_size=FLAGS.batch_size, learning_rate=5e-5, num_train_steps=10 + FLAGS.steps,
         num_warmup_steps=10, save_checkpoints_steps=10 + FLAGS.steps, steps_per_execution=10, jit_compile=xla, seed=1,
         **lora(lora_rank),
     )
     rates = []
-    trainer = Trainer(task, settings, tf.distribute.OneDeviceStrategy("/cpu:0"))
-    trainer.train(features, on_log=lambda step, logs: rates.append(logs["examples_per_second"]))
+    trainer = Trainer(task(kind, padding, vocab), settings, tf.distribute.OneDeviceStrategy("/cpu:0"))
+    trainer.train(features(data), on_log=lambda step, logs: rates.append(logs["examples_per_second"]))
     return statistics.median(rates[1:]), trainer
+
+
+@functools.cache
+def pytorch_modules():
+    """(torch, transformers), or None with a message (once) when they are not installed."""
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        print(f"PyTorch peer skipped: {e} (install transformers and torch into a folder, pass --peer_path)")
+        return None
+    return torch, transformers
+
+
+def pytorch_peer(data, vocab, padding):
+    """A function measuring transformers' examples/s once (module docstring), each batch padded to its
+    longest row ("dynamic") or to --seq_length ("fixed"); None when not installed."""
+    if pytorch_modules() is None:
+        return None
+    torch, transformers = pytorch_modules()
+    a, b, y = (list(column) for column in zip(*data, strict=True))
+    tokenizer = transformers.BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
+    encoded = tokenizer(a, b if b[0] is not None else None, truncation=True, max_length=FLAGS.seq_length)
+    rows = [{**{k: v[i] for k, v in encoded.items()}, "labels": y[i]} for i in range(len(y))]
+    fixed = {"padding": "max_length", "max_length": FLAGS.seq_length} if padding == "fixed" else {}
+    collate = transformers.DataCollatorWithPadding(tokenizer, **fixed)
+    torch.manual_seed(0)
+    model = transformers.BertForSequenceClassification(transformers.BertConfig(
+        vocab_size=FLAGS.vocab_size, hidden_size=FLAGS.hidden_size, num_hidden_layers=FLAGS.num_layers,
+        num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_size, hidden_act="gelu_new",
+        type_vocab_size=2, num_labels=2,
+    ))
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
+    total = 10 + FLAGS.rounds * FLAGS.steps
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, 10, total)
+    order = np.random.default_rng(0).permutation(len(rows))
+    position = [0]
+
+    def run(steps):
+        for _ in range(steps):
+            start = position[0] % (len(rows) - FLAGS.batch_size)
+            position[0] += FLAGS.batch_size
+            batch = collate([rows[i] for i in order[start:start + FLAGS.batch_size]])
+            model(**batch).loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+
+    run(10)  # warm-up
+
+    def measure():
+        start = time.perf_counter()
+        run(FLAGS.steps)
+        return FLAGS.steps * FLAGS.batch_size / (time.perf_counter() - start)
+
+    return measure
 
 
 def optimizer_state(trainer):
@@ -177,74 +291,109 @@ def accuracy(vocab, out, lora_rank=0):
     return trainer.evaluate(dev)["eval_accuracy"]
 
 
-def keras_hub_baselines(pairs, vocab):
-    """Builds keras-hub's classifier; returns {name: function measuring its examples/s once}
-    for the two ways its docs show: raw strings through the attached preprocessor, and
-    "preprocessed integer data" (here tokenized once and cached) with preprocessor=None."""
-    import keras_hub
-
+def keras_hub_peer(data, vocab):
+    """A function measuring keras-hub's examples/s once (module docstring); None when not installed."""
+    try:
+        import keras_hub
+    except ImportError:
+        print("keras-hub peer skipped: it is not installed (pip install keras-hub)")
+        return None
     with open(vocab, encoding="utf-8") as f:
         tokens = [line.rstrip("\n") for line in f]
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
         keras_hub.models.BertTokenizer(vocabulary=tokens, lowercase=True), sequence_length=FLAGS.seq_length
     )
-    a, b, y = (list(column) for column in zip(*pairs, strict=True))
-    text = tf.data.Dataset.from_tensor_slices(((a, b), y)).shuffle(len(y), seed=0)
-    ids = text.batch(256).map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).unbatch().cache()
-    runs = {}
-    for name, attached, ds in (("keras-hub text", preprocessor, text), ("keras-hub token ids", None, ids)):
-        backbone = keras_hub.models.BertBackbone(
-            vocabulary_size=FLAGS.vocab_size, num_layers=FLAGS.num_layers, num_heads=FLAGS.num_heads,
-            hidden_dim=FLAGS.hidden_size, intermediate_dim=FLAGS.intermediate_size, max_sequence_length=512,
-        )
-        model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=attached)
-        model.compile(
-            optimizer=keras.optimizers.AdamW(5e-5, weight_decay=0.01),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            jit_compile=True,
-        )
-        ds = ds.repeat().batch(FLAGS.batch_size).prefetch(tf.data.AUTOTUNE)
-        model.fit(ds, steps_per_epoch=10, epochs=1, verbose=0)  # warm-up and compile
+    a, b, y = (list(column) for column in zip(*data, strict=True))
+    x = (a, b) if b[0] is not None else a
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(y), seed=0)
+    ds = ds.repeat().batch(FLAGS.batch_size).prefetch(tf.data.AUTOTUNE)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=FLAGS.vocab_size, num_layers=FLAGS.num_layers, num_heads=FLAGS.num_heads,
+        hidden_dim=FLAGS.hidden_size, intermediate_dim=FLAGS.intermediate_size, max_sequence_length=512,
+    )
+    model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
+    model.compile(optimizer=keras.optimizers.AdamW(5e-5, weight_decay=0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    model.fit(ds, steps_per_epoch=10, epochs=1, verbose=0)  # warm-up and compile
 
-        def measure(model=model, ds=ds):
-            start = time.perf_counter()
-            model.fit(ds, steps_per_epoch=FLAGS.steps, epochs=1, verbose=0)
-            return FLAGS.steps * FLAGS.batch_size / (time.perf_counter() - start)
+    def measure():
+        start = time.perf_counter()
+        model.fit(ds, steps_per_epoch=FLAGS.steps, epochs=1, verbose=0)
+        return FLAGS.steps * FLAGS.batch_size / (time.perf_counter() - start)
 
-        runs[f"{name} xla=True"] = measure
-    return runs
+    return measure
 
 
-def measure(pairs, vocab, hubs, tmp):
-    """{configuration: examples/s in each round} and our last trainer of each rank (0: full)."""
-    rates, trainers = {}, {}
-    for _ in range(FLAGS.rounds):
-        for rank in dict.fromkeys([0, FLAGS.lora_rank]):
-            for xla in (x == "true" for x in FLAGS.xla):
-                rate, trainers[rank] = ours(xla, pairs, vocab, tempfile.mkdtemp(dir=tmp), rank)
-                rates.setdefault(f"bert_tf {f'lora={rank} ' if rank else ''}xla={xla}", []).append(rate)
-        for name, measure_once in hubs.items():
-            rates.setdefault(name, []).append(measure_once())
+KERAS_HUB = "keras-hub fixed xla=True"
+
+
+def pytorch_name(padding):
+    return f"pytorch {padding} eager"
+
+
+def ours_name(padding, xla, rank=0):
+    return f"bert_tf {f'lora={rank} ' if rank else ''}{padding} xla={xla}"
+
+
+def measure(datas, vocab, peers, tmp):
+    """{text kind: {configuration: examples/s in each round}} and our last trainer of each LoRA rank
+    (0: full; LoRA on the first text kind, dynamic padding)."""
+    rates, trainers = {kind: {} for kind in datas}, {}
+    for r in range(FLAGS.rounds):
+        for i, (kind, data) in enumerate(datas.items()):
+            runs = [(p, 0) for p in FLAGS.padding]
+            runs += [("dynamic", FLAGS.lora_rank)] if FLAGS.lora_rank and not i else []
+            for padding, rank in runs:
+                for xla in (x == "true" for x in FLAGS.xla):
+                    rate, trainers[rank] = ours(kind, padding, xla, data, vocab, tempfile.mkdtemp(dir=tmp), rank)
+                    rates[kind].setdefault(ours_name(padding, xla, rank), []).append(rate)
+            for name, measure_once in peers[kind].items():
+                rates[kind].setdefault(name, []).append(measure_once())
+            latest = ", ".join(f"{name} {values[-1]:.1f}" for name, values in rates[kind].items())
+            print(f"round {r + 1}, {kind}: {latest}", flush=True)
     return rates, trainers
 
 
-def report_rates(rates, hubs):
-    medians = {key: statistics.median(values) for key, values in rates.items()}
+def ratio(rates, over, under):
+    """`over / under` of the medians and of the fastest rounds, as text; "" when one is missing."""
+    if over not in rates or under not in rates:
+        return ""
+    medians = statistics.median(rates[over]) / statistics.median(rates[under])
+    return f"{medians:.2f}x (medians), {max(rates[over]) / max(rates[under]):.2f}x (fastest rounds)"
+
+
+def report_rates(kind, rates, lengths):
+    auto = speed.jit_compile_for(None)
+    print(f"text={kind}: {len(lengths)} examples, {lengths.mean():.1f} word pieces on average (longest "
+          f"{lengths.max()}, [CLS]/[SEP] included), {lengths.mean() / FLAGS.seq_length:.0%} of fixed padding's tokens")
     for key, values in rates.items():
-        print(
-            f"{key:28s}: {medians[key]:7.1f} examples/s (rounds: {', '.join(f'{r:.1f}' for r in values)})",
-            flush=True,
-        )
-    if hubs:  # full fine-tuning against keras-hub's (which fine-tunes every weight)
-        full = [k for k in rates if k.startswith("bert_tf xla")]
-        ours_best, ours_median = max(max(rates[k]) for k in full), max(medians[k] for k in full)
-        hub_best = max(max(rates[k]) for k in hubs)
-        hub_median = max(medians[k] for k in hubs)
-        print(
-            f"bert_tf / keras-hub (the faster of its two ways) = {ours_median / hub_median:.2f}x (medians), "
-            f"{ours_best / hub_best:.2f}x (fastest rounds)",
-            flush=True,
-        )
+        print(f"  {key:34s}: {statistics.median(values):7.1f} examples/s "
+              f"(rounds: {', '.join(f'{r:.1f}' for r in values)})", flush=True)
+    default, title = ours_name("dynamic", auto), f"default flags (dynamic, jit_compile unset = {auto} here)"
+    lines = [
+        (f"{title} / PyTorch dynamic", default, pytorch_name("dynamic")),
+        (f"fixed padding (xla={auto}) / PyTorch fixed padding", ours_name("fixed", auto), pytorch_name("fixed")),
+        ("default flags / keras-hub", default, KERAS_HUB),
+        (f"dynamic / fixed padding (xla={auto})", default, ours_name("fixed", auto)),
+    ]
+    lines += [(f"XLA on / off, {p} padding", ours_name(p, True), ours_name(p, False)) for p in FLAGS.padding]
+    for title, over, under in lines:
+        text = ratio(rates, over, under)
+        if text:
+            print(f"  {title}: {text}", flush=True)
+
+
+def report_xla(rates):
+    """The measurement behind jit_compile's CPU default: XLA on / off over every text and padding."""
+    pairs = [(r[ours_name(p, True)], r[ours_name(p, False)]) for r in rates.values() for p in FLAGS.padding
+             if ours_name(p, True) in r and ours_name(p, False) in r]
+    if not pairs:
+        return
+    mean = float(np.exp(np.mean([np.log(statistics.median(on) / statistics.median(off)) for on, off in pairs])))
+    platform = speed.current_platform()
+    print(f"XLA on / off on this machine ({platform}): {mean:.2f}x (geometric mean of the medians above): the "
+          f"measurement supports jit_compile={mean > 1} here; unset, it resolves to {speed.jit_compile_for(None)} "
+          f"(bert_tf.training.speed.JIT_COMPILE_BY_PLATFORM[{platform!r}])", flush=True)
 
 
 def report_lora(trainers, vocab, tmp):
@@ -274,21 +423,27 @@ def main(argv):
         for name, value in SMOKE.items():
             if not FLAGS[name].present:
                 FLAGS[name].value = value
+    if FLAGS.peer_path:
+        sys.path.append(FLAGS.peer_path)  # after ours: the peers' own numpy must not shadow ours
     print(
         f"config: L={FLAGS.num_layers} H={FLAGS.hidden_size} A={FLAGS.num_heads} I={FLAGS.intermediate_size} "
-        f"vocab={FLAGS.vocab_size} seq={FLAGS.seq_length} batch={FLAGS.batch_size}, fp32, sentence pairs from text"
+        f"vocab={FLAGS.vocab_size} seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
+        f"length_bucket={FLAGS.length_bucket}, fp32, real-length text; batches cut by "
+        f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}",
+        flush=True,
     )
-    try:
-        import keras_hub  # noqa: F401
-    except ImportError:
-        keras_hub = None
-        print("keras-hub is not installed: no side-by-side comparison (pip install keras-hub)")
-    pairs = sentence_pairs()
+    datas = {kind: texts(kind) for kind in FLAGS.text}
     with tempfile.TemporaryDirectory() as tmp:
         vocab = vocab_file(tmp)
-        hubs = keras_hub_baselines(pairs, vocab) if keras_hub else {}
-        rates, trainers = measure(pairs, vocab, hubs, tmp)
-        report_rates(rates, hubs)
+        peers = {}
+        for kind, data in datas.items():
+            found = {pytorch_name(p): pytorch_peer(data, vocab, p) for p in FLAGS.padding}
+            found[KERAS_HUB] = keras_hub_peer(data, vocab)
+            peers[kind] = {name: run for name, run in found.items() if run is not None}
+        rates, trainers = measure(datas, vocab, peers, tmp)
+        for kind, data in datas.items():
+            report_rates(kind, rates[kind], word_pieces(data, vocab))
+        report_xla(rates)
         if FLAGS.lora_rank:
             report_lora(trainers, vocab, tmp)
 

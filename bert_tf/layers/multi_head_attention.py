@@ -44,7 +44,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         query_positions: optional int tensor `[B, F]`: only these rows of `inputs` attend (to all
             of `inputs`); the output then has F rows, equal to those rows of the full output.
 
-    Scores and softmax run in float32 whatever the compute dtype.
+    Scores and softmax run in float32 whatever the compute dtype. Where no dropout falls on the
+    probabilities (inference, or attention_probs_dropout_prob 0) and they are not asked for, the
+    attention goes through `keras.ops.dot_product_attention` (the same additive mask, scale and
+    float32 softmax), which keeps the heads in `[B, S, N, H]` (no transposes) and lets the JAX
+    backend use a fused kernel; training with attention dropout takes the explicit path, the
+    original's dropout on the probabilities.
     """
 
     def __init__(
@@ -87,11 +92,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         )
         self.built = True
 
-    def _split_heads(self, x, keys=False):
-        # [B, S, N*H] -> [B, N, S, H], or [B, N, H, S] for the keys (one transpose, not two)
+    def _heads(self, x):
+        # [B, S, N*H] -> [B, S, N, H]
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        x = ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
-        return ops.transpose(x, (0, 2, 3, 1) if keys else (0, 2, 1, 3))
+        return ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
+
+    def _merge_heads(self, x):
+        # [B, F, N, H] -> [B, F, N*H]
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        return ops.reshape(x, (batch, seq, self.hidden_size))
 
     def call(self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None):
         queries = inputs
@@ -99,22 +108,25 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             queries = gather_rows(inputs, query_positions)
             if attention_mask is not None and len(attention_mask.shape) == 3:
                 attention_mask = gather_rows(attention_mask, query_positions)
-        q = self._split_heads(self.query(queries))  # [B, N, F, H]
-        k = self._split_heads(self.key(inputs), keys=True)  # [B, N, H, T]
-        v = self._split_heads(self.value(inputs))  # [B, N, T, H]
+        q = self._heads(self.query(queries))  # [B, F, N, H]
+        k = self._heads(self.key(inputs))  # [B, T, N, H]
+        v = self._heads(self.value(inputs))  # [B, T, N, H]
+        # The original's additive -10000 (not a boolean mask) keeps the outputs those of the explicit path.
+        bias = None if attention_mask is None else attention_adder(attention_mask)  # [B, 1, 1 or F, T]
+        scale = 1.0 / math.sqrt(self.head_size)
 
-        scores = ops.matmul(q, k)  # [B, N, F, T]
-        scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
-        if attention_mask is not None:
-            scores = scores + attention_adder(attention_mask)
+        if not return_probs and not (training and self.attention_probs_dropout_prob > 0):
+            context = ops.dot_product_attention(q, k, v, bias=bias, scale=scale)  # [B, F, N, H]
+            return self.output_dense(self._merge_heads(context))
+
+        scores = ops.einsum("bfnh,btnh->bnft", q, k)  # [B, N, F, T]
+        scores = ops.cast(scores, "float32") * scale
+        if bias is not None:
+            scores = scores + bias
         probs = ops.softmax(scores, axis=-1)  # [B, N, F, T], float32
         dropped = self.dropout(ops.cast(probs, self.compute_dtype), training=training)
-
-        context = ops.matmul(dropped, v)  # [B, N, F, H]
-        context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, H]
-        batch, seq = ops.shape(context)[0], ops.shape(context)[1]
-        context = ops.reshape(context, (batch, seq, self.hidden_size))  # [B, F, N*H]
-        output = self.output_dense(context)
+        context = ops.einsum("bnft,btnh->bfnh", dropped, v)  # [B, F, N, H]
+        output = self.output_dense(self._merge_heads(context))
         if return_probs:
             return output, probs
         return output

@@ -83,13 +83,15 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None):
-        attention_output, probs = self.attention(
+        # Asked for only when wanted: without the probabilities the attention can be fused.
+        attention = self.attention(
             inputs,
             attention_mask=attention_mask,
             training=training,
-            return_probs=True,
+            return_probs=return_probs,
             query_positions=query_positions,
         )
+        attention_output, probs = attention if return_probs else (attention, None)
         residual = inputs if query_positions is None else gather_rows(inputs, query_positions)
         attention_output = self.attention_dropout(attention_output, training=training)
         # ops.add promotes a half-precision sum to float32 before the float32 LayerNorm.
