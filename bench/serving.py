@@ -34,7 +34,9 @@ compete: in one process PyTorch's batch-1 p50 came out 10-25x its figure alone. 
 --intra_op_threads threads (0: the cores) and --inter_op_threads (0: the library's default), set as
 each library documents (tf.config.threading, torch.set_num_threads, ORT SessionOptions). The sides
 stay loaded and take turns for --rounds rounds (the idle ones wait on a pipe), each timing the same
-requests, so that a change in the machine's load falls on all alike.
+requests, so that a change in the machine's load falls on all alike. Yet PyTorch's OpenMP threads
+suffer most on a machine loaded past its cores (load 7 on 2 cores: batch-1 p50 0.3-1.6 s at 2 threads,
+0.10 s at 1): read its figures with the printed load, or compare all sides at --intra_op_threads=1.
 
 --accuracy_run: what int8 costs in accuracy instead of the speed. A run_classifier.py output_dir
 (single sentences) is exported as export_saved_model.py does, in float and with --quantize=int8,
