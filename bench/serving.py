@@ -20,20 +20,23 @@ loaded with `tf.saved_model.load` and called through `serving_default` (tokeniza
 the graph). "tokenize+pack" is the preprocessing alone (the preprocessor export's default call),
 so that its share of the text-in latency shows.
 
-Peers (never dependencies: install them with `pip install --target DIR torch transformers
-onnxruntime onnx` and name DIR in --peer_dirs; each is skipped with a message when missing): the
-same weights written as a Hugging Face folder (`bert_tf.checkpoints.hf.write_folder`), loaded as
-transformers' BertForSequenceClassification, tokenized by its BertTokenizerFast from the same
-vocab.txt, padded to the longest in the request (`padding=True`, as its pipelines do), truncated
-at --seq_length:
-- "torch eager": the model in inference mode;
-- "onnxruntime fp32": the model exported by `torch.onnx.export` with dynamic batch and sequence
-  axes, run with all graph optimizations (ORT_ENABLE_ALL);
-- "onnxruntime int8": that ONNX file through `onnxruntime.quantization.quantize_dynamic`
-  (int8 weights, inputs quantized on the fly).
-Every path's probabilities are compared with ours at fixed length before timing. The paths take
-turns for --rounds rounds, so that a change in the machine's load falls on all alike; the ratios
-to ONNX Runtime fp32 are printed.
+Peers (never dependencies: `pip install --target DIR torch transformers onnxruntime onnx`, then
+--peer_dirs=DIR; skipped with a message when missing): the same weights as a Hugging Face folder
+(`write_folder`), loaded as transformers' BertForSequenceClassification, tokenized by its
+BertTokenizerFast from the same vocab.txt, padded to the request's longest (as its pipelines do):
+"torch eager" (inference mode); "onnxruntime fp32" (`torch.onnx.export` with dynamic batch and
+sequence axes, ORT_ENABLE_ALL); "onnxruntime int8" (that file through `quantize_dynamic`). Every
+path's probabilities are compared with ours at fixed length before timing.
+
+Each side (ours; torch eager; onnxruntime fp32; onnxruntime int8) runs in its own process (this
+script again, with --side), so that the thread pools of TensorFlow, PyTorch and ONNX Runtime never
+compete: in one process PyTorch's batch-1 p50 came out 10-25x its figure alone. Every side gets
+--intra_op_threads threads (0: the cores) and --inter_op_threads (0: the library's default), set as
+each library documents (tf.config.threading, torch.set_num_threads, ORT SessionOptions). The sides
+stay loaded and take turns for --rounds rounds (the idle ones wait on a pipe), each timing the same
+requests, so that a change in the machine's load falls on all alike. Yet PyTorch's OpenMP threads
+suffer most on a machine loaded past its cores (load 7 on 2 cores: batch-1 p50 0.3-1.6 s at 2 threads,
+0.10 s at 1): read its figures with the printed load, or compare all sides at --intra_op_threads=1.
 
 --accuracy_run: what int8 costs in accuracy instead of the speed. A run_classifier.py output_dir
 (single sentences) is exported as export_saved_model.py does, in float and with --quantize=int8,
@@ -41,22 +44,19 @@ and both classify --accuracy_tsv (a GLUE SST-2 layout file: a header, then sente
 their accuracy, how many predictions differ, and the largest probability difference.
 """
 
+import importlib.util
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
-import tensorflow as tf
 from absl import app, flags, logging
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/serving.py`: bert_tf from this checkout
-
-from bert_tf import BertClassifier, BertConfig, BertEncoder  # noqa: E402
-from bert_tf.export.common import ServingOptions  # noqa: E402
-from bert_tf.export.preprocessor import export_preprocessor  # noqa: E402
-from bert_tf.tasks.classifier.export import export_classifier  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("config", "base", ["base", "small", "tiny"], "The model's shape.")
@@ -68,11 +68,14 @@ flags.DEFINE_integer("throughput_calls", 6, "Timed batches of each path per roun
 flags.DEFINE_integer("rounds", 3, "The paths take turns this many times.")
 flags.DEFINE_list("ours", ["fixed", "dynamic", "dynamic+xla", "int8", "int8+xla"], "Our exports to measure.")
 flags.DEFINE_list("peer_dirs", [], "Folders holding torch, transformers, onnxruntime, onnx (appended to sys.path).")
-flags.DEFINE_integer("intra_op_threads", 0, "TensorFlow's intra-op threads (0: its default, the cores).")
-flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow's inter-op threads (0: its default).")
+flags.DEFINE_integer("intra_op_threads", 0, "Every side's intra-op threads (0: the machine's cores).")
+flags.DEFINE_integer("inter_op_threads", 0, "Every side's inter-op threads (0: each library's default).")
 flags.DEFINE_string("accuracy_run", None, "A run_classifier output_dir: compare its float and int8 exports.")
 flags.DEFINE_string("accuracy_tsv", os.path.join(REPO, "data", "sentiment", "dev.tsv"), "sentence TAB label, a header.")
 flags.DEFINE_bool("smoke", False, "The tiny config, a few calls, no peers unless --peer_dirs names them.")
+flags.DEFINE_enum("side", None, ["ours", "torch", "ort_fp32", "ort_int8"],
+                  "Internal: serve this side's paths to the driving process over stdin/stdout.")
+flags.DEFINE_string("side_dir", None, "Internal: the folder the sides share (vocab, exports, HF folder, ONNX files).")
 
 CONFIGS = {
     "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
@@ -80,20 +83,23 @@ CONFIGS = {
     "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
 }
 OURS = {  # name -> ServingOptions
-    "fixed": dict(length_bucket=None),
-    "dynamic": dict(jit_compile=False),
-    "dynamic+xla": dict(jit_compile=True),
-    "int8": dict(quantize="int8", jit_compile=False),
-    "int8+xla": dict(quantize="int8", jit_compile=True),
+    "fixed": dict(length_bucket=None), "dynamic": dict(jit_compile=False), "dynamic+xla": dict(jit_compile=True),
+    "int8": dict(quantize="int8", jit_compile=False), "int8+xla": dict(quantize="int8", jit_compile=True),
 }
 VOCAB_SIZE = 30522
+NOT_PROBABILITIES = {"tokenize+pack"}  # timed, but gives the input_mask
 
 
-def corpus():
-    """`(singles, pairs)`: the corpus's sentences as `(text, "")`, and each with the next one."""
+def workload():
+    """`(ones, batches)`: batch-1 and --batch_size requests of data/corpus.txt's sentences, singles
+    (`(text, "")`) and pairs (each with the next one) in turn."""
     with open(os.path.join(REPO, "data", "corpus.txt"), encoding="utf-8") as f:
         sentences = [line.strip() for line in f if line.strip()]
-    return [(s, "") for s in sentences], list(zip(sentences, sentences[1:] + sentences[:1], strict=True))
+    singles, pairs = [(s, "") for s in sentences], list(zip(sentences, sentences[1:] + sentences[:1], strict=True))
+    ones = [x for both in zip(requests(singles, 1), requests(pairs, 1), strict=False) for x in both]
+    batches = [x for both in zip(requests(singles, FLAGS.batch_size), requests(pairs, FLAGS.batch_size), strict=False)
+               for x in both]
+    return ones, batches
 
 
 def vocab_file(directory):
@@ -107,108 +113,186 @@ def vocab_file(directory):
     return path
 
 
-def classifier(config, weights=None):
+def threads():
+    return FLAGS.intra_op_threads or os.cpu_count()
+
+
+def peers_found():
+    """`(torch and transformers, onnxruntime and onnx)` importable from --peer_dirs or the environment;
+    looked up without importing them, so that no process but their own loads them."""
+    sys.path.extend(d for d in FLAGS.peer_dirs if d not in sys.path)
+    found = {m: importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "onnxruntime", "onnx")}
+    return found["torch"] and found["transformers"], found["torch"] and found["onnxruntime"] and found["onnx"]
+
+
+def our_side(directory):
+    """Our exports and the preprocessor's tokenize+pack, loaded as a user would: name -> fn(a, b),
+    lines to print, and the warm-up requests (one per shape the dynamic exports meet). Also writes
+    the Hugging Face folder of the same weights when the PyTorch peer will run."""
+    import tensorflow as tf  # in this side's process only: the peers' processes never load TensorFlow
+
+    from bert_tf import BertClassifier, BertConfig, BertEncoder
+    from bert_tf.export.common import ServingOptions
+    from bert_tf.export.preprocessor import export_preprocessor
+    from bert_tf.tasks.classifier.export import export_classifier
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads())
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
+    config = BertConfig(vocab_size=VOCAB_SIZE, **CONFIGS[FLAGS.config])
     model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
-    if weights is not None:
-        model.set_weights(weights)
-    return model
-
-
-def our_paths(config, weights, vocab, directory):
-    """name -> fn(texts_a, texts_b) -> probabilities: each export of ours, loaded back."""
-    paths = {}
+    weights = model.get_weights()
+    vocab = os.path.join(directory, "vocab.txt")
+    paths, lines = {}, [f"ours: TensorFlow {tf.__version__}, threads intra {threads()} inter {FLAGS.inter_op_threads}"]
     for name in FLAGS.ours:
         serving = ServingOptions(**{"length_bucket": FLAGS.length_bucket, **OURS[name]})
         export_dir = os.path.join(directory, name)
         start = time.perf_counter()
-        export_classifier(classifier(config, weights), ["0", "1"], "single", True, vocab, True, FLAGS.seq_length,
-                          export_dir, serving=serving)
+        copy = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)  # int8 quantizes it in place
+        copy.set_weights(weights)
+        export_classifier(copy, ["0", "1"], "single", True, vocab, True, FLAGS.seq_length, export_dir, serving=serving)
         serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-        print(f"  exported {name} in {time.perf_counter() - start:.1f} s")
+        lines.append(f"exported {name} in {time.perf_counter() - start:.1f} s")
         paths[name] = lambda a, b, serve=serve: serve(text_a=tf.constant(a), text_b=tf.constant(b))["probabilities"]
     preprocessor_dir = os.path.join(directory, "preprocessor")
     export_preprocessor(vocab, True, preprocessor_dir, FLAGS.seq_length, length_bucket=FLAGS.length_bucket)
     preprocessor = tf.saved_model.load(preprocessor_dir)
-    pack = lambda a, b: preprocessor.bert_pack_inputs(  # noqa: E731
+    paths["tokenize+pack"] = lambda a, b: preprocessor.bert_pack_inputs(
         [preprocessor.tokenize(tf.constant(a)), preprocessor.tokenize(tf.constant(b))],
         seq_length=tf.constant(FLAGS.seq_length),
     )["input_mask"]
-    return paths, {"tokenize+pack": pack}
+    if peers_found()[0]:
+        from bert_tf.checkpoints.hf import write_folder
+
+        write_folder(model, os.path.join(directory, "hf"), vocab, True)
+    ones, batches = workload()
+    pack = paths["tokenize+pack"]
+    return paths, lines, one_per_shape(ones, pack) + one_per_shape(batches, pack)
 
 
-def peer_paths(model, vocab, directory):
-    """name -> fn(texts_a, texts_b) -> probabilities for each peer that imports; the skipped
-    ones' reasons."""
-    sys.path.extend(FLAGS.peer_dirs)
-    paths, skipped = {}, []
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        return paths, [f"PyTorch and ONNX Runtime peers skipped: {e} (pip install --target DIR torch transformers "
-                       "onnxruntime onnx; --peer_dirs=DIR)"]
-    from bert_tf.checkpoints.hf import write_folder
+def hf_encode(directory):
+    """fn(a, b, kind) -> transformers' encoding of a request, padded to its longest, cut at --seq_length."""
+    import transformers
 
-    folder = os.path.join(directory, "hf")
-    write_folder(model, folder, vocab, True)
-    hf_model = transformers.BertForSequenceClassification.from_pretrained(folder).eval()
-    tokenizer = transformers.BertTokenizerFast(vocab, do_lower_case=True)
+    tokenizer = transformers.BertTokenizerFast(os.path.join(directory, "vocab.txt"), do_lower_case=True)
 
     def encode(a, b, kind):
         texts = [a] if not any(b) else [a, b]
         return tokenizer(*texts, padding=True, truncation="longest_first", max_length=FLAGS.seq_length,
                          return_tensors=kind)
 
-    def torch_call(a, b):
+    return encode
+
+
+def torch_side(directory):
+    """PyTorch eager on the Hugging Face folder our side wrote; exports it to ONNX (dynamic batch and
+    sequence axes) for the ONNX Runtime sides when they will run."""
+    import torch
+    import transformers
+
+    torch.set_num_threads(threads())
+    if FLAGS.inter_op_threads:
+        torch.set_num_interop_threads(FLAGS.inter_op_threads)
+    hf_model = transformers.BertForSequenceClassification.from_pretrained(os.path.join(directory, "hf")).eval()
+    encode = hf_encode(directory)
+
+    def call(a, b):
         with torch.inference_mode():
             return torch.softmax(hf_model(**encode(a, b, "pt")).logits, -1).numpy()
 
-    paths["torch eager"] = torch_call
-    try:
-        paths.update(onnx_paths(torch, hf_model, encode, directory))
-    except ImportError as e:
-        skipped.append(f"ONNX Runtime peers skipped: {e} (pip install --target DIR onnxruntime onnx; --peer_dirs=DIR)")
-    print(f"  peers: torch {torch.__version__} ({torch.get_num_threads()} threads), transformers "
-          f"{transformers.__version__}, BertTokenizerFast")
-    return paths, skipped
+    lines = [f"torch eager: torch {torch.__version__} ({torch.get_num_threads()} threads, "
+             f"{torch.get_num_interop_threads()} inter-op), transformers {transformers.__version__}, BertTokenizerFast"]
+    if peers_found()[1]:
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        sample = encode(["a sentence"], ["and another"], "pt")
+        torch.onnx.export(
+            hf_model, tuple(sample[n] for n in names), os.path.join(directory, "model.onnx"), input_names=names,
+            output_names=["logits"], dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "logits"]},
+            opset_version=17, dynamo=False,
+        )
+    return {"torch eager": call}, lines, []
 
 
-def onnx_paths(torch, hf_model, encode, directory):
-    """ONNX Runtime fp32 and dynamic int8 sessions of `hf_model`, exported with dynamic axes."""
+def ort_side(directory, int8):
+    """ONNX Runtime on the ONNX file the PyTorch side exported (`int8`: through quantize_dynamic first)."""
     import onnxruntime as ort
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    sample = encode(["a sentence"], ["and another"], "pt")
-    fp32, int8 = os.path.join(directory, "model.onnx"), os.path.join(directory, "model_int8.onnx")
-    torch.onnx.export(
-        hf_model, tuple(sample[n] for n in names), fp32, input_names=names, output_names=["logits"],
-        dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "logits"]}, opset_version=17, dynamo=False,
-    )
-    quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8)
+    path = os.path.join(directory, "model.onnx")
+    if int8:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(path, os.path.join(directory, "model_int8.onnx"), weight_type=QuantType.QInt8)
+        path = os.path.join(directory, "model_int8.onnx")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    paths = {}
-    for name, path in (("onnxruntime fp32", fp32), ("onnxruntime int8", int8)):
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    options.intra_op_num_threads = threads()
+    options.inter_op_num_threads = FLAGS.inter_op_threads  # 0: its default
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    encode, names = hf_encode(directory), {i.name for i in session.get_inputs()}
 
-        def call(a, b, session=session):
-            feed = {n: v.astype(np.int64) for n, v in encode(a, b, "np").items() if n in names}
-            logits = session.run(["logits"], feed)[0]
-            e = np.exp(logits - logits.max(-1, keepdims=True))
-            return e / e.sum(-1, keepdims=True)
+    def call(a, b):
+        feed = {n: v.astype(np.int64) for n, v in encode(a, b, "np").items() if n in names}
+        logits = session.run(["logits"], feed)[0]
+        e = np.exp(logits - logits.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
 
-        paths[name] = call
-    print(f"  onnxruntime {ort.__version__} ({ort.get_device()}), ONNX opset 17, ORT_ENABLE_ALL")
-    return paths
+    name = f"onnxruntime {'int8' if int8 else 'fp32'}"
+    return {name: call}, [f"{name}: onnxruntime {ort.__version__} ({ort.get_device()}), ONNX opset 17, "
+                          f"ORT_ENABLE_ALL, intra {threads()} inter {FLAGS.inter_op_threads} threads"], []
+
+
+def serve_side():
+    """--side: load the side's paths, then answer the driver's commands (a JSON line each way)
+    until it closes stdin."""
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # whatever the libraries print goes to stderr, not into the protocol
+    peers_found()  # puts --peer_dirs on sys.path
+    build = {"ours": our_side, "torch": torch_side, "ort_fp32": lambda d: ort_side(d, False),
+             "ort_int8": lambda d: ort_side(d, True)}[FLAGS.side]
+    paths, lines, warm_up = build(FLAGS.side_dir)
+    protocol.write(json.dumps({"lines": lines, "warm_up": warm_up}) + "\n")
+    protocol.flush()
+    ones, batches = workload()
+    for line in sys.stdin:
+        command = json.loads(line)
+        if command["op"] == "agree":
+            reply = {name: [np.asarray(fn(a, b)).tolist() for a, b in command["requests"]]
+                     for name, fn in paths.items() if name not in NOT_PROBABILITIES}
+        elif command["op"] == "warm":  # untimed: the first call of each shape (XLA compiles, caches fill)
+            reply = {name: timed(fn, command["requests"], len(command["requests"]), 0) for name, fn in paths.items()}
+        else:  # "round": every path's batch-1 and batch calls of round `round`, one path after the other
+            r = command["round"]
+            reply = {name: (timed(fn, ones, FLAGS.latency_calls, r * FLAGS.latency_calls),
+                            timed(fn, batches, FLAGS.throughput_calls, r * FLAGS.throughput_calls))
+                     for name, fn in paths.items()}
+        protocol.write(json.dumps(reply) + "\n")
+        protocol.flush()
+
+
+class Side:
+    """A side's process (this script again, with this run's flags and --side) and its pipes."""
+
+    def __init__(self, side, directory):
+        argv = [a for a in sys.argv[1:] if not a.startswith("--side")]
+        self.side, self.process = side, subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), *argv, f"--side={side}", f"--side_dir={directory}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.ready = self.ask()
+
+    def ask(self, **command):
+        """The side's answer to `command` (none: its first line, once it has loaded)."""
+        if command:
+            self.process.stdin.write(json.dumps(command) + "\n")
+            self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.side} side's process ended with {self.process.wait()} (its stderr above)")
+        return json.loads(line)
 
 
 def requests(examples, batch):
     """The examples as `(texts_a, texts_b)` requests of `batch` consecutive examples."""
-    return [
-        ([a for a, _ in examples[i : i + batch]], [b for _, b in examples[i : i + batch]])
-        for i in range(0, len(examples) - batch + 1, batch)
-    ]
+    starts = range(0, len(examples) - batch + 1, batch)
+    return [([a for a, _ in examples[i : i + batch]], [b for _, b in examples[i : i + batch]]) for i in starts]
 
 
 def timed(fn, calls, count, start):
@@ -222,15 +306,6 @@ def timed(fn, calls, count, start):
     return times
 
 
-def agreement(paths, reference, sample):
-    """The largest probability difference of each path from `reference` on `sample`'s requests."""
-    want = [np.asarray(paths[reference](a, b)) for a, b in sample]
-    return {
-        name: max(float(np.abs(np.asarray(fn(a, b)) - w).max()) for (a, b), w in zip(sample, want, strict=True))
-        for name, fn in paths.items()
-    }
-
-
 def one_per_shape(calls, pack):
     """The first of `calls` at each length the dynamic exports pad it to (`pack` gives its
     input_mask at the fixed length): a warm-up that meets every shape XLA compiles."""
@@ -241,23 +316,48 @@ def one_per_shape(calls, pack):
     return list(seen.values())
 
 
-def measure(paths, ones, batches, warm_up):
-    """name -> (p50 ms, p99 ms, sequences/s): the paths taking turns for --rounds rounds, after
-    one untimed call of each path on every request of `warm_up`."""
-    latency, throughput = {n: [] for n in paths}, {n: [] for n in paths}
-    for fn in paths.values():
-        timed(fn, warm_up, len(warm_up), 0)
+def start_sides(directory):
+    """The sides' processes, ours first (it writes what the peers load), and the skipped peers' reasons."""
+    torch_found, onnx_found = peers_found()
+    sides, skipped = [Side("ours", directory)], []
+    if not torch_found:
+        return sides, [f"PyTorch and ONNX Runtime peers skipped: torch or transformers not found in {FLAGS.peer_dirs} "
+                       "(pip install --target DIR torch transformers onnxruntime onnx; --peer_dirs=DIR)"]
+    sides.append(Side("torch", directory))
+    if onnx_found:
+        sides += [Side("ort_fp32", directory), Side("ort_int8", directory)]
+    else:
+        skipped.append("ONNX Runtime peers skipped: onnxruntime or onnx not found (pip install --target DIR "
+                       "onnxruntime onnx; --peer_dirs=DIR)")
+    return sides, skipped
+
+
+def agreement(sides, sample):
+    """The largest probability difference of each path from ours at --ours[0] on `sample`'s requests."""
+    answers = {name: got for side in sides for name, got in side.ask(op="agree", requests=sample).items()}
+    want = [np.asarray(w) for w in answers[FLAGS.ours[0]]]
+    return {name: max(float(np.abs(np.asarray(g) - w).max()) for g, w in zip(got, want, strict=True))
+            for name, got in answers.items()}
+
+
+def measure(sides, warm_up):
+    """name -> (p50 ms, p99 ms, sequences/s): the sides taking turns for --rounds rounds (within ours,
+    its paths one after the other), after one untimed call of each path on every request of `warm_up`."""
+    latency, throughput = {}, {}
+    for side in sides:
+        side.ask(op="warm", requests=warm_up)
     for round_ in range(FLAGS.rounds):
-        for name, fn in paths.items():
-            latency[name] += timed(fn, ones, FLAGS.latency_calls, round_ * FLAGS.latency_calls)
-            throughput[name] += timed(fn, batches, FLAGS.throughput_calls, round_ * FLAGS.throughput_calls)
+        for side in sides:
+            for name, (ones, batches) in side.ask(op="round", round=round_).items():
+                latency.setdefault(name, []).extend(ones)
+                throughput.setdefault(name, []).extend(batches)
     return {
         name: (
             float(np.percentile(latency[name], 50)) * 1000,
             float(np.percentile(latency[name], 99)) * 1000,
             FLAGS.batch_size * len(throughput[name]) / sum(throughput[name]),
         )
-        for name in paths
+        for name in latency
     }
 
 
@@ -267,26 +367,27 @@ def report(rows, differences):
     for name, (p50, p99, per_second) in rows.items():
         difference = f"{differences[name]:9.1e}" if name in differences else f"{'':9}"
         print(f"  {name:20} {p50:12.1f} {p99:12.1f} {per_second:13.1f} {difference}")
-    if "tokenize+pack" in rows:
-        for name in ("dynamic", "dynamic+xla"):
-            if name in rows:
-                print(f"  tokenize+pack: {100 * rows['tokenize+pack'][0] / rows[name][0]:.0f}% of {name}'s p50")
+    for name in ("dynamic", "dynamic+xla"):
+        if name in rows and "tokenize+pack" in rows:
+            print(f"  tokenize+pack: {100 * rows['tokenize+pack'][0] / rows[name][0]:.0f}% of {name}'s p50")
     reference = rows.get("onnxruntime fp32")
     if reference:
         print("  ratios to onnxruntime fp32 (p50: ours / ORT, below 1 is faster; throughput: ours / ORT):")
         for name, (p50, _, per_second) in rows.items():
             print(f"    {name:20} p50 {p50 / reference[0]:5.2f}x   throughput {per_second / reference[2]:5.2f}x")
-    int8 = rows.get("onnxruntime int8")
-    if int8:
-        for name in ("int8", "int8+xla"):
-            if name in rows:
-                print(f"  {name} against onnxruntime int8: p50 {rows[name][0] / int8[0]:.2f}x, "
-                      f"throughput {rows[name][2] / int8[2]:.2f}x")
+    for name in ("int8", "int8+xla") if "onnxruntime int8" in rows else ():
+        if name in rows:
+            int8 = rows["onnxruntime int8"]
+            print(f"  {name} against onnxruntime int8: p50 {rows[name][0] / int8[0]:.2f}x, "
+                  f"throughput {rows[name][2] / int8[2]:.2f}x")
 
 
 def int8_accuracy(run, tsv):
     """Dev accuracy of `run`'s float and int8 exports (and how far their probabilities are apart)."""
+    import tensorflow as tf
+
     from bert_tf.export import exports
+    from bert_tf.export.common import ServingOptions
 
     with open(tsv, encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t") for line in f][1:]
@@ -313,36 +414,32 @@ def main(argv):
     if FLAGS.accuracy_run:
         print(f"{FLAGS.accuracy_run} on {FLAGS.accuracy_tsv}:")
         return int8_accuracy(FLAGS.accuracy_run, FLAGS.accuracy_tsv)
-    if FLAGS.smoke:
+    if FLAGS.smoke:  # the sides start with --smoke too, and so read the same values
         smoke = dict(config="tiny", seq_length=32, latency_calls=4, throughput_calls=1, rounds=1, batch_size=4,
                      ours=["fixed", "dynamic+xla", "int8"])
         for name, value in smoke.items():
             if not FLAGS[name].present:
                 FLAGS[name].value = value
-    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
-    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
-    config = BertConfig(vocab_size=VOCAB_SIZE, **CONFIGS[FLAGS.config])
-    print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU cores, threads intra {FLAGS.intra_op_threads} inter "
-          f"{FLAGS.inter_op_threads} (0: default); {FLAGS.config}: L={config.num_hidden_layers} "
-          f"H={config.hidden_size} A={config.num_attention_heads} I={config.intermediate_size}, vocab {VOCAB_SIZE}, "
-          f"seq_length {FLAGS.seq_length}, length_bucket {FLAGS.length_bucket}")
-    model = classifier(config)
-    weights = model.get_weights()
-    singles, pairs = corpus()
-    ones = [x for both in zip(requests(singles, 1), requests(pairs, 1), strict=False) for x in both]
-    batches = [x for both in zip(requests(singles, FLAGS.batch_size), requests(pairs, FLAGS.batch_size), strict=False)
-               for x in both]
+    if FLAGS.side:
+        return serve_side()
+    shape = CONFIGS[FLAGS.config]
+    print(f"{os.cpu_count()} CPU cores, every side in its own process with intra-op threads {threads()}, inter-op "
+          f"{FLAGS.inter_op_threads} (0: the library's default); {FLAGS.config}: L={shape['num_hidden_layers']} "
+          f"H={shape['hidden_size']} A={shape['num_attention_heads']} I={shape['intermediate_size']}, vocab "
+          f"{VOCAB_SIZE}, seq_length {FLAGS.seq_length}, length_bucket {FLAGS.length_bucket}")
+    ones, batches = workload()
     with tempfile.TemporaryDirectory() as directory:
-        vocab = vocab_file(directory)
-        paths, preprocessing = our_paths(config, weights, vocab, directory)
-        peers, skipped = peer_paths(model, vocab, directory)
-        for line in skipped:
-            print(f"  {line}")
-        paths.update(peers)
-        differences = agreement(paths, FLAGS.ours[0], ones[:8] + batches[:2])
-        pack = preprocessing["tokenize+pack"]
-        warm_up = one_per_shape(ones, pack) + one_per_shape(batches, pack)
-        rows = measure({**paths, **preprocessing}, ones, batches, warm_up)
+        vocab_file(directory)
+        sides, skipped = start_sides(directory)
+        try:
+            for line in [*(line for side in sides for line in side.ready["lines"]), *skipped]:
+                print(f"  {line}")
+            differences = agreement(sides, ones[:8] + batches[:2])
+            rows = measure(sides, sides[0].ready["warm_up"])
+        finally:
+            for side in sides:
+                side.process.stdin.close()
+                side.process.wait()
     print(f"batch 1: {FLAGS.rounds * FLAGS.latency_calls} calls per path (singles and pairs in turn), batch "
           f"{FLAGS.batch_size}: {FLAGS.rounds * FLAGS.throughput_calls} batches; {FLAGS.rounds} rounds; "
           f"load average {os.getloadavg()[0]:.1f}; max |dp|: probabilities against {FLAGS.ours[0]}")
