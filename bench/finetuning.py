@@ -227,9 +227,13 @@ def pytorch_peer(data, vocab, padding, processes):
     handle, spec_path = tempfile.mkstemp(dir=os.path.dirname(vocab), prefix="peer-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as f:
         json.dump(spec, f)
+    # torch's OpenMP threads spin while they wait (libgomp's active policy): on a machine with more
+    # runnable threads than cores a spinning thread holds the core its partner needs, and its rate fell
+    # from 47-103 to 8-9 examples/s (L=4 H=256, 2 cores at load 7); passive waiting, unless set otherwise.
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     peer = processes.enter_context(subprocess.Popen(
         [sys.executable, os.path.join(REPO, "bench", "finetuning_pytorch_peer.py"), spec_path],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
     ))
     if peer.stdout.readline().strip() != "ready":
         raise RuntimeError(f"the PyTorch peer ({padding}) did not start: exit status {peer.wait()}")
