@@ -24,7 +24,8 @@ tables and embeddings have BERT-Base's size). Every side starts from the same te
   runs it, each batch padded to its longest row by DataCollatorWithPadding ("dynamic") or to
   --seq_length ("fixed"); bench/finetuning_pytorch_peer.py says the rest. It runs in a process of
   its own per text and padding (TensorFlow's and torch's thread pools in one process compete for
-  the cores), taking its turn in each round; both sides use --threads threads, one at a time.
+  the cores), taking its turn in each round; both sides use --threads threads, one at a time (its
+  OpenMP threads wait passively unless OMP_WAIT_POLICY says otherwise: see `pytorch_peer`).
   transformers and torch are no dependencies: install them into a folder of their own
   (`pip install --target DIR transformers torch`) and pass `--peer_path=DIR`; without them the peer
   is skipped with a message.
