@@ -4,7 +4,8 @@ PyTorch (and keras-hub when installed); LoRA beside full fine-tuning.
 
     python bench/finetuning.py [--num_layers=4 --hidden_size=256 --num_heads=4 --intermediate_size=1024
                                 --seq_length=128 --batch_size=32 --steps=30 --rounds=3]
-                               [--text=single,pairs] [--peer_path=DIR] [--lora_rank=8]
+                               [--text=single,pairs] [--peer_path=DIR] [--lora_rank=8] [--threads=N]
+    python bench/finetuning.py --save_defaults [--rounds=2 --steps=20]  # this machine's jit_compile
     python bench/finetuning.py --smoke [--lora_rank=4]  # tiny config, a few steps (the suite's)
 
 Text (`--text`): "single", data/corpus.txt's sentences as they are, one per example; "pairs", two
@@ -15,11 +16,16 @@ tables and embeddings have BERT-Base's size). Every side starts from the same te
   batches cut to their longest row rounded up to --length_bucket (run_classifier's default), "fixed":
   padded to --seq_length (`--pad_to_max_seq_length`, the original's shapes); each with XLA off and on.
   "default" is dynamic with `--jit_compile` left unset, which `bert_tf.training.speed` resolves per
-  platform: the XLA on/off ratios printed here are the measurement behind its CPU choice.
-- PyTorch: transformers' BertForSequenceClassification of the same shape (tanh GELU, as ours),
-  eager, torch's AdamW (weight decay 0.01), linear warm-up and decay, gradients clipped to norm 1,
-  as its Trainer runs it: the text tokenized once up front by its fast tokenizer from the same
-  vocab.txt (as `datasets.map` does), each batch padded to its longest row by DataCollatorWithPadding.
+  platform and machine: the XLA on/off ratios printed here are the measurement behind its CPU
+  choice, and `--save_defaults` (XLA off and on, dynamic padding, unless --xla/--padding are given)
+  saves that choice for this machine, where the scripts find it ($BERT_TF_SPEED_FILE, default
+  ~/.cache/bert_tf/speed_defaults.json).
+- PyTorch: transformers' BertForSequenceClassification of the same shape, eager, as its Trainer
+  runs it, each batch padded to its longest row by DataCollatorWithPadding ("dynamic") or to
+  --seq_length ("fixed"); bench/finetuning_pytorch_peer.py says the rest. It runs in a process of
+  its own per text and padding (TensorFlow's and torch's thread pools in one process compete for
+  the cores), taking its turn in each round; both sides use --threads threads, one at a time (its
+  OpenMP threads wait passively unless OMP_WAIT_POLICY says otherwise: see `pytorch_peer`).
   transformers and torch are no dependencies: install them into a folder of their own
   (`pip install --target DIR transformers torch`) and pass `--peer_path=DIR`; without them the peer
   is skipped with a message.
@@ -38,11 +44,15 @@ are not among the training ones) and their dev accuracy printed: full fine-tunin
 --learning_rate, LoRA at --lora_learning_rate (LoRA takes a larger rate, as in the paper's runs).
 """
 
+import contextlib
 import functools
+import importlib.util
 import inspect
+import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,8 +87,8 @@ flags.DEFINE_integer("examples", 4096, "Training examples.")
 flags.DEFINE_integer("rounds", 3, "Alternating measurement rounds.")
 flags.DEFINE_list("text", ["single", "pairs"], "single: one corpus sentence per example; pairs: two consecutive.")
 flags.DEFINE_list("padding", ["dynamic", "fixed"], "Our loop with batches cut to their longest row / fixed.")
-# run_classifier's default bucket once dynamic padding is there (bert_tf.training.settings.LENGTH_BUCKET).
-flags.DEFINE_integer("length_bucket", getattr(settings_module, "LENGTH_BUCKET", 32), "Dynamic padding's bucket.")
+flags.DEFINE_integer("length_bucket", settings_module.LENGTH_BUCKET, "Dynamic padding's bucket (run_classifier's "
+                     "default: bert_tf.training.settings.LENGTH_BUCKET).")
 flags.DEFINE_list("xla", ["false", "true"], "Our loop with XLA off / on.")
 flags.DEFINE_string("peer_path", None, "A folder holding transformers and torch (pip install --target), for the peer.")
 flags.DEFINE_integer("lora_rank", 0, "Also our loop with LoRA of this rank (0: full fine-tuning only).")
@@ -87,12 +97,19 @@ flags.DEFINE_float("learning_rate", 1e-4, "The separable task: full fine-tuning'
 flags.DEFINE_float("lora_learning_rate", 1e-3, "The separable task: LoRA's learning rate.")
 flags.DEFINE_integer("accuracy_steps", 300, "The separable task: training steps (0: no accuracy figures).")
 flags.DEFINE_integer("accuracy_seq_length", 32, "The separable task: its sequence length.")
+flags.DEFINE_bool("save_defaults", False, "Measure XLA on and off at the default flags (dynamic padding) and save "
+                  "the faster as this machine's jit_compile default (bert_tf.training.speed).")
+flags.DEFINE_integer("threads", os.cpu_count(), "Threads of each side (TensorFlow's intra- and inter-op pools, "
+                     "torch's), one side at a time.")
 flags.DEFINE_bool("smoke", False, "A tiny config and a few steps (flags given still win).")
 
 # --smoke: what a quick check of every code path needs.
 SMOKE = dict(num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, vocab_size=1000, seq_length=32,
              batch_size=8, steps=2, examples=64, rounds=1, xla=["false"], accuracy_steps=6, length_bucket=8,
              text=["pairs"])
+# Our flags that the PyTorch peer's process takes as they are (bench/finetuning_pytorch_peer.py).
+PEER_FLAGS = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "vocab_size", "seq_length", "batch_size",
+              "steps", "rounds")
 MARKERS = ("market", "winter")  # the separable task's label 0 and 1 words
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # Whether ClassifierTask cuts batches itself (dynamic padding in the library); else the bench does,
@@ -188,59 +205,44 @@ def ours(kind, padding, xla, data, vocab, out, lora_rank=0):
 
 
 @functools.cache
-def pytorch_modules():
-    """(torch, transformers), or None with a message (once) when they are not installed."""
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        print(f"PyTorch peer skipped: {e} (install transformers and torch into a folder, pass --peer_path)")
-        return None
-    return torch, transformers
+def pytorch_available():
+    """Whether transformers and torch can be imported (looked up, not imported: torch's thread pools
+    stay out of this process); a message when not."""
+    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"PyTorch peer skipped: no {' or '.join(missing)} (install transformers and torch into a folder, "
+              "pass --peer_path)")
+    return not missing
 
 
-def pytorch_peer(data, vocab, padding):
-    """A function measuring transformers' examples/s once (module docstring), each batch padded to its
-    longest row ("dynamic") or to --seq_length ("fixed"); None when not installed."""
-    if pytorch_modules() is None:
+def pytorch_peer(data, vocab, padding, processes):
+    """A function measuring transformers' examples/s once (module docstring) in a process of its own
+    (bench/finetuning_pytorch_peer.py), started here and warmed up; each batch padded to its longest
+    row ("dynamic") or to --seq_length ("fixed"); None when not installed. `processes`: an ExitStack
+    that ends the process (its input closed, it exits)."""
+    if not pytorch_available():
         return None
-    torch, transformers = pytorch_modules()
     a, b, y = (list(column) for column in zip(*data, strict=True))
-    tokenizer = transformers.BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
-    encoded = tokenizer(a, b if b[0] is not None else None, truncation=True, max_length=FLAGS.seq_length)
-    rows = [{**{k: v[i] for k, v in encoded.items()}, "labels": y[i]} for i in range(len(y))]
-    fixed = {"padding": "max_length", "max_length": FLAGS.seq_length} if padding == "fixed" else {}
-    collate = transformers.DataCollatorWithPadding(tokenizer, **fixed)
-    torch.manual_seed(0)
-    model = transformers.BertForSequenceClassification(transformers.BertConfig(
-        vocab_size=FLAGS.vocab_size, hidden_size=FLAGS.hidden_size, num_hidden_layers=FLAGS.num_layers,
-        num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_size, hidden_act="gelu_new",
-        type_vocab_size=2, num_labels=2,
+    spec = dict(text_a=a, text_b=b, labels=y, vocab=vocab, padding=padding, peer_path=FLAGS.peer_path or "",
+                threads=FLAGS.threads, **{name: FLAGS[name].value for name in PEER_FLAGS})
+    handle, spec_path = tempfile.mkstemp(dir=os.path.dirname(vocab), prefix="peer-", suffix=".json")
+    with os.fdopen(handle, "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    # torch's OpenMP threads spin while they wait (libgomp's active policy): on a machine with more
+    # runnable threads than cores a spinning thread holds the core its partner needs, and its rate fell
+    # from 47-103 to 8-9 examples/s (L=4 H=256, 2 cores at load 7); passive waiting, unless set otherwise.
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    peer = processes.enter_context(subprocess.Popen(
+        [sys.executable, os.path.join(REPO, "bench", "finetuning_pytorch_peer.py"), spec_path],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
     ))
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
-    total = 10 + FLAGS.rounds * FLAGS.steps
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, 10, total)
-    order = np.random.default_rng(0).permutation(len(rows))
-    position = [0]
-
-    def run(steps):
-        for _ in range(steps):
-            start = position[0] % (len(rows) - FLAGS.batch_size)
-            position[0] += FLAGS.batch_size
-            batch = collate([rows[i] for i in order[start:start + FLAGS.batch_size]])
-            model(**batch).loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-
-    run(10)  # warm-up
+    if peer.stdout.readline().strip() != "ready":
+        raise RuntimeError(f"the PyTorch peer ({padding}) did not start: exit status {peer.wait()}")
 
     def measure():
-        start = time.perf_counter()
-        run(FLAGS.steps)
-        return FLAGS.steps * FLAGS.batch_size / (time.perf_counter() - start)
+        peer.stdin.write("measure\n")
+        peer.stdin.flush()
+        return float(peer.stdout.readline())
 
     return measure
 
@@ -383,17 +385,36 @@ def report_rates(kind, rates, lengths):
             print(f"  {title}: {text}", flush=True)
 
 
-def report_xla(rates):
-    """The measurement behind jit_compile's CPU default: XLA on / off over every text and padding."""
-    pairs = [(r[ours_name(p, True)], r[ours_name(p, False)]) for r in rates.values() for p in FLAGS.padding
+def xla_speedup(rates, paddings):
+    """XLA on / off of our loop: the geometric mean over the texts and `paddings` of the medians'
+    ratios; None when no pair was measured."""
+    pairs = [(r[ours_name(p, True)], r[ours_name(p, False)]) for r in rates.values() for p in paddings
              if ours_name(p, True) in r and ours_name(p, False) in r]
     if not pairs:
+        return None
+    return float(np.exp(np.mean([np.log(statistics.median(on) / statistics.median(off)) for on, off in pairs])))
+
+
+def report_xla(rates):
+    """The measurement behind jit_compile's CPU choice: XLA on / off over every text and padding."""
+    mean = xla_speedup(rates, FLAGS.padding)
+    if mean is None:
         return
-    mean = float(np.exp(np.mean([np.log(statistics.median(on) / statistics.median(off)) for on, off in pairs])))
-    platform = speed.current_platform()
-    print(f"XLA on / off on this machine ({platform}): {mean:.2f}x (geometric mean of the medians above): the "
-          f"measurement supports jit_compile={mean > 1} here; unset, it resolves to {speed.jit_compile_for(None)} "
-          f"(bert_tf.training.speed.JIT_COMPILE_BY_PLATFORM[{platform!r}])", flush=True)
+    choice = speed.choose_jit_compile(None)
+    print(f"XLA on / off on this machine ({speed.current_platform()}): {mean:.2f}x (geometric mean of the medians "
+          f"above): the measurement supports jit_compile={mean > 1} here; unset, it resolves to {choice.value} "
+          f"({choice.source})", flush=True)
+
+
+def save_defaults(rates):
+    """Saves jit_compile's measured choice for this machine (`speed.save_measured`): XLA on when it
+    made our step faster at the default flags (dynamic padding, over the texts measured)."""
+    mean = xla_speedup(rates, ["dynamic"])
+    if mean is None:
+        raise app.UsageError("--save_defaults needs dynamic padding measured with XLA on and off (--xla=false,true)")
+    path = speed.save_measured(mean > 1, mean)
+    print(f"saved jit_compile={mean > 1} for this machine (XLA on / off at the default flags, dynamic padding: "
+          f"{mean:.2f}x) to {path}; the scripts use it where --jit_compile is not given", flush=True)
 
 
 def report_lora(trainers, vocab, tmp):
@@ -423,27 +444,37 @@ def main(argv):
         for name, value in SMOKE.items():
             if not FLAGS[name].present:
                 FLAGS[name].value = value
+    if FLAGS.save_defaults:  # what the saved choice rests on, unless given
+        for name, value in (("xla", ["false", "true"]), ("padding", ["dynamic"])):
+            if not FLAGS[name].present:
+                FLAGS[name].value = value
+    # TensorFlow's documented thread settings (before its runtime starts); the PyTorch peer sets the same count.
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     if FLAGS.peer_path:
         sys.path.append(FLAGS.peer_path)  # after ours: the peers' own numpy must not shadow ours
     print(
         f"config: L={FLAGS.num_layers} H={FLAGS.hidden_size} A={FLAGS.num_heads} I={FLAGS.intermediate_size} "
         f"vocab={FLAGS.vocab_size} seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
         f"length_bucket={FLAGS.length_bucket}, fp32, real-length text; batches cut by "
-        f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}",
+        f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}; {FLAGS.threads} threads",
         flush=True,
     )
     datas = {kind: texts(kind) for kind in FLAGS.text}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as processes:
         vocab = vocab_file(tmp)
         peers = {}
         for kind, data in datas.items():
-            found = {pytorch_name(p): pytorch_peer(data, vocab, p) for p in FLAGS.padding}
+            found = {pytorch_name(p): pytorch_peer(data, vocab, p, processes) for p in FLAGS.padding}
             found[KERAS_HUB] = keras_hub_peer(data, vocab)
             peers[kind] = {name: run for name, run in found.items() if run is not None}
         rates, trainers = measure(datas, vocab, peers, tmp)
+        processes.close()  # the peers are done
         for kind, data in datas.items():
             report_rates(kind, rates[kind], word_pieces(data, vocab))
         report_xla(rates)
+        if FLAGS.save_defaults:
+            save_defaults(rates)
         if FLAGS.lora_rank:
             report_lora(trainers, vocab, tmp)
 

@@ -65,7 +65,8 @@ def define_training_flags(default_seed=12345):
     )
     flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw: the original's; lamb: for large batches.")
     flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"], "Compute dtype policy.")
-    flags.DEFINE_bool("jit_compile", None, "Compile the training step with XLA (default: by platform, as measured).")
+    flags.DEFINE_bool("jit_compile", None, "Compile the training step with XLA (default: on GPU/TPU; on CPU this "
+                      "machine's measured choice, saved by `python bench/finetuning.py --save_defaults`, else off).")
     flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step (train_batch_size is the total).")
     flags.DEFINE_integer("steps_per_execution", None, "Steps per call (default 1; iterations_per_loop on TPU).")
     flags.DEFINE_integer("random_seed", default_seed, "Seed of initialisation, dropout and data order (exact resume).")
@@ -118,8 +119,12 @@ def create_strategy(flag_values):
 def settings_or_fail(settings_class, flag_values, **values):
     """The loop's settings (`TrainingSettings` or a subclass): the flags every training script
     has, plus `values`; a bad value is a one-line error naming the flag."""
-    from bert_tf.training.speed import jit_compile_for
+    from bert_tf.training.speed import choose_jit_compile
 
+    jit = choose_jit_compile(flag_values.jit_compile, use_tpu=strategy_name(flag_values) == "tpu")
+    if jit.warning:
+        logging.warning("%s", jit.warning)
+    logging.info("jit_compile=%s: %s", jit.value, jit.source)
     shared = dict(
         output_dir=flag_values.output_dir,
         train_batch_size=flag_values.train_batch_size,
@@ -130,7 +135,7 @@ def settings_or_fail(settings_class, flag_values, **values):
         gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
         steps_per_execution=steps_per_execution(flag_values),
         keep_checkpoints=flag_values.keep_checkpoints,
-        jit_compile=jit_compile_for(flag_values.jit_compile, use_tpu=strategy_name(flag_values) == "tpu"),
+        jit_compile=jit.value,
         seed=flag_values.random_seed,
     )
     try:

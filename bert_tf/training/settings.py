@@ -75,10 +75,13 @@ class TrainingSettings:
 
 
 # Batches are cut to their longest row rounded up to a multiple of this (`bert_tf.data.lengths`):
-# 128 / 32 = 4 shapes at the default max_seq_length (4 traces, 4 XLA programs), while a batch of
-# real sentences (27 pieces on average, the longest of 32 often under 64) keeps at most 31
-# positions of padding per row beyond its longest.
-LENGTH_BUCKET = 32
+# 128 / 8 = 16 shapes at the default max_seq_length (16 traces, 16 XLA programs, each made once),
+# and at most 7 positions of padding per row beyond the batch's longest. Measured by
+# bench/finetuning.py (L=4 H=256 A=4 I=1024, vocab 30,522, batch 32, default flags; medians of 3
+# rounds for 8 and 16, 2 for 32, a 2-core AMD EPYC with AVX-512 at load 5-6), examples/s for
+# single sentences (14.4 pieces on average, longest 20) / pairs (27.8, longest 34): bucket 8:
+# 235 / 168; 16: 175 / 128; 32: 202 / 84 (pairs of 33-34 pieces pad to 64).
+LENGTH_BUCKET = 8
 
 
 def padding_settings(length_bucket=LENGTH_BUCKET, pad_to_max_seq_length=False, group_by_length=False):

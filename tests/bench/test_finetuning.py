@@ -1,9 +1,11 @@
 """bench/finetuning.py in its smoke size, run from the repository root as its docstring says: our
 loop's throughput on sentence pairs, with batches cut to their longest row and at fixed
-padding, beside transformers on PyTorch (the interoperability tests' peer folder); with and without
-LoRA, their trainable parameters and optimizer state (stated here by hand for the smoke config), and
-the separable task's accuracy line."""
+padding, XLA off and on, beside transformers on PyTorch (the interoperability tests' peer folder, in
+processes of their own); with and without LoRA, their trainable parameters and optimizer state
+(stated here by hand for the smoke config), the separable task's accuracy line, and this machine's
+jit_compile choice saved (--save_defaults) where $BERT_TF_SPEED_FILE says."""
 
+import json
 import os
 import re
 import subprocess
@@ -19,15 +21,17 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 pytestmark = pytest.mark.slow
 
 
-def test_smoke_run_measures_full_fine_tuning_and_lora(request, tmp_path_factory):
+def test_smoke_run_measures_full_fine_tuning_and_lora(request, tmp_path_factory, tmp_path):
     peers = installed_peers(request, tmp_path_factory, "hf_peers",
                             [f"transformers=={TRANSFORMERS_VERSION}", f"torch=={TORCH_VERSION}"], timeout=900)
     # As a user starts it: no PYTHONPATH, the bench finds this checkout's bert_tf itself.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     bench = os.path.join("bench", "finetuning.py")
-    command = [sys.executable, bench, "--smoke", "--lora_rank=4", f"--peer_path={peers}"]
-    result = subprocess.run(command, cwd=REPO, env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"}, capture_output=True, text=True,
-                            timeout=600)
+    command = [sys.executable, bench, "--smoke", "--lora_rank=4", f"--peer_path={peers}", "--save_defaults",
+               "--padding=dynamic,fixed"]
+    speed_file = tmp_path / "speed" / "defaults.json"
+    env = {**env, "TF_CPP_MIN_LOG_LEVEL": "3", "BERT_TF_SPEED_FILE": str(speed_file)}
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     out = result.stdout
     assert "config: L=2 H=32 A=2 I=64 vocab=1000 seq=32 batch=8 length_bucket=8" in out
@@ -35,14 +39,20 @@ def test_smoke_run_measures_full_fine_tuning_and_lora(request, tmp_path_factory)
     assert "text=single" not in out
     text = out.split("text=pairs: ")[1]
     assert re.match(r"64 examples, [\d.]+ word pieces on average", text), text
-    names = ["bert_tf dynamic xla=False", "bert_tf fixed xla=False", "bert_tf lora=4 dynamic xla=False",
-             "pytorch dynamic eager", "pytorch fixed eager"]
+    names = [f"bert_tf {run} xla={xla}" for run in ("dynamic", "fixed", "lora=4 dynamic") for xla in (False, True)]
+    names += ["pytorch dynamic eager", "pytorch fixed eager"]
     for name in names:
         assert re.search(rf"^  {re.escape(name)} +: +[\d.]+ examples/s", text, re.M), text
     assert re.search(r"^  default flags \(dynamic, jit_compile unset = False here\) / PyTorch dynamic: "
                      r"[\d.]+x \(medians\)", text, re.M), text
     assert re.search(r"^  dynamic / fixed padding \(xla=False\): [\d.]+x", text, re.M), text
     assert re.search(r"^  fixed padding \(xla=False\) / PyTorch fixed padding: [\d.]+x", text, re.M), text
+    # --save_defaults: XLA on when it made the default flags' step (dynamic padding) faster, as printed.
+    on, off = (float(re.search(rf"^  bert_tf dynamic xla={x} +: +([\d.]+) ", text, re.M)[1]) for x in (True, False))
+    saved = json.loads(speed_file.read_text(encoding="utf-8"))
+    assert saved["jit_compile"] is (on > off) and abs(saved["xla_speedup"] - on / off) < 1e-3 * on / off
+    assert set(saved["signature"]) == {"platform", "cpu", "cores", "tensorflow"}
+    assert f"saved jit_compile={on > off} for this machine" in out and f"to {speed_file};" in out
     # The smoke model: embeddings (1000 + 512 + 2) x 32 + LayerNorm 64; 2 blocks of 8,544; pooler
     # 1,056; head 66. LoRA of rank 4: 2 x (4 x 4 x (32 + 32) + 2 x 4 x (32 + 64)) = 3,584 adapter numbers.
     full, adapters, head = (1000 + 512 + 2) * 32 + 64 + 2 * 8544 + 1056 + 66, 3584, 66

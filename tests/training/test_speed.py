@@ -1,9 +1,35 @@
-"""jit_compile resolved per platform: given values win; unset, XLA on GPU and TPU and the
-measured choice (off) on CPU."""
+"""jit_compile resolved per platform and machine: given values win; unset, XLA on GPU and TPU, and on
+CPU the choice saved for this machine's signature (`bench/finetuning.py --save_defaults`), else the
+built-in default (off)."""
+
+import json
+import os
+import platform
+import types
 
 import pytest
+import tensorflow as tf
 
 from bert_tf.training import speed
+
+
+@pytest.fixture(autouse=True)
+def _speed_file(tmp_path, monkeypatch):
+    """Every test reads and writes its own speed file, never the user's."""
+    path = tmp_path / "cache" / "speed.json"
+    monkeypatch.setenv(speed.SPEED_FILE_VARIABLE, str(path))
+    return path
+
+
+def _this_machine():
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    return {"platform": "cpu", "cpu": model, "cores": os.cpu_count(), "tensorflow": tf.__version__}
+
+
+def _write(path, record):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record) if isinstance(record, dict) else record, encoding="utf-8")
 
 
 @pytest.mark.parametrize(
@@ -33,3 +59,82 @@ def test_resolved_for_this_process():
     assert speed.jit_compile_for(None, use_tpu=True) is True
     assert speed.jit_compile_for(False, use_tpu=True) is False
     assert speed.jit_compile_for(True) is True
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or tf.config.list_physical_devices("GPU"), reason="a Linux CPU")
+class TestMeasuredChoice:
+    def test_the_file_is_where_the_variable_says_else_in_the_cache(self, _speed_file, monkeypatch):
+        assert speed.speed_file() == str(_speed_file)
+        monkeypatch.delenv(speed.SPEED_FILE_VARIABLE)
+        assert speed.speed_file() == os.path.expanduser("~/.cache/bert_tf/speed_defaults.json")
+
+    def test_a_missing_file_falls_back_to_the_cpu_default_and_says_how_to_measure(self):
+        choice = speed.choose_jit_compile(None)
+        expected = "the CPU default; measure this machine with `python bench/finetuning.py --save_defaults`"
+        assert choice == (False, expected, None)
+
+    @pytest.mark.parametrize("saved", [True, False])
+    def test_the_saved_choice_is_used_on_a_matching_signature(self, _speed_file, saved):
+        _write(_speed_file, {"signature": _this_machine(), "jit_compile": saved})
+        assert speed.choose_jit_compile(None) == (saved, f"measured on this machine ({_speed_file})", None)
+
+    @pytest.mark.parametrize("key, other", [("cpu", "Another CPU"), ("cores", 1024), ("tensorflow", "1.15.0"),
+                                            ("platform", "gpu")])
+    def test_another_machines_choice_is_not_used(self, _speed_file, key, other):
+        _write(_speed_file, {"signature": {**_this_machine(), key: other}, "jit_compile": True})
+        choice = speed.choose_jit_compile(None)
+        assert choice.value is False and choice.source.startswith("the CPU default") and choice.warning is None
+
+    @pytest.mark.parametrize("text", ["{not json", '["a list"]', '{"signature": {}}', '{"jit_compile": "yes"}'])
+    def test_a_corrupt_file_falls_back_with_a_warning_naming_it(self, _speed_file, text):
+        _write(_speed_file, text)
+        choice = speed.choose_jit_compile(None)
+        assert choice.value is False and choice.source.startswith("the CPU default")
+        assert choice.warning.startswith(f"{_speed_file} is not a saved speed choice (")
+        assert choice.warning.endswith("; it is ignored") and "\n" not in choice.warning
+
+    def test_an_explicit_value_wins_over_the_file(self, _speed_file):
+        _write(_speed_file, {"signature": _this_machine(), "jit_compile": True})
+        assert speed.choose_jit_compile(False) == (False, "given", None)
+        _write(_speed_file, "{not json")
+        assert speed.choose_jit_compile(True) == (True, "given", None)
+
+    def test_saved_then_read_back_replacing_the_old_file(self, _speed_file):
+        assert speed.save_measured(True, 1.3) == str(_speed_file)
+        record = json.loads(_speed_file.read_text(encoding="utf-8"))
+        assert record["signature"] == _this_machine()
+        assert (record["jit_compile"], record["xla_speedup"]) == (True, 1.3)
+        assert speed.jit_compile_for(None) is True
+        speed.save_measured(False, 0.6)
+        assert speed.jit_compile_for(None) is False
+        assert os.listdir(_speed_file.parent) == [_speed_file.name]  # no temporary file left
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or tf.config.list_physical_devices("GPU"), reason="a Linux CPU")
+@pytest.mark.parametrize("given, saved, lines", [
+    (None, None, [("info", "jit_compile=False: the CPU default; measure this machine with "
+                           "`python bench/finetuning.py --save_defaults`")]),
+    (None, True, [("info", "jit_compile=True: measured on this machine ({path})")]),
+    (None, "{", [("warning", "{path} is not a saved speed choice (JSONDecodeError: "),
+                 ("info", "jit_compile=False: the CPU default; measure")]),
+    (False, True, [("info", "jit_compile=False: given")]),
+])
+def test_the_scripts_log_the_value_and_where_it_came_from(_speed_file, monkeypatch, given, saved, lines):
+    from bert_tf.training.settings import TrainingSettings
+    from run_scripts import common_flags
+
+    if saved is not None:
+        _write(_speed_file, {"signature": _this_machine(), "jit_compile": saved} if saved is True else saved)
+    logged = []
+    monkeypatch.setattr(common_flags.logging, "info", lambda f, *a: logged.append(("info", f % a)))
+    monkeypatch.setattr(common_flags.logging, "warning", lambda f, *a: logged.append(("warning", f % a)))
+    flag_values = types.SimpleNamespace(
+        output_dir="/o", train_batch_size=8, learning_rate=1e-4, save_checkpoints_steps=10, optimizer="adamw",
+        gradient_accumulation_steps=1, steps_per_execution=None, iterations_per_loop=10, keep_checkpoints=1,
+        jit_compile=given, random_seed=1, distribution_strategy=None, use_tpu=False, num_gpus=0, num_cpu_devices=0,
+    )
+    settings = common_flags.settings_or_fail(TrainingSettings, flag_values)
+    assert settings.jit_compile is (given if given is not None else saved is True)
+    assert len(logged) == len(lines)
+    for (level, text), (want_level, want) in zip(logged, lines, strict=True):
+        assert level == want_level and text.startswith(want.format(path=_speed_file)), text
