@@ -80,14 +80,14 @@ def run_main_cases(script, cases, mock=0, prelude="", timeout=600):
     return json.loads(line[len("OUTCOMES "):])
 
 
-def killed_and_rerun(script, flags, output_dir, timeout=300):
-    """Runs `script` with `flags`, kill -9s it as soon as its first checkpoint is in
-    `output_dir`, then runs the same command again to the end; returns that second run."""
+def killed_and_rerun(script, flags, output_dir, timeout=300, marker="checkpoint"):
+    """Runs `script` with `flags`, kill -9s it as soon as `marker` is in `output_dir` (by default
+    its first checkpoint), then runs the same command again to the end; returns that second run."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
     command = [sys.executable, os.path.join(REPO, "run_scripts", script), *[str(f) for f in flags]]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
     deadline = time.time() + timeout
-    while not os.path.exists(os.path.join(output_dir, "checkpoint")):
+    while not os.path.exists(os.path.join(output_dir, marker)):
         assert process.poll() is None, process.stderr.read().decode()[-2000:]
         assert time.time() < deadline
         time.sleep(0.02)

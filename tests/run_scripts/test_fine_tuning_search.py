@@ -3,13 +3,10 @@ learning rates, killed after its first run and started again with the same comma
 run predicts and is a run folder that exports and conversion take. Bad values fail first."""
 
 import os
-import subprocess
-import sys
-import time
 
 import pytest
 
-from tests.run_scripts.conftest import REPO, run_main_cases
+from tests.run_scripts.conftest import killed_and_rerun, run_main_cases
 from tests.run_scripts.fine_tuning_helpers import read_results, script_flags, write_model
 from tests.run_scripts.test_run_classifier import write_mrpc
 from tests.tiny import VOCAB
@@ -66,26 +63,11 @@ def test_run_squad_evaluates_by_predicting_the_dev_set(tmp_path):
     ]
 
 
-def _killed_after_first_run(command, first_run_dir, timeout=300):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
-    deadline = time.time() + timeout
-    while not os.path.exists(os.path.join(first_run_dir, "eval_results.txt")):
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
-        assert time.time() < deadline
-        time.sleep(0.02)
-    process.kill()
-    process.wait()
-    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
-    assert again.returncode == 0, again.stderr[-3000:]
-
-
 def test_a_killed_search_continues_chooses_by_dev_f1_predicts_and_its_best_exports(tmp_path):
     model, data, out = write_model(tmp_path / "model", VOCAB), tmp_path / "data", tmp_path / "out"
     write_mrpc(data, n_train=16, n_dev=16, n_test=4)
-    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_classifier.py"), *_flags(model, data, out)]
     first, second = out / "lr0.003_bs8_ep1_r0", out / "lr0.001_bs8_ep1_r0"
-    _killed_after_first_run(command, first)
+    killed_and_rerun("run_classifier.py", _flags(model, data, out), out, marker=first / "eval_results.txt")
     before = os.stat(first / "eval_results.txt").st_mtime_ns
 
     assert os.stat(first / "eval_results.txt").st_mtime_ns == before  # finished: not redone
