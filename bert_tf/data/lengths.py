@@ -10,12 +10,13 @@ a model whose attention masks the padding computes the same values on the real t
 
 import tensorflow as tf
 
+from bert_tf.training.settings import check_length_bucket
+
 
 def bucketed_length(input_mask, bucket):
     """int32 scalar: the longest row of `input_mask` (`[..., seq]`, 1 on real tokens, which come
     first) rounded up to a multiple of `bucket`, at least `bucket` and at most `seq`."""
-    if bucket < 1:
-        raise ValueError(f"length_bucket={bucket} must be a positive integer")
+    check_length_bucket(bucket)
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=-1))
     rounded = tf.maximum((longest + bucket - 1) // bucket * bucket, bucket)
     return tf.minimum(rounded, tf.shape(input_mask)[-1])

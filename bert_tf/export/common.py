@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from bert_tf.data.lengths import cut_padding
 from bert_tf.models.bert_encoder import INPUT_NAMES
+from bert_tf.training.settings import check_length_bucket
 
 QUANTIZE_MODES = ("int8",)
 
@@ -38,8 +39,8 @@ class ServingOptions:
     def __post_init__(self):
         if self.jit_compile is None:  # frozen: the measured default set once, here
             object.__setattr__(self, "jit_compile", self.quantize is not None)
-        if self.length_bucket is not None and self.length_bucket < 1:
-            raise ValueError(f"length_bucket={self.length_bucket} must be a positive integer")
+        if self.length_bucket is not None:
+            check_length_bucket(self.length_bucket)
         if self.quantize is not None and self.quantize not in QUANTIZE_MODES:
             raise ValueError(f"quantize={self.quantize!r} is not one of {', '.join(QUANTIZE_MODES)}")
 

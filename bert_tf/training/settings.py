@@ -90,6 +90,13 @@ def padding_settings(length_bucket=LENGTH_BUCKET, pad_to_max_seq_length=False, g
     the positive bucket of the batches' cut (`bert_tf.data.lengths.cut_padding`); group_by_length:
     training batches of examples of similar length (`bert_tf.data.batching.array_dataset`). A
     ValueError starting with the setting at fault otherwise."""
+    check_length_bucket(length_bucket)
+    return {"length_bucket": None if pad_to_max_seq_length else length_bucket, "group_by_length": bool(group_by_length)}
+
+
+def check_length_bucket(length_bucket):
+    """`length_bucket` if it is a positive integer (the one check of the fine-tuning batches',
+    the exports' and `bert_tf.data.lengths`' bucket); a ValueError naming the setting otherwise."""
     if isinstance(length_bucket, bool) or not isinstance(length_bucket, int) or length_bucket < 1:
         raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
-    return {"length_bucket": None if pad_to_max_seq_length else length_bucket, "group_by_length": bool(group_by_length)}
+    return length_bucket
