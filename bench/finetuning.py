@@ -48,11 +48,9 @@ import contextlib
 import functools
 import importlib.util
 import inspect
-import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +62,8 @@ from absl import app, flags, logging
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/finetuning.py`: bert_tf from this checkout
+
+import peer_process  # noqa: E402  (bench/, this script's folder)
 
 from bert_tf import BertConfig  # noqa: E402
 from bert_tf.data.lengths import cut_padding  # noqa: E402
@@ -223,28 +223,11 @@ def pytorch_peer(data, vocab, padding, processes):
     if not pytorch_available():
         return None
     a, b, y = (list(column) for column in zip(*data, strict=True))
-    spec = dict(text_a=a, text_b=b, labels=y, vocab=vocab, padding=padding, peer_path=FLAGS.peer_path or "",
-                threads=FLAGS.threads, **{name: FLAGS[name].value for name in PEER_FLAGS})
-    handle, spec_path = tempfile.mkstemp(dir=os.path.dirname(vocab), prefix="peer-", suffix=".json")
-    with os.fdopen(handle, "w", encoding="utf-8") as f:
-        json.dump(spec, f)
-    # torch's OpenMP threads spin while they wait (libgomp's active policy): on a machine with more
-    # runnable threads than cores a spinning thread holds the core its partner needs, and its rate fell
-    # from 47-103 to 8-9 examples/s (L=4 H=256, 2 cores at load 7); passive waiting, unless set otherwise.
-    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    peer = processes.enter_context(subprocess.Popen(
-        [sys.executable, os.path.join(REPO, "bench", "finetuning_pytorch_peer.py"), spec_path],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-    ))
-    if peer.stdout.readline().strip() != "ready":
-        raise RuntimeError(f"the PyTorch peer ({padding}) did not start: exit status {peer.wait()}")
-
-    def measure():
-        peer.stdin.write("measure\n")
-        peer.stdin.flush()
-        return float(peer.stdout.readline())
-
-    return measure
+    spec = dict(text_a=a, text_b=b, labels=y, vocab=vocab, padding=padding,
+                peer_dirs=[FLAGS.peer_path] if FLAGS.peer_path else [], threads=FLAGS.threads,
+                **{name: FLAGS[name].value for name in PEER_FLAGS})
+    return peer_process.start("finetuning_pytorch_peer.py", spec, os.path.dirname(vocab), processes,
+                              f"PyTorch ({padding})")
 
 
 def optimizer_state(trainer):

@@ -1,25 +1,20 @@
-"""bench/finetuning.py's PyTorch peer, in a process of its own: TensorFlow's and torch's thread pools
-in one process compete for the cores (transformers' single-sentence rate fell from 159 to 12-15
-examples/s beside our loop), so the bench starts one of these per text and padding and takes turns
-with it. Not run by hand:
+"""bench/finetuning.py's PyTorch peer, in a process of its own (bench/peer_process.py says why and
+the protocol): the bench starts one of these per text and padding and takes turns with it. Not run
+by hand:
 
     python bench/finetuning_pytorch_peer.py SPEC.json
 
 SPEC (written by bench/finetuning.py): the examples' texts and labels, vocab.txt, the model's shape,
 --seq_length, --batch_size, --steps, --rounds, the padding ("dynamic": each batch padded to its
 longest row by DataCollatorWithPadding, as transformers' Trainer does; "fixed": to --seq_length),
-the folder holding transformers and torch, and the threads. It prints "ready" after its warm-up,
-then answers each "measure" line on stdin with the examples/s of --steps steps, and exits at the
-end of stdin. The step: transformers' BertForSequenceClassification (tanh GELU, as ours), eager,
-torch's AdamW (weight decay 0.01), linear warm-up and decay, gradients clipped to norm 1; the text
-tokenized once up front by the fast tokenizer from the same vocab.txt (as `datasets.map` does).
+the folder holding transformers and torch, and the threads. The step: transformers'
+BertForSequenceClassification (tanh GELU, as ours), eager, torch's AdamW (weight decay 0.01), linear
+warm-up and decay, gradients clipped to norm 1; the text tokenized once up front by the fast
+tokenizer from the same vocab.txt (as `datasets.map` does).
 """
 
-import json
-import sys
-import time
-
 import numpy as np
+import peer_process  # bench/, this script's folder
 
 
 def trainer(spec, torch, transformers):
@@ -58,26 +53,5 @@ def trainer(spec, torch, transformers):
     return run
 
 
-def main(spec_path):
-    with open(spec_path, encoding="utf-8") as f:
-        spec = json.load(f)
-    if spec["peer_path"]:
-        sys.path.append(spec["peer_path"])  # after the interpreter's own packages, as the bench does
-    import torch
-    import transformers
-
-    # torch's documented knobs: intra-op (set_num_threads) and inter-op threads, the same count as ours.
-    torch.set_num_threads(spec["threads"])
-    torch.set_num_interop_threads(spec["threads"])
-    run = trainer(spec, torch, transformers)
-    print("ready", flush=True)
-    for line in sys.stdin:
-        if line.strip() != "measure":
-            raise SystemExit(f"unknown request {line.strip()!r}")
-        start = time.perf_counter()
-        run(spec["steps"])
-        print(spec["steps"] * spec["batch_size"] / (time.perf_counter() - start), flush=True)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1])
+    peer_process.serve(trainer)

@@ -28,15 +28,19 @@ With transformers and torch installed, also trains BertForPreTraining's layers o
 eager, fp32 only, its default attention) on the same shapes: the masked-LM head reads the 20
 gathered positions as ours does (not all 128), the next-sentence head the pooled output, summed
 cross-entropies, torch.optim.AdamW (weight decay 0.01) with the gradient clipped to norm 1 as
-ours; it takes turns with ours in each round and its ratio is printed as keras-hub's. Its figure
-depends on the machine being quiet far more than ours: with two OpenMP threads on 2 cores that
-other processes also use, its steps slowed ~5x (35.6 sequences/s at load 1; 5.3-7.3 at load 5,
-when one thread gave 13.7), so read its ratio with the load beside it.
+ours. It runs in a process of its own (bench/pretraining_pytorch_peer.py; bench/peer_process.py
+says why), takes turns with ours in each round, and its ratio is printed as keras-hub's. Every side
+uses --threads intra- and inter-op threads. Its figure depends on the machine being quiet far more
+than ours: with two OpenMP threads on 2 cores that other processes also use, its steps slowed ~5x
+(35.6 sequences/s at load 1; 5.3-7.3 at load 5, when one thread gave 13.7), so read its ratio with
+the load beside it (printed at the end).
 
 MFU counts the whole model's FLOPs for all; ours skips part of them (the last layer runs only
 for the rows the pre-training heads read), which is what a higher rate buys.
 """
 
+import contextlib
+import importlib.util
 import os
 import statistics
 import sys
@@ -50,6 +54,8 @@ from absl import app, flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/pretraining.py`: bert_tf from this checkout
+
+import peer_process  # noqa: E402  (bench/, this script's folder)
 
 from bert_tf import BertConfig  # noqa: E402
 from bert_tf.data import tfrecords  # noqa: E402
@@ -73,6 +79,7 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_list("peer_dirs", [], "Folders holding the peers (keras-hub; transformers + torch), appended to sys.path.")
 flags.DEFINE_list("peers", ["keras_hub", "pytorch"], "Peers to measure where installed.")
+flags.DEFINE_integer("threads", 2, "Intra- and inter-op threads of every side (TensorFlow's, torch's).")
 flags.DEFINE_integer("peak_size", 2048, "Matrix size of the matmul peak measurement.")
 flags.DEFINE_boolean("smoke", False, "Tiny config, one round of a few steps: checks that the bench still runs.")
 
@@ -194,51 +201,19 @@ def keras_hub_baseline(xla, dtype):
     return measure
 
 
-def pytorch_baseline():
-    """Builds transformers' BertForPreTraining (PyTorch, CPU, eager, fp32); returns a function that
-    measures its sequences/s once."""
-    import torch
-    import transformers
-
-    H, S, B = FLAGS.hidden_size, FLAGS.seq_length, FLAGS.batch_size
-    config = transformers.BertConfig(
-        vocab_size=FLAGS.vocab_size, hidden_size=H, num_hidden_layers=FLAGS.num_layers,
-        num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_size, type_vocab_size=2,
-        max_position_embeddings=max(512, S),
-    )
-    torch.manual_seed(0)
-    model = transformers.BertForPreTraining(config).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
-    x = {k: torch.from_numpy(v) for k, v in synthetic_features(B).items()}
-    # The masked-LM head on the gathered positions only, as ours and the original's run it.
-    gather_at = x["masked_lm_positions"][..., None].expand(-1, -1, H)  # [B, P, H]
-
-    def step():
-        out = model.bert(input_ids=x["input_ids"], attention_mask=x["input_mask"], token_type_ids=x["segment_ids"])
-        mlm_logits = model.cls.predictions(torch.gather(out.last_hidden_state, 1, gather_at))  # [B, P, V]
-        nsp_logits = model.cls.seq_relationship(out.pooler_output)  # [B, 2]
-        loss = torch.nn.functional.cross_entropy(mlm_logits.flatten(0, 1), x["masked_lm_ids"].flatten())
-        loss = loss + torch.nn.functional.cross_entropy(nsp_logits, x["next_sentence_labels"][:, 0])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        return loss
-
-    for _ in range(3):  # warm-up: allocations, the optimizer's state
-        step()
-
-    def measure():
-        start = time.perf_counter()
-        for _ in range(FLAGS.steps):
-            step()
-        return FLAGS.steps * B / (time.perf_counter() - start)
-
-    return measure
+def pytorch_peer(directory, processes):
+    """A function measuring transformers' BertForPreTraining on PyTorch once (sequences/s), in a
+    process of its own (bench/pretraining_pytorch_peer.py: the step), started and warmed up here."""
+    spec = dict(peer_dirs=FLAGS.peer_dirs, threads=FLAGS.threads, vocab_size=FLAGS.vocab_size,
+                num_layers=FLAGS.num_layers, hidden_size=FLAGS.hidden_size, num_heads=FLAGS.num_heads,
+                intermediate_size=FLAGS.intermediate_size, seq_length=FLAGS.seq_length,
+                predictions=FLAGS.predictions, batch_size=FLAGS.batch_size, steps=FLAGS.steps)
+    return peer_process.start("pretraining_pytorch_peer.py", spec, directory, processes, "PyTorch")
 
 
-def installed_peers():
-    """{peer name: builder(dtype) -> measure function} of the peers that import."""
+def installed_peers(directory, processes):
+    """{peer name: builder(dtype) -> measure function, or None for a dtype it does not run} of the
+    peers that are installed; the PyTorch peer's process (started here) ends with `processes`."""
     sys.path.extend(FLAGS.peer_dirs)
     builders = {}
     if "keras_hub" in FLAGS.peers:
@@ -249,14 +224,15 @@ def installed_peers():
         except ImportError as e:
             print(f"keras-hub is not installed ({e}): no comparison with it (see --peer_dirs)")
     if "pytorch" in FLAGS.peers:
-        try:
-            import torch  # noqa: F401
-            import transformers  # noqa: F401
-
+        # Looked up, not imported: torch's thread pools stay out of this process.
+        missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+        if missing:
+            print(f"transformers or torch is not installed (no {', '.join(missing)}): no comparison with PyTorch "
+                  "(see --peer_dirs)")
+        else:
+            measure = pytorch_peer(directory, processes)
             # fp32 only: PyTorch's CPU training in bf16 autocast is not the configuration users run.
-            builders["PyTorch eager"] = lambda dtype: pytorch_baseline() if dtype == "float32" else None
-        except ImportError as e:
-            print(f"transformers or torch is not installed ({e}): no comparison with PyTorch (see --peer_dirs)")
+            builders["PyTorch eager"] = lambda dtype: measure if dtype == "float32" else None
     return builders
 
 
@@ -293,17 +269,21 @@ def main(argv):
     if FLAGS.smoke:
         for name, value in SMOKE.items():
             setattr(FLAGS, name, value)
+    # TensorFlow's documented thread settings (before its runtime starts); the PyTorch peer sets the same count.
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     flops = train_flops_per_sequence()
     print(f"config: L={FLAGS.num_layers} H={FLAGS.hidden_size} A={FLAGS.num_heads} I={FLAGS.intermediate_size} "
           f"vocab={FLAGS.vocab_size} seq={FLAGS.seq_length} predictions={FLAGS.predictions} "
           f"batch={FLAGS.batch_size}; {flops:,} training FLOP/sequence")
     peaks = {d: matmul_peak(tf.bfloat16 if d == "bfloat16" else tf.float32) for d in FLAGS.dtypes}
     print("matmul peak: " + ", ".join(f"{d} {p / 1e9:.0f} GFLOP/s" for d, p in peaks.items()))
-    builders = installed_peers()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as processes:
+        builders = installed_peers(tmp, processes)
         data = synthetic_records(os.path.join(tmp, "data.tfrecord"), 2048)
         for dtype in FLAGS.dtypes:
             report(dtype, measure_dtype(dtype, data, tmp, builders), flops, peaks[dtype])
+    print(f"load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPU cores")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ int8) beside PyTorch eager and ONNX Runtime (fp32 and dynamic int8) serving the 
                              --throughput_calls=6 --rounds=3 --peer_dirs=DIR[,DIR]
                              --intra_op_threads=0 --inter_op_threads=0]
     python bench/serving.py --smoke  # tiny config, a few calls, no peers (the suite's)
-    python bench/serving.py --accuracy_run=RUN_DIR --accuracy_tsv=data/sentiment/dev.tsv
 
 Text: data/corpus.txt's sentences as they are (real English, 7 to 16 words), served one by one
 (text_a alone) and as pairs (a sentence and the next one). Batch 1: every call one single or one
@@ -38,10 +37,7 @@ requests, so that a change in the machine's load falls on all alike. Yet PyTorch
 suffer most on a machine loaded past its cores (load 7 on 2 cores: batch-1 p50 0.3-1.6 s at 2 threads,
 0.10 s at 1): read its figures with the printed load, or compare all sides at --intra_op_threads=1.
 
---accuracy_run: what int8 costs in accuracy instead of the speed. A run_classifier.py output_dir
-(single sentences) is exported as export_saved_model.py does, in float and with --quantize=int8,
-and both classify --accuracy_tsv (a GLUE SST-2 layout file: a header, then sentence TAB label):
-their accuracy, how many predictions differ, and the largest probability difference.
+What int8 costs in accuracy: bench/serving_int8_accuracy.py.
 """
 
 import importlib.util
@@ -70,8 +66,6 @@ flags.DEFINE_list("ours", ["fixed", "dynamic", "dynamic+xla", "int8", "int8+xla"
 flags.DEFINE_list("peer_dirs", [], "Folders holding torch, transformers, onnxruntime, onnx (appended to sys.path).")
 flags.DEFINE_integer("intra_op_threads", 0, "Every side's intra-op threads (0: the machine's cores).")
 flags.DEFINE_integer("inter_op_threads", 0, "Every side's inter-op threads (0: each library's default).")
-flags.DEFINE_string("accuracy_run", None, "A run_classifier output_dir: compare its float and int8 exports.")
-flags.DEFINE_string("accuracy_tsv", os.path.join(REPO, "data", "sentiment", "dev.tsv"), "sentence TAB label, a header.")
 flags.DEFINE_bool("smoke", False, "The tiny config, a few calls, no peers unless --peer_dirs names them.")
 flags.DEFINE_enum("side", None, ["ours", "torch", "ort_fp32", "ort_int8"],
                   "Internal: serve this side's paths to the driving process over stdin/stdout.")
@@ -382,38 +376,9 @@ def report(rows, differences):
                   f"throughput {rows[name][2] / int8[2]:.2f}x")
 
 
-def int8_accuracy(run, tsv):
-    """Dev accuracy of `run`'s float and int8 exports (and how far their probabilities are apart)."""
-    import tensorflow as tf
-
-    from bert_tf.export import exports
-    from bert_tf.export.common import ServingOptions
-
-    with open(tsv, encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f][1:]
-    texts, labels = [r[0] for r in rows], [r[1] for r in rows]
-    outputs = {}
-    with tempfile.TemporaryDirectory() as directory:
-        for name, quantize in (("float32", None), ("int8", "int8")):
-            export = exports.read("classifier", run, serving=ServingOptions(quantize=quantize))
-            export.write(os.path.join(directory, name))
-            serve = tf.saved_model.load(os.path.join(directory, name)).signatures["serving_default"]
-            outputs[name] = {k: np.asarray(v) for k, v in serve(text_a=tf.constant(texts)).items()}
-    for name, out in outputs.items():
-        correct = sum(label.decode() == want for label, want in zip(out["label"], labels, strict=True))
-        print(f"  {name:8} dev accuracy {correct / len(labels):.4f} ({correct} of {len(labels)})")
-    changed = int((outputs["int8"]["label_id"] != outputs["float32"]["label_id"]).sum())
-    difference = np.abs(outputs["int8"]["probabilities"] - outputs["float32"]["probabilities"])
-    print(f"  int8 against float32: {changed} predictions differ; probabilities differ by {difference.max():.2e} "
-          f"at most, {difference.mean():.2e} on average")
-
-
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)  # the export's own info lines
-    if FLAGS.accuracy_run:
-        print(f"{FLAGS.accuracy_run} on {FLAGS.accuracy_tsv}:")
-        return int8_accuracy(FLAGS.accuracy_run, FLAGS.accuracy_tsv)
     if FLAGS.smoke:  # the sides start with --smoke too, and so read the same values
         smoke = dict(config="tiny", seq_length=32, latency_calls=4, throughput_calls=1, rounds=1, batch_size=4,
                      ours=["fixed", "dynamic+xla", "int8"])

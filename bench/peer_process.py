@@ -1,0 +1,71 @@
+"""A peer measured in a process of its own, for the benches that time PyTorch beside us (fine-tuning,
+pre-training): TensorFlow's and torch's thread pools in one process compete for the cores (the
+fine-tuning peer's single-sentence rate fell from 159 to 12-15 examples/s beside our loop), so the
+bench starts the peer's script once, warmed up, and asks it for a measurement at its turn in each
+round while our side waits.
+
+The protocol, both ends here: the bench writes the peer's spec as JSON and starts
+`python bench/<peer script> SPEC.json` (`start`); the peer builds its step, runs its warm-up, prints
+"ready", then answers each "measure" line on stdin with the rate of `spec["steps"]` steps of
+`spec["batch_size"]` examples, and exits at the end of stdin (`serve`).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+
+
+def start(script, spec, directory, processes, name):
+    """A function returning the peer's rate once per call, from `bench/<script>` started on `spec`
+    (written into `directory`) and warmed up. `processes`: an ExitStack that ends the process (its
+    input closed, it exits). `name` goes into the error if the peer does not start."""
+    handle, spec_path = tempfile.mkstemp(dir=directory, prefix="peer-", suffix=".json")
+    with os.fdopen(handle, "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    # torch's OpenMP threads spin while they wait (libgomp's active policy): on a machine with more
+    # runnable threads than cores a spinning thread holds the core its partner needs, and the
+    # fine-tuning peer's rate fell from 47-103 to 8-9 examples/s (L=4 H=256, 2 cores at load 7);
+    # passive waiting, unless set otherwise.
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    peer = processes.enter_context(subprocess.Popen(
+        [sys.executable, os.path.join(BENCH, script), spec_path],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    ))
+    if peer.stdout.readline().strip() != "ready":
+        raise RuntimeError(f"the {name} peer did not start: exit status {peer.wait()} (its stderr above)")
+
+    def measure():
+        peer.stdin.write("measure\n")
+        peer.stdin.flush()
+        return float(peer.stdout.readline())
+
+    return measure
+
+
+def serve(build):
+    """The peer's side, run by its script as `serve(build)`: reads the spec named on the command line
+    (its `peer_dirs` folders put on sys.path, after the interpreter's own packages, as the benches do),
+    sets torch to spec["threads"] threads (intra- and inter-op, torch's documented knobs, the count
+    ours uses), builds `run = build(spec, torch, transformers)` (`run(steps)` trains that many steps;
+    its warm-up done), prints "ready", then one rate per "measure" line until stdin ends."""
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    sys.path.extend(spec["peer_dirs"])
+    import torch
+    import transformers
+
+    torch.set_num_threads(spec["threads"])
+    torch.set_num_interop_threads(spec["threads"])
+    run = build(spec, torch, transformers)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "measure":
+            raise SystemExit(f"unknown request {line.strip()!r}")
+        start_time = time.perf_counter()
+        run(spec["steps"])
+        print(spec["steps"] * spec["batch_size"] / (time.perf_counter() - start_time), flush=True)

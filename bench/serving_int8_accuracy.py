@@ -1,0 +1,96 @@
+"""What `--quantize=int8` costs in accuracy (bench/serving.py measures what it buys in speed): a
+run_classifier.py output_dir (single sentences) is exported as export_saved_model.py does, in float
+and with int8 Dense kernels, and both exports classify a dev file: their accuracy, how many
+predictions differ, and the largest and mean probability difference.
+
+    python bench/serving_int8_accuracy.py --run=RUN_DIR [--tsv=data/sentiment/dev.tsv]
+    python bench/serving_int8_accuracy.py --smoke  # fine-tunes the tiny config briefly first (the suite's)
+
+--tsv: a GLUE SST-2 layout file (a header, then sentence TAB label). --smoke trains
+data/bert_config_tiny.json from random weights on data/sentiment for --smoke_epochs epochs with
+run_classifier.py, as a user starts it, into a temporary folder, and measures that run.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from absl import app, flags, logging
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # run as `python bench/serving_int8_accuracy.py`: bert_tf from this checkout
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("run", None, "A run_classifier.py output_dir (single sentences): its float and int8 exports.")
+flags.DEFINE_string("tsv", os.path.join(REPO, "data", "sentiment", "dev.tsv"), "sentence TAB label, after a header.")
+flags.DEFINE_bool("smoke", False, "Fine-tune the tiny config on data/sentiment first, and measure that run.")
+flags.DEFINE_integer("smoke_epochs", 3, "--smoke's training epochs.")
+
+
+def read_tsv(path):
+    """(sentences, labels) of a header-first `sentence TAB label` file; a ValueError naming the file and
+    line for a row that is not two columns."""
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    for number, row in enumerate(rows, 2):
+        if len(row) != 2:
+            raise ValueError(f"{path}:{number}: expected sentence TAB label, got {len(row)} columns")
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
+def exported_outputs(run, texts):
+    """{"float32" | "int8": the serving signature's outputs on `texts`} of `run`'s two exports, each
+    written as export_saved_model.py writes it and loaded with TensorFlow alone."""
+    import tensorflow as tf
+
+    from bert_tf.export import exports
+    from bert_tf.export.common import ServingOptions
+
+    outputs = {}
+    with tempfile.TemporaryDirectory() as directory:
+        for name, quantize in (("float32", None), ("int8", "int8")):
+            exports.read("classifier", run, serving=ServingOptions(quantize=quantize)).write(
+                os.path.join(directory, name))
+            serve = tf.saved_model.load(os.path.join(directory, name)).signatures["serving_default"]
+            outputs[name] = {k: np.asarray(v) for k, v in serve(text_a=tf.constant(texts)).items()}
+    return outputs
+
+
+def report(outputs, labels):
+    for name, out in outputs.items():
+        correct = sum(label.decode() == want for label, want in zip(out["label"], labels, strict=True))
+        print(f"  {name:8} dev accuracy {correct / len(labels):.4f} ({correct} of {len(labels)})")
+    changed = int((outputs["int8"]["label_id"] != outputs["float32"]["label_id"]).sum())
+    difference = np.abs(outputs["int8"]["probabilities"] - outputs["float32"]["probabilities"])
+    print(f"  int8 against float32: {changed} predictions differ; probabilities differ by {difference.max():.2e} "
+          f"at most, {difference.mean():.2e} on average")
+
+
+def smoke_run(directory):
+    """A run_classifier.py output_dir: the tiny config fine-tuned from random weights on data/sentiment."""
+    data = os.path.join(REPO, "data")
+    command = [sys.executable, os.path.join(REPO, "run_scripts", "run_classifier.py"), "--task_name=sst-2",
+               f"--data_dir={os.path.join(data, 'sentiment')}", f"--vocab_file={os.path.join(data, 'vocab.txt')}",
+               f"--bert_config_file={os.path.join(data, 'bert_config_tiny.json')}", "--max_seq_length=32",
+               "--do_train=true", "--do_eval=false", "--train_batch_size=16", "--learning_rate=1e-3",
+               f"--num_train_epochs={FLAGS.smoke_epochs}", f"--output_dir={directory}"]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": REPO})
+    return directory
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.WARNING)  # the export's own info lines
+    if not FLAGS.smoke and not FLAGS.run:
+        raise app.UsageError("--run (a run_classifier.py output_dir) is required, unless --smoke")
+    texts, labels = read_tsv(FLAGS.tsv)
+    with tempfile.TemporaryDirectory() as directory:
+        run = smoke_run(directory) if FLAGS.smoke else FLAGS.run
+        print(f"{run} on {FLAGS.tsv}:")
+        report(exported_outputs(run, texts), labels)
+
+
+if __name__ == "__main__":
+    app.run(main)

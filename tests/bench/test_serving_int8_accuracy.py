@@ -1,0 +1,32 @@
+"""bench/serving_int8_accuracy.py in its smoke size: run_classifier.py fine-tunes the tiny config
+briefly, and both exports of that run classify data/sentiment's 40 dev sentences; int8 may move a
+probability, never by much."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.bench.smoke import REPO, number, run_bench
+
+pytestmark = pytest.mark.slow
+
+
+def test_smoke_run_compares_the_float_and_int8_exports():
+    out = run_bench("serving_int8_accuracy.py", "--smoke", "--smoke_epochs=1")
+    accuracies = {}
+    for name in ("float32", "int8"):
+        accuracies[name] = number(rf"^  {name} +dev accuracy ([\d.]+) \((\d+) of 40\)$", out)
+        correct = number(rf"^  {name} +dev accuracy [\d.]+ \((\d+) of 40\)$", out)
+        assert accuracies[name] == pytest.approx(correct / 40, abs=1e-4)
+    changed = number(r"^  int8 against float32: (\d+) predictions differ", out)
+    largest = number(r"probabilities differ by ([\d.e+-]+) at most", out)
+    assert largest < 0.05 and changed <= 40
+    # Each changed prediction moves the accuracy by at most one sentence.
+    assert abs(accuracies["int8"] - accuracies["float32"]) * 40 <= changed + 1e-6
+
+
+def test_a_run_is_required_without_smoke():
+    result = subprocess.run([sys.executable, "bench/serving_int8_accuracy.py"], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode != 0 and "--run (a run_classifier.py output_dir) is required" in result.stderr
