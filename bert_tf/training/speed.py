@@ -1,15 +1,28 @@
 """Speed settings that follow the machine at hand, not a constant (TensorFlow).
 
-`jit_compile` (XLA) left unset ("auto") resolves here: on GPU and TPU XLA is on (it fuses the
-bias, GELU, LayerNorm and dropout around the matmuls, and a TPU runs nothing else). On CPU the
-answer differs between machines (the issue's reporter found XLA faster on an AVX2-only CPU; a
-2-core AMD EPYC with AVX-512 ran the fine-tuning step at 0.60-0.64x with it, batches cut to their
-longest row), so `python bench/finetuning.py --save_defaults` measures XLA on and off for the
-fine-tuning step at the default flags and saves its choice in a per-machine file
-(`$BERT_TF_SPEED_FILE`, default ~/.cache/bert_tf/speed_defaults.json) beside the machine's
-signature (`machine_signature`). That choice is used where the signature matches this machine;
-elsewhere, or without the file, the built-in JIT_COMPILE_BY_PLATFORM (CPU: off, as measured
-above). A value given explicitly always wins.
+Two XLA settings left unset ("auto") resolve here, each on a measurement of its own:
+
+- `jit_compile`, the training step's (`choose_jit_compile`): on GPU and TPU XLA is on (it fuses
+  the bias, GELU, LayerNorm and dropout around the matmuls, and a TPU runs nothing else). On CPU
+  the answer differs between machines (the issue's reporter found XLA faster on an AVX2-only CPU;
+  a 2-core AMD EPYC with AVX-512 ran the fine-tuning step at 0.60-0.64x with it, batches cut to
+  their longest row), so `python bench/finetuning.py --save_defaults` measures XLA on and off for
+  the fine-tuning step at the default flags and saves its choice.
+- `serving_jit_compile`, a text-in export's serving function (`choose_serving_jit_compile`): with
+  int8 weights always on (Keras' int8 matmul is about 4x slower outside XLA); with float weights,
+  on GPU and TPU on, on CPU the choice of `python bench/serving.py --save_defaults`, which serves
+  the same export with XLA and without (on the EPYC above XLA first lost, 71 against 58 ms at
+  batch 1, and later won: 44 against 45 ms, and 45.7 against 35.5 sequences/s at batch 32).
+
+The measured choices live in one per-machine file (`$BERT_TF_SPEED_FILE`, default
+~/.cache/bert_tf/speed_defaults.json) beside the machine's signature (`machine_signature`):
+`{"signature": {...}, "choices": {name: {"value": true, "xla_speedup": 1.3, ..., "measured_by":
+"python bench/... --save_defaults"}}}`. Saving one choice keeps the others saved for the same
+signature; a file of another signature is replaced. A file of the first version (one choice at the
+top level: `signature`, `jit_compile`, `xla_speedup`, `measured_by`) reads as its `jit_compile`
+choice. A choice is used where the signature matches this machine; elsewhere, or without the file,
+the built-in JIT_COMPILE_BY_PLATFORM (CPU: off, as first measured above). A value given explicitly
+always wins.
 """
 
 import collections
@@ -21,12 +34,20 @@ import tempfile
 import tensorflow as tf
 
 PLATFORMS = ("cpu", "gpu", "tpu")
-# XLA by platform when jit_compile is not given and no measurement of this machine is saved;
-# "cpu" as measured on the EPYC of the module's docstring.
+# XLA by platform when a setting is not given and no measurement of this machine is saved; "cpu"
+# as first measured on the EPYC of the module's docstring.
 JIT_COMPILE_BY_PLATFORM = {"cpu": False, "gpu": True, "tpu": True}
 SPEED_FILE_VARIABLE = "BERT_TF_SPEED_FILE"
 DEFAULT_SPEED_FILE = os.path.join("~", ".cache", "bert_tf", "speed_defaults.json")
-MEASURE_COMMAND = "python bench/finetuning.py --save_defaults"
+# Each measured choice (a key of the speed file) and the command that measures and saves it.
+MEASURED_BY = {
+    "jit_compile": "python bench/finetuning.py --save_defaults",
+    "serving_jit_compile": "python bench/serving.py --save_defaults",
+}
+MEASURE_COMMAND = MEASURED_BY["jit_compile"]
+# Why int8 exports serve through XLA on every machine (bench/serving.py, BERT-Base on 2 AVX-512
+# cores: 46 against 179 ms at batch 1 with it).
+INT8_SOURCE = "on with int8 weights (Keras' int8 matmul is about 4x slower outside XLA)"
 
 # The resolved value, where it came from (a phrase for the scripts' log line) and a warning (a
 # saved file that could not be read) or None.
@@ -75,19 +96,50 @@ def machine_signature(platform="cpu"):
     return {"platform": platform, "cpu": cpu_model(), "cores": os.cpu_count(), "tensorflow": tf.__version__}
 
 
-def save_measured(jit_compile, xla_speedup, path=None):
-    """Writes `jit_compile` (measured: XLA on / off = `xla_speedup`) for this machine's CPU to the
-    speed file (`path` or `speed_file()`), atomically (a reader sees the old file or the new one),
-    and returns the path."""
+def _choices(record):
+    """name -> that choice's record (`{"value": bool, ...}`) in a speed file's JSON `record`, of
+    either version (module docstring); KeyError, TypeError or ValueError when it holds none."""
+    if "choices" not in record:  # the first version: one choice, jit_compile, at the top level
+        kept = {k: record[k] for k in ("xla_speedup", "measured_by") if k in record}
+        record = {"choices": {"jit_compile": {"value": record["jit_compile"], **kept}}}
+    choices = dict(record["choices"])
+    for name, choice in choices.items():
+        if not isinstance(choice["value"], bool):
+            raise ValueError(f"{name}={choice['value']!r} is not true or false")
+    return choices
+
+
+def _read(path):
+    """`(signature, choices)` of the speed file at `path` (`_choices`): FileNotFoundError when it is
+    missing; OSError, ValueError, KeyError or TypeError when it cannot be read as saved choices."""
+    with open(path, encoding="utf-8") as f:
+        record = json.load(f)
+    return record["signature"], _choices(record)
+
+
+def save_measured(jit_compile, xla_speedup, path=None, name="jit_compile", figures=None):
+    """Saves the choice `name` (one of MEASURED_BY): `jit_compile` as measured on this machine's
+    CPU (XLA on / off = `xla_speedup`; `figures`, a dict of further numbers, beside it) to the
+    speed file (`path` or `speed_file()`), keeping the other choices saved there for the same
+    signature, atomically (a reader sees the old file or the new one). Returns the path."""
+    if name not in MEASURED_BY:
+        raise ValueError(f"name={name!r} is not one of {', '.join(MEASURED_BY)}")
     path = path or speed_file()
-    record = {"signature": machine_signature("cpu"), "jit_compile": bool(jit_compile),
-              "xla_speedup": float(xla_speedup), "measured_by": MEASURE_COMMAND}
+    signature = machine_signature("cpu")
+    try:
+        saved, choices = _read(path)
+    except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable: replaced
+        saved, choices = None, {}
+    if saved != signature:  # another machine's (or another TensorFlow's) choices hold nothing here
+        choices = {}
+    choices[name] = {"value": bool(jit_compile), "xla_speedup": float(xla_speedup), **(figures or {}),
+                     "measured_by": MEASURED_BY[name]}
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".speed_defaults.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=2)
+            json.dump({"signature": signature, "choices": choices}, f, indent=2)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
@@ -95,38 +147,48 @@ def save_measured(jit_compile, xla_speedup, path=None):
     return path
 
 
-def measured_jit_compile(path=None):
-    """`(value, warning)`: the saved choice when the file (`path` or `speed_file()`) holds one for
+def measured_jit_compile(path=None, name="jit_compile"):
+    """`(value, warning)`: the choice `name` when the file (`path` or `speed_file()`) holds one for
     this machine's signature, else None; warning: one line naming the file when it exists but
-    cannot be read as a saved choice, else None (a missing file or another machine's is no fault)."""
+    cannot be read as saved choices, else None (a missing file, another machine's, or one without
+    this choice is no fault)."""
     path = path or speed_file()
     try:
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f)
-        value, signature = record["jit_compile"], record["signature"]
-        if not isinstance(value, bool):
-            raise ValueError(f"jit_compile={value!r} is not true or false")
+        signature, choices = _read(path)
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError, KeyError, TypeError) as e:
         return None, f"{path} is not a saved speed choice ({type(e).__name__}: {e}); it is ignored"
-    return (value if signature == machine_signature("cpu") else None), None
+    if signature != machine_signature("cpu") or name not in choices:
+        return None, None
+    return choices[name]["value"], None
 
 
-def choose_jit_compile(jit_compile, use_tpu=False, path=None):
-    """A JitChoice: `jit_compile` as given; unset, on CPU the measured choice saved for this
-    machine (`measured_jit_compile`), else the platform's built-in default."""
+def choose_jit_compile(jit_compile, use_tpu=False, path=None, name="jit_compile"):
+    """A JitChoice for the setting `name` (one of MEASURED_BY): `jit_compile` as given; unset, on
+    CPU the measured choice saved for this machine (`measured_jit_compile`), else the platform's
+    built-in default."""
     platform = current_platform(use_tpu)
     if jit_compile is not None:
         return JitChoice(resolve_jit_compile(jit_compile, platform), "given", None)
     if platform != "cpu":
         return JitChoice(resolve_jit_compile(None, platform), f"the {platform.upper()} default", None)
     path = path or speed_file()
-    value, warning = measured_jit_compile(path)
+    value, warning = measured_jit_compile(path, name)
     if value is not None:
         return JitChoice(value, f"measured on this machine ({path})", warning)
     return JitChoice(resolve_jit_compile(None, platform),
-                     f"the CPU default; measure this machine with `{MEASURE_COMMAND}`", warning)
+                     f"the CPU default; measure this machine with `{MEASURED_BY[name]}`", warning)
+
+
+def choose_serving_jit_compile(jit_compile, quantize, path=None):
+    """A JitChoice for a text-in export's serving function: `jit_compile` as given; unset, on with
+    int8 weights (`quantize` set: INT8_SOURCE says why), and with float weights the choice of
+    `choose_jit_compile` for "serving_jit_compile" (GPU: on; CPU: this machine's measured choice,
+    else off). The platform is the exporting process's: an export is taken to serve where it is made."""
+    if jit_compile is None and quantize is not None:
+        return JitChoice(True, INT8_SOURCE, None)
+    return choose_jit_compile(jit_compile, path=path, name="serving_jit_compile")
 
 
 def jit_compile_for(jit_compile, use_tpu=False):

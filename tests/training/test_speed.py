@@ -1,6 +1,7 @@
-"""jit_compile resolved per platform and machine: given values win; unset, XLA on GPU and TPU, and on
-CPU the choice saved for this machine's signature (`bench/finetuning.py --save_defaults`), else the
-built-in default (off)."""
+"""jit_compile (training) and serving_jit_compile (float exports) resolved per platform and machine:
+given values win; unset, XLA on GPU and TPU (and for int8 exports everywhere), and on CPU the choice
+saved for this machine's signature (`bench/finetuning.py --save_defaults`, `bench/serving.py
+--save_defaults`; both in one file), else the built-in default (off)."""
 
 import json
 import os
@@ -102,8 +103,8 @@ class TestMeasuredChoice:
     def test_saved_then_read_back_replacing_the_old_file(self, _speed_file):
         assert speed.save_measured(True, 1.3) == str(_speed_file)
         record = json.loads(_speed_file.read_text(encoding="utf-8"))
-        assert record["signature"] == _this_machine()
-        assert (record["jit_compile"], record["xla_speedup"]) == (True, 1.3)
+        assert record == {"signature": _this_machine(), "choices": {"jit_compile": {
+            "value": True, "xla_speedup": 1.3, "measured_by": "python bench/finetuning.py --save_defaults"}}}
         assert speed.jit_compile_for(None) is True
         speed.save_measured(False, 0.6)
         assert speed.jit_compile_for(None) is False
@@ -138,3 +139,87 @@ def test_the_scripts_log_the_value_and_where_it_came_from(_speed_file, monkeypat
     assert len(logged) == len(lines)
     for (level, text), (want_level, want) in zip(logged, lines, strict=True):
         assert level == want_level and text.startswith(want.format(path=_speed_file)), text
+
+
+FINE_TUNING = {"value": False, "xla_speedup": 0.6, "measured_by": "python bench/finetuning.py --save_defaults"}
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or tf.config.list_physical_devices("GPU"), reason="a Linux CPU")
+class TestSeveralChoicesInOneFile:
+    def _saved(self, path):
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def test_saving_one_choice_keeps_the_other_of_the_same_machine(self, _speed_file):
+        _write(_speed_file, {"signature": _this_machine(), "choices": {"jit_compile": FINE_TUNING}})
+        speed.save_measured(True, 1.25, name="serving_jit_compile", figures={"p50_speedup": 1.1})
+        serving = {"value": True, "xla_speedup": 1.25, "p50_speedup": 1.1,
+                   "measured_by": "python bench/serving.py --save_defaults"}
+        assert self._saved(_speed_file) == {"signature": _this_machine(),
+                                            "choices": {"jit_compile": FINE_TUNING, "serving_jit_compile": serving}}
+        # And the other way round: the fine-tuning measurement again keeps the serving one.
+        speed.save_measured(True, 1.4)
+        choices = self._saved(_speed_file)["choices"]
+        assert choices["serving_jit_compile"] == serving and choices["jit_compile"]["value"] is True
+        assert speed.choose_serving_jit_compile(None, None).value is True
+        assert speed.choose_jit_compile(None).value is True
+        assert sorted(os.listdir(_speed_file.parent)) == [_speed_file.name]
+
+    @pytest.mark.parametrize("record", [
+        {"signature": {**_this_machine(), "cpu": "Another CPU"}, "choices": {"jit_compile": FINE_TUNING}},
+        "{not json",
+    ])
+    def test_another_machines_or_an_unreadable_file_is_replaced(self, _speed_file, record):
+        _write(_speed_file, record)
+        speed.save_measured(False, 0.9, name="serving_jit_compile")
+        saved = self._saved(_speed_file)
+        assert saved["signature"] == _this_machine() and list(saved["choices"]) == ["serving_jit_compile"]
+
+    def test_a_file_of_the_first_version_reads_as_its_fine_tuning_choice_and_is_kept(self, _speed_file):
+        first = {"signature": _this_machine(), "jit_compile": True, "xla_speedup": 1.2,
+                 "measured_by": "python bench/finetuning.py --save_defaults"}
+        _write(_speed_file, first)
+        assert speed.choose_jit_compile(None) == (True, f"measured on this machine ({_speed_file})", None)
+        # It holds no serving choice: float exports keep the built-in default, with no warning.
+        choice = speed.choose_serving_jit_compile(None, None)
+        assert choice == (False, "the CPU default; measure this machine with `python bench/serving.py "
+                                 "--save_defaults`", None)
+        speed.save_measured(True, 1.1, name="serving_jit_compile")
+        choices = self._saved(_speed_file)["choices"]
+        assert choices["jit_compile"] == {"value": True, "xla_speedup": 1.2, "measured_by": first["measured_by"]}
+        assert choices["serving_jit_compile"]["value"] is True
+
+    @pytest.mark.parametrize("saved", [True, False])
+    def test_a_float_export_takes_this_machines_serving_choice(self, _speed_file, saved):
+        _write(_speed_file, {"signature": _this_machine(), "choices": {
+            "jit_compile": {**FINE_TUNING, "value": not saved}, "serving_jit_compile": {"value": saved}}})
+        assert speed.choose_serving_jit_compile(None, None) == (saved, f"measured on this machine ({_speed_file})",
+                                                                None)
+
+    def test_int8_is_on_and_a_given_value_wins_without_reading_the_file(self, _speed_file):
+        _write(_speed_file, {"signature": _this_machine(), "choices": {"serving_jit_compile": {"value": False}}})
+        value, source, warning = speed.choose_serving_jit_compile(None, "int8")
+        assert value is True and warning is None
+        assert source.startswith("on with int8 weights") and "4x slower outside XLA" in source
+        _write(_speed_file, "{not json")
+        assert speed.choose_serving_jit_compile(False, "int8") == (False, "given", None)
+        assert speed.choose_serving_jit_compile(True, None) == (True, "given", None)
+        assert speed.choose_serving_jit_compile(None, "int8").warning is None
+
+    @pytest.mark.parametrize("text", ["{not json", '{"signature": {}, "choices": {"serving_jit_compile": {}}}',
+                                      '{"signature": {}, "choices": {"serving_jit_compile": {"value": 1}}}'])
+    def test_an_unreadable_file_warns_and_float_exports_keep_the_built_in_default(self, _speed_file, text):
+        _write(_speed_file, text)
+        value, source, warning = speed.choose_serving_jit_compile(None, None)
+        assert value is False and source.startswith("the CPU default; measure this machine with `python bench/serving")
+        assert warning.startswith(f"{_speed_file} is not a saved speed choice (") and warning.endswith("ignored")
+
+    def test_only_known_choices_are_saved(self, _speed_file):
+        with pytest.raises(ValueError, match=r"^name='serving' is not one of jit_compile, serving_jit_compile$"):
+            speed.save_measured(True, 1.0, name="serving")
+        assert not _speed_file.exists()
+
+
+def test_a_float_export_on_an_accelerator_is_compiled(monkeypatch):
+    monkeypatch.setattr(speed, "current_platform", lambda use_tpu=False: "gpu")
+    assert speed.choose_serving_jit_compile(None, None) == (True, "the GPU default", None)
+    assert speed.choose_serving_jit_compile(False, None) == (False, "given", None)
