@@ -121,10 +121,8 @@ def settings_or_fail(settings_class, flag_values, **values):
     has, plus `values`; a bad value is a one-line error naming the flag."""
     from bert_tf.training.speed import choose_jit_compile
 
-    jit = choose_jit_compile(flag_values.jit_compile, use_tpu=strategy_name(flag_values) == "tpu")
-    if jit.warning:
-        logging.warning("%s", jit.warning)
-    logging.info("jit_compile=%s: %s", jit.value, jit.source)
+    tpu = strategy_name(flag_values) == "tpu"
+    jit = log_jit_choice("jit_compile", choose_jit_compile(flag_values.jit_compile, use_tpu=tpu))
     shared = dict(
         output_dir=flag_values.output_dir,
         train_batch_size=flag_values.train_batch_size,
@@ -135,7 +133,7 @@ def settings_or_fail(settings_class, flag_values, **values):
         gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
         steps_per_execution=steps_per_execution(flag_values),
         keep_checkpoints=flag_values.keep_checkpoints,
-        jit_compile=jit.value,
+        jit_compile=jit,
         seed=flag_values.random_seed,
     )
     try:
@@ -497,3 +495,15 @@ def padding_settings(flag_values):
     grouped = "group_by_length" in f and f.group_by_length
     values = library_call(lambda: checked(f.length_bucket, f.pad_to_max_seq_length or f.use_tpu, grouped), "--")
     return values["length_bucket"], values["group_by_length"]
+
+
+# --- XLA choices logged alike (issue 21, item 3) ---
+
+
+def log_jit_choice(flag, choice):
+    """Logs an XLA setting resolved by bert_tf.training.speed (a JitChoice): its value and where it
+    came from, after the warning of an unreadable speed file. Returns the value."""
+    if choice.warning:
+        logging.warning("%s", choice.warning)
+    logging.info("%s=%s: %s", flag, choice.value, choice.source)
+    return choice.value

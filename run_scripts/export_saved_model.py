@@ -22,7 +22,9 @@ file in it; or a fine-tuned Hugging Face folder: its class, id2label, config.jso
 max_seq_length) sets the longest packing: the text-in signatures (and the preprocessor's default
 call) pad a request to its longest sequence rounded up to --length_bucket, or always to
 --seq_length with --pad_to_max_seq_length. --quantize=int8 stores the Dense kernels as int8;
---serving_jit_compile (default: on with int8) XLA-compiles the model part of the serving function. The
+--serving_jit_compile XLA-compiles the model part of the serving function; unset, it is on with int8
+and, for float weights, this machine's measured choice (`python bench/serving.py --save_defaults`,
+bert_tf.training.speed; off without one, on for a GPU), logged with where it came from. The
 export is written under a temporary name and renamed when complete; an existing --export_dir is
 replaced only with --overwrite.
 """
@@ -32,7 +34,9 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.export import check_export_dir, exports
 from bert_tf.export.common import QUANTIZE_MODES, ServingOptions
-from run_scripts.common_flags import fail, library_call
+from bert_tf.tasks import registry
+from bert_tf.training.speed import choose_serving_jit_compile
+from run_scripts.common_flags import fail, library_call, log_jit_choice
 
 FLAGS = flags.FLAGS
 
@@ -73,7 +77,8 @@ flags.DEFINE_enum("quantize", None, list(QUANTIZE_MODES), "Task exports: Dense k
 flags.DEFINE_bool(
     "serving_jit_compile", None,
     "Task exports: XLA-compile the model part of the serving function (one program per batch size and length "
-    "bucket). Default: on with --quantize=int8, off otherwise (bench/serving.py's measurement).",
+    "bucket). Default: on with --quantize=int8; float weights: on a GPU, on CPU this machine's choice measured by "
+    "`python bench/serving.py --save_defaults` (bert_tf.training.speed's file), else off.",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 
@@ -99,12 +104,11 @@ def main(argv):
         fail(f"--max_query_length is for --export_type=squad, not {FLAGS.export_type}")
     if FLAGS.export_type == "preprocessor" and not FLAGS.vocab_file:
         fail("--export_type=preprocessor needs --vocab_file")
-    serving = library_call(
-        lambda: ServingOptions(
-            None if FLAGS.pad_to_max_seq_length else FLAGS.length_bucket, FLAGS.serving_jit_compile, FLAGS.quantize
-        ),
-        "--",
-    )
+    jit_compile = FLAGS.serving_jit_compile
+    if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
+        jit_compile = log_jit_choice("serving_jit_compile", choose_serving_jit_compile(jit_compile, FLAGS.quantize))
+    bucket = None if FLAGS.pad_to_max_seq_length else FLAGS.length_bucket
+    serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize), "--")
     library_call(
         lambda: exports.check_casing(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)
     )

@@ -16,9 +16,10 @@ MAX_MODULE_LINES = 400
 MAX_SCRIPT_LINES = 150
 # Scripts with the original's many flags but no task logic, and the one module of flag definitions and
 # flag helpers every script shares (issue 20 added the Hugging Face and LoRA flags, issue 22 the fine-tuning search's
-# flags and its loop over runs, issue 21 the padding flags); the fine-tuning scripts are held to MAX_SCRIPT_LINES.
+# flags and its loop over runs, issue 21 the padding flags and the one log line of an XLA choice); the fine-tuning
+# scripts are held to MAX_SCRIPT_LINES.
 LONGER_SCRIPTS = {
-    "common_flags.py": 500, "run_pretraining.py": 200, "create_pretraining_data.py": 200,
+    "common_flags.py": 510, "run_pretraining.py": 200, "create_pretraining_data.py": 200,
     "quickstart.py": 200,  # a walk through five scripts, printing each one's figures
 }
 MAX_FUNCTION_LINES = 80

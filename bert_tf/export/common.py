@@ -23,10 +23,14 @@ class ServingOptions:
       request to seq_length, as the original's fixed shapes. The outputs on the real tokens are
       the same either way: attention masks the padding.
     jit_compile: the model part of the serving function is XLA-compiled (once per shape: each
-      batch size with each of the seq_length / length_bucket lengths). None: on exactly with
-      int8 weights, as measured by bench/serving.py (BERT-Base, 2 AVX-512 cores: XLA made the
-      float model slower, 71 against 58 ms at batch 1, and the int8 one 4x faster, 46 against
-      179 ms, Keras' int8 matmul being slow outside XLA).
+      batch size with each of the seq_length / length_bucket lengths). None: the library's
+      built-in rule, the same on every machine: on exactly with int8 weights (BERT-Base, 2
+      AVX-512 cores: the int8 model 4x faster with it, 46 against 179 ms at batch 1, Keras' int8
+      matmul being slow outside XLA). Whether XLA helps float weights differs between machines
+      (bench/serving.py on that machine: first slower, 71 against 58 ms, later as fast or faster),
+      so export_saved_model.py passes a resolved value instead: this machine's measured choice
+      (`bert_tf.training.speed.choose_serving_jit_compile`, saved by `python bench/serving.py
+      --save_defaults`).
     quantize: "int8" stores the Dense layers' kernels as int8 with a scale per output column and
       quantizes their inputs per row on the fly (Keras' `Model.quantize("int8")`); None keeps
       float weights.

@@ -2,7 +2,8 @@
 in a fresh process that imports only TensorFlow and tensorflow-text, equal to the Keras model on
 the same text (its inputs built by the original's Python rules, restated here; text-in outputs
 along the sequence as long as the request's longest sequence rounded up to --length_bucket, or
---seq_length with --pad_to_max_seq_length); an int8 + XLA export; saved_model_cli;
+--seq_length with --pad_to_max_seq_length); an int8 + XLA export; a float export taking this
+machine's measured XLA choice from the speed file, a given value winning over it; saved_model_cli;
 the TF Hub KerasLayer path under tf-keras; a mixed-precision model; overwriting; bad input failing
 before anything is written. The exports are written once, by the script, for all the tests."""
 
@@ -23,6 +24,7 @@ from bert_tf.preprocessing import BertTokenizer
 from bert_tf.tasks.ner.conll import Sentence
 from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
 from bert_tf.tokenization import FullTokenizer
+from bert_tf.training import speed
 from tests.peers import installed_peers
 from tests.run_scripts.conftest import run_main_cases
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
@@ -155,23 +157,40 @@ def exported(tmp_path_factory):
         "overwrite": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                       f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}", "--overwrite"],
         # Today's fixed length, and the int8 weights served through XLA.
+        # (given: no XLA, whatever the second process's speed file says; its log line is kept.)
         "squad_fixed": ["--export_type=squad", f"--init_checkpoint={sources.runs['squad']}",
-                        "--pad_to_max_seq_length", f"--export_dir={out}/squad_fixed"],
+                        "--pad_to_max_seq_length", "--noserving_jit_compile", "--verbosity=0",
+                        f"--export_dir={out}/squad_fixed"],
         "classifier_int8": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
                             "--quantize=int8", "--serving_jit_compile", "--length_bucket=4",
                             f"--export_dir={out}/classifier_int8"],
+        # Float weights, --serving_jit_compile unset: this machine's measured choice (on, in the
+        # second process's speed file); the preprocessor (no model part) logs no XLA choice.
+        "classifier_measured": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                                "--verbosity=0", f"--export_dir={out}/classifier_measured"],
     }
+    cases["preprocessor"].append("--verbosity=0")
+    # The second process reads a speed file saying "XLA on for float serving" for this machine, and
+    # writes the INFO lines of the cases given --verbosity=0 to a file of their own.
+    speed_file, log = root / "speed" / "defaults.json", root / "second.log"
+    speed_file.parent.mkdir()
+    speed_file.write_text(json.dumps({"signature": speed.machine_signature("cpu"),
+                                      "choices": {"serving_jit_compile": {"value": True}}}))
+    prelude = (f"import logging, os\nos.environ['BERT_TF_SPEED_FILE'] = {str(speed_file)!r}\n"
+               f"logging.getLogger('absl').addHandler(logging.FileHandler({str(log)!r}))")
     # Two processes side by side (a process uses about one core): the task exports, and the rest.
     first = [*sources.runs, "encoder_from_run"]
     groups = [[k for k in cases if k in first], [k for k in cases if k not in first]]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        done = pool.map(lambda group: run_main_cases("export_saved_model", [cases[k] for k in group]), groups)
+        done = pool.map(lambda group, prelude: run_main_cases("export_saved_model", [cases[k] for k in group],
+                                                              prelude=prelude), groups, ["", prelude])
         outcomes = {
             k: outcome
             for group, results in zip(groups, done, strict=True)
             for k, outcome in zip(group, results, strict=True)
         }
-    return types.SimpleNamespace(root=root, out=out, sources=sources, outcomes=outcomes)
+    return types.SimpleNamespace(root=root, out=out, sources=sources, outcomes=outcomes, speed_file=speed_file,
+                                 log=log)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -305,6 +324,7 @@ def loaded(request, exported):
     requests["encoder"] = {"b1": {k: v[:1] for k, v in packed.items()}, "b64": packed}
     requests["encoder_bf16"] = {"b64": packed}
     requests["squad_fixed"], requests["classifier_int8"] = requests["squad"], requests["classifier"]
+    requests["classifier_measured"] = requests["classifier"]
     (exported.out / "requests.json").write_text(json.dumps(requests))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""}
     result = subprocess.run(
@@ -319,7 +339,7 @@ def loaded(request, exported):
 def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_written(exported):
     outcomes = exported.outcomes
     for kind in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag", "encoder_bf16", "encoder_from_run",
-                 "overwrite", "squad_fixed", "classifier_int8"):
+                 "overwrite", "squad_fixed", "classifier_int8", "classifier_measured"):
         assert outcomes[kind] == "ok", (kind, outcomes[kind])
     expected = {
         "config_mismatch": "checkpoint has shape (32,), model expects (16,)",
@@ -371,6 +391,21 @@ def test_exports_load_without_this_package_and_carry_their_files(exported, loade
     assert json.loads(loaded.results["classifier_int8/assets"]["serving_file"]) == {
         "seq_length": 16, "length_bucket": 4, "jit_compile": True, "quantize": "int8"}
     assert json.loads(loaded.results["preprocessor/assets"]["serving_file"]) == {"seq_length": 16, "length_bucket": 16}
+
+
+def test_a_float_export_takes_this_machines_measured_xla_choice_and_says_where_from(exported, loaded):
+    assets = {k: json.loads(loaded.results[f"{k}/assets"]["serving_file"]) for k in ("classifier_measured",
+                                                                                       "squad_fixed")}
+    assert assets["classifier_measured"] == {"seq_length": 16, "length_bucket": 16, "jit_compile": True,
+                                             "quantize": None}
+    assert assets["squad_fixed"] == {"seq_length": 20, "length_bucket": None, "jit_compile": False, "quantize": None}
+    # Compiled, the float model gives the same probabilities.
+    np.testing.assert_allclose(loaded.results["classifier_measured/b64"]["probabilities"],
+                               loaded.results["classifier/b64"]["probabilities"], atol=1e-5)
+    # One line each for the two task exports logged (squad_fixed, then this one), none for the preprocessor.
+    lines = [line for line in exported.log.read_text().splitlines() if "jit_compile" in line]
+    assert lines == ["serving_jit_compile=False: given",
+                     f"serving_jit_compile=True: measured on this machine ({exported.speed_file})"], lines
 
 
 def test_saved_model_cli_lists_each_signature_with_names_dtypes_and_shapes(loaded):
