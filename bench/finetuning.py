@@ -19,7 +19,8 @@ tables and embeddings have BERT-Base's size). Every side starts from the same te
   platform and machine: the XLA on/off ratios printed here are the measurement behind its CPU
   choice, and `--save_defaults` (XLA off and on, dynamic padding, unless --xla/--padding are given)
   saves that choice for this machine, where the scripts find it ($BERT_TF_SPEED_FILE, default
-  ~/.cache/bert_tf/speed_defaults.json).
+  ~/.cache/bert_tf/speed_defaults.json; bench/serving.py --save_defaults's choice for float exports
+  is kept beside it).
 - PyTorch: transformers' BertForSequenceClassification of the same shape, eager, as its Trainer
   runs it, each batch padded to its longest row by DataCollatorWithPadding ("dynamic") or to
   --seq_length ("fixed"); bench/finetuning_pytorch_peer.py says the rest. It runs in a process of

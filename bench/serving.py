@@ -5,6 +5,7 @@ int8) beside PyTorch eager and ONNX Runtime (fp32 and dynamic int8) serving the 
                              --throughput_calls=6 --rounds=3 --peer_dirs=DIR[,DIR]
                              --intra_op_threads=0 --inter_op_threads=0]
     python bench/serving.py --smoke  # tiny config, a few calls, no peers (the suite's)
+    python bench/serving.py --save_defaults  # this machine's XLA choice for float exports, saved
 
 Text: data/corpus.txt's sentences as they are (real English, 7 to 16 words), served one by one
 (text_a alone) and as pairs (a sentence and the next one). Batch 1: every call one single or one
@@ -37,11 +38,21 @@ requests, so that a change in the machine's load falls on all alike. Yet PyTorch
 suffer most on a machine loaded past its cores (load 7 on 2 cores: batch-1 p50 0.3-1.6 s at 2 threads,
 0.10 s at 1): read its figures with the printed load, or compare all sides at --intra_op_threads=1.
 
+--save_defaults measures our float export at the request's length without XLA and with it
+("dynamic", "dynamic+xla": --ours is those two unless given) and saves XLA on for float exports on
+this machine (`serving_jit_compile` in bert_tf.training.speed's per-machine file,
+$BERT_TF_SPEED_FILE or ~/.cache/bert_tf/speed_defaults.json, keeping the fine-tuning choice of
+bench/finetuning.py --save_defaults) when XLA won: the geometric mean of its batch-1 p50 gain (p50
+without / with) and its batch throughput gain (with / without) is above 1. export_saved_model.py
+then compiles float exports' serving function where --serving_jit_compile is not given (int8
+exports always are).
+
 What int8 costs in accuracy: bench/serving_int8_accuracy.py.
 """
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -67,6 +78,8 @@ flags.DEFINE_list("peer_dirs", [], "Folders holding torch, transformers, onnxrun
 flags.DEFINE_integer("intra_op_threads", 0, "Every side's intra-op threads (0: the machine's cores).")
 flags.DEFINE_integer("inter_op_threads", 0, "Every side's inter-op threads (0: each library's default).")
 flags.DEFINE_bool("smoke", False, "The tiny config, a few calls, no peers unless --peer_dirs names them.")
+flags.DEFINE_bool("save_defaults", False, "Save whether XLA made our float export faster here (--ours: dynamic and "
+                  "dynamic+xla unless given) as this machine's serving_jit_compile default (bert_tf.training.speed).")
 flags.DEFINE_enum("side", None, ["ours", "torch", "ort_fp32", "ort_int8"],
                   "Internal: serve this side's paths to the driving process over stdin/stdout.")
 flags.DEFINE_string("side_dir", None, "Internal: the folder the sides share (vocab, exports, HF folder, ONNX files).")
@@ -80,6 +93,7 @@ OURS = {  # name -> ServingOptions
     "fixed": dict(length_bucket=None), "dynamic": dict(jit_compile=False), "dynamic+xla": dict(jit_compile=True),
     "int8": dict(quantize="int8", jit_compile=False), "int8+xla": dict(quantize="int8", jit_compile=True),
 }
+XLA_PAIR = ("dynamic", "dynamic+xla")  # --save_defaults: our float export without XLA, with it
 VOCAB_SIZE = 30522
 NOT_PROBABILITIES = {"tokenize+pack"}  # timed, but gives the input_mask
 
@@ -385,6 +399,11 @@ def main(argv):
         for name, value in smoke.items():
             if not FLAGS[name].present:
                 FLAGS[name].value = value
+    if FLAGS.save_defaults and not FLAGS["ours"].present:
+        FLAGS.ours = list(XLA_PAIR)
+    if FLAGS.save_defaults and not set(XLA_PAIR) <= set(FLAGS.ours):
+        raise app.UsageError(f"--save_defaults measures {' and '.join(XLA_PAIR)}: --ours={','.join(FLAGS.ours)} "
+                             "lacks one")
     if FLAGS.side:
         return serve_side()
     shape = CONFIGS[FLAGS.config]
@@ -409,6 +428,28 @@ def main(argv):
           f"{FLAGS.batch_size}: {FLAGS.rounds * FLAGS.throughput_calls} batches; {FLAGS.rounds} rounds; "
           f"load average {os.getloadavg()[0]:.1f}; max |dp|: probabilities against {FLAGS.ours[0]}")
     report(rows, differences)
+    if FLAGS.save_defaults:
+        save_defaults(rows)
+
+
+def save_defaults(rows):
+    """Saves XLA's measured choice for float exports on this machine (`speed.save_measured`): on
+    when the geometric mean of its batch-1 p50 gain and its batch throughput gain is above 1."""
+    from bert_tf.training import speed  # after the measurement: TensorFlow loads in this process only now
+
+    off, on = (rows[name] for name in XLA_PAIR)
+    latency, throughput = off[0] / on[0], on[2] / off[2]  # each above 1 where XLA is faster
+    # A service is bound by one-request latency or by batch throughput; the geometric mean weighs
+    # the two relative gains alike (10% better on one and 10% worse on the other cancel), so that
+    # neither use is sacrificed for the other. A tie keeps the built-in off: XLA compiles a program
+    # per request shape, a cost the measurement's warm-up leaves out.
+    mean = math.sqrt(latency * throughput)
+    figures = {"p50_speedup": latency, "throughput_speedup": throughput}
+    path = speed.save_measured(mean > 1, mean, name="serving_jit_compile", figures=figures)
+    print(f"XLA on / off for our float export ({XLA_PAIR[1]} / {XLA_PAIR[0]}): batch-1 p50 {latency:.3f}x, batch "
+          f"{FLAGS.batch_size} throughput {throughput:.3f}x, geometric mean {mean:.3f}x (XLA on where above 1)")
+    print(f"saved serving_jit_compile={mean > 1} for this machine to {path}; export_saved_model.py uses it for "
+          "float exports where --serving_jit_compile is not given", flush=True)
 
 
 if __name__ == "__main__":
