@@ -38,7 +38,9 @@ def _grads(variables, step):
     return [rng.normal(0, 0.8, tuple(v.shape)).astype(np.float32) for v in variables]
 
 
-def _numpy_adamw(params, grads_by_step, paths, lrs, rate=0.01, b1=0.9, b2=0.999, eps=1e-6):
+def _numpy_adamw(params, grads_by_step, paths, lrs, rate=0.01, b1=0.9, b2=0.999, eps=1e-6, kernel=False):
+    """optimization.py's rule; kernel: with (1 - b) rounded to float32 as TensorFlow's Adam kernel takes it."""
+    c1, c2 = (float(np.float32(1) - np.float32(b)) if kernel else 1 - b for b in (b1, b2))
     m = [np.zeros_like(p) for p in params]
     v = [np.zeros_like(p) for p in params]
     params = [p.astype(np.float64) for p in params]
@@ -46,8 +48,8 @@ def _numpy_adamw(params, grads_by_step, paths, lrs, rate=0.01, b1=0.9, b2=0.999,
         norm = np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in grads))
         grads = [g * (1.0 / max(norm, 1.0)) for g in grads]  # tf.clip_by_global_norm(., 1.0)
         for i, g in enumerate(grads):
-            m[i] = b1 * m[i] + (1 - b1) * g
-            v[i] = b2 * v[i] + (1 - b2) * g * g
+            m[i] = (1 - c1) * m[i] + c1 * g
+            v[i] = (1 - c2) * v[i] + c2 * g * g
             update = m[i] / (np.sqrt(v[i]) + eps)  # no bias correction, as the original
             if not any(s in paths[i] for s in ("LayerNorm", "layer_norm", "bias")):
                 update = update + rate * params[i]
@@ -55,22 +57,28 @@ def _numpy_adamw(params, grads_by_step, paths, lrs, rate=0.01, b1=0.9, b2=0.999,
     return params
 
 
-def test_adamw_matches_the_original_update_rule():
+@pytest.mark.parametrize("fused", [False, True])
+def test_adamw_matches_the_original_update_rule(fused):
     model = _model()
     variables = model.trainable_variables
     paths = [v.path for v in variables]
     assert paths == ["dense/kernel", "dense/bias", "layer_norm/gamma", "layer_norm/beta"]
     start = [keras.ops.convert_to_numpy(v) for v in variables]
     schedule = WarmupLinearDecay(0.1, num_train_steps=10, num_warmup_steps=2)
-    optimizer = AdamWeightDecay(learning_rate=schedule, weight_decay_rate=0.01)
+    optimizer = AdamWeightDecay(learning_rate=schedule, weight_decay_rate=0.01, fused=fused)
     grads = [_grads(variables, step) for step in range(4)]
     for g in grads:
         optimizer.apply(g, variables)
-    expected = _numpy_adamw(start, grads, paths, [numpy_lr(s, 0.1, 10, 2) for s in range(4)])
+    lrs = [numpy_lr(s, 0.1, 10, 2) for s in range(4)]
+    expected = _numpy_adamw(start, grads, paths, lrs, kernel=fused and keras.backend.backend() == "tensorflow")
     for v, e in zip(variables, expected, strict=True):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(v), e, rtol=1e-5, atol=1e-6)
     assert int(optimizer.iterations) == 4
     assert optimizer.decays(variables[0]) and not any(optimizer.decays(v) for v in variables[1:])
+    # The fused kernel's rounding of (1 - beta_2) moves the weights by at most a few 1e-6 here (learning rate 0.1).
+    original = _numpy_adamw(start, grads, paths, lrs)
+    assert max(np.max(np.abs(e - o)) for e, o in zip(expected, original, strict=True)) < 2e-5
+    assert AdamWeightDecay.from_config(optimizer.get_config()).fused is fused
 
 
 def test_lamb_scales_each_update_by_the_trust_ratio():
