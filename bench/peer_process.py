@@ -36,13 +36,19 @@ def start(script, spec, directory, processes, name):
         [sys.executable, os.path.join(BENCH, script), spec_path],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
     ))
-    if peer.stdout.readline().strip() != "ready":
-        raise RuntimeError(f"the {name} peer did not start: exit status {peer.wait()} (its stderr above)")
+    first = peer.stdout.readline()
+    if first.strip() != "ready":
+        peer.kill()  # alive and waiting on its input, it would never end by itself
+        raise RuntimeError(f"the {name} peer did not start: it said {first.strip()!r} instead of 'ready', exit "
+                           f"status {peer.wait()} (its stderr above)")
 
     def measure():
         peer.stdin.write("measure\n")
         peer.stdin.flush()
-        return float(peer.stdout.readline())
+        line = peer.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {name} peer ended with exit status {peer.wait()} (its stderr above)")
+        return float(line)
 
     return measure
 

@@ -79,7 +79,7 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_list("peer_dirs", [], "Folders holding the peers (keras-hub; transformers + torch), appended to sys.path.")
 flags.DEFINE_list("peers", ["keras_hub", "pytorch"], "Peers to measure where installed.")
-flags.DEFINE_integer("threads", 2, "Intra- and inter-op threads of every side (TensorFlow's, torch's).")
+flags.DEFINE_integer("threads", os.cpu_count(), "Intra- and inter-op threads of every side (TensorFlow's, torch's).")
 flags.DEFINE_integer("peak_size", 2048, "Matrix size of the matmul peak measurement.")
 flags.DEFINE_boolean("smoke", False, "Tiny config, one round of a few steps: checks that the bench still runs.")
 
@@ -230,9 +230,8 @@ def installed_peers(directory, processes):
             print(f"transformers or torch is not installed (no {', '.join(missing)}): no comparison with PyTorch "
                   "(see --peer_dirs)")
         else:
-            measure = pytorch_peer(directory, processes)
             # fp32 only: PyTorch's CPU training in bf16 autocast is not the configuration users run.
-            builders["PyTorch eager"] = lambda dtype: measure if dtype == "float32" else None
+            builders["PyTorch eager"] = lambda dtype: pytorch_peer(directory, processes) if dtype == "float32" else None
     return builders
 
 

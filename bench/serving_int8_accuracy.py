@@ -59,6 +59,7 @@ def exported_outputs(run, texts):
 
 
 def report(outputs, labels):
+    """Prints each export's accuracy on `labels`, and how far int8's predictions are from float32's."""
     for name, out in outputs.items():
         correct = sum(label.decode() == want for label, want in zip(out["label"], labels, strict=True))
         print(f"  {name:8} dev accuracy {correct / len(labels):.4f} ({correct} of {len(labels)})")
@@ -83,9 +84,14 @@ def smoke_run(directory):
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)  # the export's own info lines
-    if not FLAGS.smoke and not FLAGS.run:
-        raise app.UsageError("--run (a run_classifier.py output_dir) is required, unless --smoke")
-    texts, labels = read_tsv(FLAGS.tsv)
+    if FLAGS.smoke == bool(FLAGS.run):
+        raise app.UsageError("--run (a run_classifier.py output_dir) is required, unless --smoke (not both)")
+    if FLAGS.run and not os.path.isdir(FLAGS.run):
+        raise app.UsageError(f"--run={FLAGS.run}: no such folder (a run_classifier.py output_dir)")
+    try:
+        texts, labels = read_tsv(FLAGS.tsv)
+    except (OSError, ValueError) as e:
+        raise app.UsageError(f"--tsv: {e}") from None
     with tempfile.TemporaryDirectory() as directory:
         run = smoke_run(directory) if FLAGS.smoke else FLAGS.run
         print(f"{run} on {FLAGS.tsv}:")

@@ -78,7 +78,8 @@ flags.DEFINE_bool(
     "serving_jit_compile", None,
     "Task exports: XLA-compile the model part of the serving function (one program per batch size and length "
     "bucket). Default: on with --quantize=int8; float weights: on a GPU, on CPU this machine's choice measured by "
-    "`python bench/serving.py --save_defaults` (bert_tf.training.speed's file), else off.",
+    "`python bench/serving.py --save_defaults` (bert_tf.training.speed's file), else off. The choice follows the "
+    "exporting machine: give it explicitly for an export made on one kind of machine and served on another.",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 

@@ -2,11 +2,12 @@
 
 `AdamWeightDecay.update_step` written in keras.ops runs about fourteen element-wise ops per
 variable, each a pass over the variable's numbers (and, inside a tf.function, an op dispatched on
-its own); TensorFlow's `ResourceApplyAdam` does the moments and the step in one pass. Measured on
-2 AVX-512 cores, the model of bench/pretraining.py (11.3M parameters, the 30,522 x 256 embedding
-among them), gradient clipping included: 37.5 ms per step in keras.ops, 21.5 ms fused; a
-fine-tuning step on short sentences takes 120-180 ms in all. Other backends keep the keras.ops
-update (the same numbers to float32 rounding).
+its own); TensorFlow's `ResourceApplyAdam` does the moments and the step in one pass (the decay
+adds a multiply and a subtraction where it applies). bench/optimizer_step.py times both on the
+model of bench/pretraining.py (11.3M parameters, the 30,522 x 256 embedding among them), gradient
+clipping included: on 2 AVX-512 cores 29.7 ms per step in keras.ops, 15.2 ms fused, where a
+fine-tuning step on short sentences takes 75-120 ms in all. Other backends keep the keras.ops
+update.
 
 The original's update without bias correction is the kernel's with beta1_power = beta2_power = 0
 (its step size is lr * sqrt(1 - beta2_power) / (1 - beta1_power) = lr):

@@ -10,9 +10,10 @@ Two XLA settings left unset ("auto") resolve here, each on a measurement of its 
   the fine-tuning step at the default flags and saves its choice.
 - `serving_jit_compile`, a text-in export's serving function (`choose_serving_jit_compile`): with
   int8 weights always on (Keras' int8 matmul is about 4x slower outside XLA); with float weights,
-  on GPU and TPU on, on CPU the choice of `python bench/serving.py --save_defaults`, which serves
-  the same export with XLA and without (on the EPYC above XLA first lost, 71 against 58 ms at
-  batch 1, and later won: 44 against 45 ms, and 45.7 against 35.5 sequences/s at batch 32).
+  on a GPU on (the exporting machine's platform decides), on CPU the choice of `python
+  bench/serving.py --save_defaults`, which serves the same export with XLA and without (on the
+  EPYC above XLA first lost, 71 against 58 ms at batch 1, and later won: 44 against 45 ms, and
+  45.7 against 35.5 sequences/s at batch 32).
 
 The measured choices live in one per-machine file (`$BERT_TF_SPEED_FILE`, default
 ~/.cache/bert_tf/speed_defaults.json) beside the machine's signature (`machine_signature`):

@@ -57,6 +57,43 @@ def _numpy_adamw(params, grads_by_step, paths, lrs, rate=0.01, b1=0.9, b2=0.999,
     return params
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the fused kernel is TensorFlow's")
+def test_the_fused_update_is_the_kernels_rule_not_the_keras_ops_one():
+    # With beta_2 = 0.9999, float32 (1 - beta_2) is 1.00017e-4: the two rules part by more than the tolerance.
+    model = _model()
+    variables = model.trainable_variables
+    paths = [v.path for v in variables]
+    start = [keras.ops.convert_to_numpy(v) for v in variables]
+    grads = [_grads(variables, step) for step in range(4)]
+    optimizer = AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.01, beta_2=0.9999)
+    for g in grads:
+        optimizer.apply(g, variables)
+    got = [keras.ops.convert_to_numpy(v) for v in variables]
+    for kernel in (True, False):
+        expected = _numpy_adamw(start, grads, paths, [0.1] * 4, b2=0.9999, kernel=kernel)
+        close = all(np.allclose(a, e, rtol=1e-5, atol=1e-6) for a, e in zip(got, expected, strict=True))
+        assert close is kernel
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the fused kernel is TensorFlow's")
+def test_the_fused_update_takes_an_embeddings_sparse_gradient():
+    import tensorflow as tf
+
+    table = keras.Variable(np.ones((5, 3), np.float32), name="embeddings")
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.gather(table.value, [1, 3, 3]) * 2.0)
+    gradient = tape.gradient(loss, table.value)
+    assert isinstance(gradient, tf.IndexedSlices)
+    AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.0, global_clipnorm=None).apply([gradient], [table])
+    # Rows 1 and 3 get gradients 2 and 4 (row 3 is gathered twice), the others none: after one step
+    # m = c1 g and v = c2 g^2 (c: the kernel's float32 1 - beta), the weights move by 0.1 m / (sqrt(v) + eps).
+    c1, c2 = (float(np.float32(1) - np.float32(b)) for b in (0.9, 0.999))
+    expected = np.ones((5, 3))
+    for row, g in ((1, 2.0), (3, 4.0)):
+        expected[row] -= 0.1 * c1 * g / (np.sqrt(c2 * g * g) + 1e-6)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(table), expected, rtol=1e-5)
+
+
 @pytest.mark.parametrize("fused", [False, True])
 def test_adamw_matches_the_original_update_rule(fused):
     model = _model()
