@@ -64,9 +64,9 @@ from absl import app, flags, logging
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/finetuning.py`: bert_tf from this checkout
 
-import peer_process  # noqa: E402  (bench/, this script's folder)
+import model_shape  # noqa: E402  (bench/, this script's folder)
+import peer_process  # noqa: E402
 
-from bert_tf import BertConfig  # noqa: E402
 from bert_tf.data.lengths import cut_padding  # noqa: E402
 from bert_tf.tasks.classifier.inputs import encode_examples  # noqa: E402
 from bert_tf.tasks.classifier.processors import InputExample  # noqa: E402
@@ -76,11 +76,6 @@ from bert_tf.training import speed  # noqa: E402
 from bert_tf.training.trainer import Trainer, TrainingSettings  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("num_layers", 4, "")
-flags.DEFINE_integer("hidden_size", 256, "")
-flags.DEFINE_integer("num_heads", 4, "")
-flags.DEFINE_integer("intermediate_size", 1024, "")
-flags.DEFINE_integer("vocab_size", 30522, "")
 flags.DEFINE_integer("seq_length", 128, "max_seq_length: the fixed runs' length, every run's maximum.")
 flags.DEFINE_integer("batch_size", 32, "Global batch.")
 flags.DEFINE_integer("steps", 30, "Measured steps per round (after the warm-up).")
@@ -105,7 +100,7 @@ flags.DEFINE_integer("threads", os.cpu_count(), "Threads of each side (TensorFlo
 flags.DEFINE_bool("smoke", False, "A tiny config and a few steps (flags given still win).")
 
 # --smoke: what a quick check of every code path needs.
-SMOKE = dict(num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, vocab_size=1000, seq_length=32,
+SMOKE = dict(**model_shape.SMOKE, seq_length=32,
              batch_size=8, steps=2, examples=64, rounds=1, xla=["false"], accuracy_steps=6, length_bucket=8,
              text=["pairs"])
 # Our flags that the PyTorch peer's process takes as they are (bench/finetuning_pytorch_peer.py).
@@ -145,13 +140,6 @@ def texts(kind):
     return out
 
 
-def bert_config():
-    return BertConfig(
-        vocab_size=FLAGS.vocab_size, hidden_size=FLAGS.hidden_size, num_hidden_layers=FLAGS.num_layers,
-        num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_size, type_vocab_size=2,
-    )
-
-
 def lora(rank):
     return {"lora_rank": rank, "lora_alpha": FLAGS.lora_alpha if rank else None}
 
@@ -174,7 +162,7 @@ class _CutTask(ClassifierTask):
 def task(kind, padding, vocab, seq_length=None):
     bucket = FLAGS.length_bucket if padding == "dynamic" else None
     return (ClassifierTask if LIBRARY_CUTS else _CutTask)(
-        bert_config(), ["0", "1"], vocab_file=vocab, max_seq_length=seq_length or FLAGS.seq_length,
+        model_shape.bert_config(), ["0", "1"], vocab_file=vocab, max_seq_length=seq_length or FLAGS.seq_length,
         pair=kind == "pairs", length_bucket=bucket,
     )
 
@@ -262,8 +250,8 @@ def separable_examples():
 
 def accuracy(vocab, out, lora_rank=0):
     """Dev accuracy on the separable task after --accuracy_steps (same initialisation, seed 1)."""
-    task = ClassifierTask(bert_config(), ["0", "1"], vocab_file=vocab, max_seq_length=FLAGS.accuracy_seq_length,
-                          pair=False)
+    task = ClassifierTask(model_shape.bert_config(), ["0", "1"], vocab_file=vocab,
+                          max_seq_length=FLAGS.accuracy_seq_length, pair=False)
     train, dev = (encode_examples(e, task.labels, "single") for e in separable_examples())
     steps = FLAGS.accuracy_steps
     settings = TrainingSettings(
@@ -440,8 +428,7 @@ def main(argv):
     if FLAGS.peer_path:
         sys.path.append(FLAGS.peer_path)  # after ours: the peers' own numpy must not shadow ours
     print(
-        f"config: L={FLAGS.num_layers} H={FLAGS.hidden_size} A={FLAGS.num_heads} I={FLAGS.intermediate_size} "
-        f"vocab={FLAGS.vocab_size} seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
+        f"config: {model_shape.described()} seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
         f"length_bucket={FLAGS.length_bucket}, fp32, real-length text; batches cut by "
         f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}; {FLAGS.threads} threads",
         flush=True,

@@ -25,29 +25,22 @@ from absl import app, flags
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/optimizer_step.py`: bert_tf from this checkout
 
-from bert_tf import BertConfig  # noqa: E402
+import model_shape  # noqa: E402  (bench/, this script's folder)
+
 from bert_tf.training.optimizers import create_optimizer  # noqa: E402
 from bert_tf.training.pretraining import PretrainingTask  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("num_layers", 4, "")
-flags.DEFINE_integer("hidden_size", 256, "")
-flags.DEFINE_integer("num_heads", 4, "")
-flags.DEFINE_integer("intermediate_size", 1024, "")
-flags.DEFINE_integer("vocab_size", 30522, "")
 flags.DEFINE_integer("steps", 20, "Timed optimizer steps per round.")
 flags.DEFINE_integer("rounds", 3, "Alternating rounds; medians are reported.")
 flags.DEFINE_bool("smoke", False, "A tiny config and a few steps.")
 
-SMOKE = {"num_layers": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 64, "vocab_size": 1000, "steps": 3,
-         "rounds": 1}
+SMOKE = {**model_shape.SMOKE, "steps": 3, "rounds": 1}
 
 
 def stepper(fused, gradients):
     """(a tf.function making one clipped AdamWeightDecay step, the model's variables) for a new model."""
-    config = BertConfig(vocab_size=FLAGS.vocab_size, hidden_size=FLAGS.hidden_size,
-                        num_hidden_layers=FLAGS.num_layers, num_attention_heads=FLAGS.num_heads,
-                        intermediate_size=FLAGS.intermediate_size, type_vocab_size=2)
+    config = model_shape.bert_config()
     keras.utils.set_random_seed(0)  # both start from the same weights
     variables = PretrainingTask(config).build_model().trainable_variables
     optimizer = create_optimizer("adamw", 1e-4, 1000, 10, global_clipnorm=None, fused=fused)
@@ -85,7 +78,7 @@ def main(argv):
                 step()
             times[name].append(1000 * (time.perf_counter() - start) / FLAGS.steps)
     count = sum(int(np.prod(v.shape)) for v in steppers["fused"][1])
-    print(f"config: L={FLAGS.num_layers} H={FLAGS.hidden_size} I={FLAGS.intermediate_size} vocab={FLAGS.vocab_size}: "
+    print(f"config: {model_shape.described()}: "
           f"{len(steppers['fused'][1])} variables, {count:,} numbers; {os.cpu_count()} CPU cores, load average "
           f"{os.getloadavg()[0]:.1f}")
     medians = {name: statistics.median(values) for name, values in times.items()}

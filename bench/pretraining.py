@@ -55,18 +55,13 @@ from absl import app, flags
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/pretraining.py`: bert_tf from this checkout
 
-import peer_process  # noqa: E402  (bench/, this script's folder)
+import model_shape  # noqa: E402  (bench/, this script's folder)
+import peer_process  # noqa: E402
 
-from bert_tf import BertConfig  # noqa: E402
 from bert_tf.data import tfrecords  # noqa: E402
 from bert_tf.training.pretraining import Pretraining, PretrainingSettings  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("num_layers", 4, "")
-flags.DEFINE_integer("hidden_size", 256, "")
-flags.DEFINE_integer("num_heads", 4, "")
-flags.DEFINE_integer("intermediate_size", 1024, "")
-flags.DEFINE_integer("vocab_size", 30522, "")
 flags.DEFINE_integer("seq_length", 128, "")
 flags.DEFINE_integer("predictions", 20, "")
 flags.DEFINE_integer("batch_size", 32, "Global batch.")
@@ -83,9 +78,8 @@ flags.DEFINE_integer("threads", os.cpu_count(), "Intra- and inter-op threads of 
 flags.DEFINE_integer("peak_size", 2048, "Matrix size of the matmul peak measurement.")
 flags.DEFINE_boolean("smoke", False, "Tiny config, one round of a few steps: checks that the bench still runs.")
 
-SMOKE = {"num_layers": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 64, "vocab_size": 1000,
-         "seq_length": 32, "predictions": 5, "batch_size": 8, "steps": 10, "rounds": 1, "hub_fits_per_round": 1,
-         "peak_size": 256, "dtypes": ["float32"], "xla": ["false"]}
+SMOKE = {**model_shape.SMOKE, "seq_length": 32, "predictions": 5, "batch_size": 8, "steps": 10, "rounds": 1,
+         "hub_fits_per_round": 1, "peak_size": 256, "dtypes": ["float32"], "xla": ["false"]}
 
 
 def train_flops_per_sequence():
@@ -139,10 +133,7 @@ def synthetic_records(path, n):
 
 def ours(dtype, xla, data, out):
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if dtype == "bfloat16" else "float32")
-    config = BertConfig(
-        vocab_size=FLAGS.vocab_size, hidden_size=FLAGS.hidden_size, num_hidden_layers=FLAGS.num_layers,
-        num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_size, type_vocab_size=2,
-    )
+    config = model_shape.bert_config()
     settings = PretrainingSettings(
         output_dir=out, train_batch_size=FLAGS.batch_size, max_seq_length=FLAGS.seq_length,
         max_predictions_per_seq=FLAGS.predictions, learning_rate=1e-4, num_train_steps=10 + FLAGS.steps,
@@ -272,8 +263,7 @@ def main(argv):
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     flops = train_flops_per_sequence()
-    print(f"config: L={FLAGS.num_layers} H={FLAGS.hidden_size} A={FLAGS.num_heads} I={FLAGS.intermediate_size} "
-          f"vocab={FLAGS.vocab_size} seq={FLAGS.seq_length} predictions={FLAGS.predictions} "
+    print(f"config: {model_shape.described()} seq={FLAGS.seq_length} predictions={FLAGS.predictions} "
           f"batch={FLAGS.batch_size}; {flops:,} training FLOP/sequence")
     peaks = {d: matmul_peak(tf.bfloat16 if d == "bfloat16" else tf.float32) for d in FLAGS.dtypes}
     print("matmul peak: " + ", ".join(f"{d} {p / 1e9:.0f} GFLOP/s" for d, p in peaks.items()))
