@@ -47,7 +47,6 @@ are not among the training ones) and their dev accuracy printed: full fine-tunin
 
 import contextlib
 import functools
-import importlib.util
 import inspect
 import os
 import random
@@ -195,9 +194,8 @@ def ours(kind, padding, xla, data, vocab, out, lora_rank=0):
 
 @functools.cache
 def pytorch_available():
-    """Whether transformers and torch can be imported (looked up, not imported: torch's thread pools
-    stay out of this process); a message when not."""
-    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    """Whether transformers and torch can be imported (`peer_process.missing_pytorch`); a message when not."""
+    missing = peer_process.missing_pytorch()
     if missing:
         print(f"PyTorch peer skipped: no {' or '.join(missing)} (install transformers and torch into a folder, "
               "pass --peer_path)")

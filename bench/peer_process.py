@@ -10,6 +10,7 @@ The protocol, both ends here: the bench writes the peer's spec as JSON and start
 `spec["batch_size"]` examples, and exits at the end of stdin (`serve`).
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -18,6 +19,12 @@ import tempfile
 import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
+
+
+def missing_pytorch():
+    """The names of torch and transformers that this process could not import (looked up, not
+    imported: torch's thread pools stay out of the bench's own process)."""
+    return [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
 
 
 def start(script, spec, directory, processes, name):

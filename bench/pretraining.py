@@ -40,7 +40,6 @@ for the rows the pre-training heads read), which is what a higher rate buys.
 """
 
 import contextlib
-import importlib.util
 import os
 import statistics
 import sys
@@ -215,8 +214,7 @@ def installed_peers(directory, processes):
         except ImportError as e:
             print(f"keras-hub is not installed ({e}): no comparison with it (see --peer_dirs)")
     if "pytorch" in FLAGS.peers:
-        # Looked up, not imported: torch's thread pools stay out of this process.
-        missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+        missing = peer_process.missing_pytorch()
         if missing:
             print(f"transformers or torch is not installed (no {', '.join(missing)}): no comparison with PyTorch "
                   "(see --peer_dirs)")

@@ -9,12 +9,17 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def finished_bench(script, *flags, env=None, timeout=300):
+    """The finished `python bench/<script> <flags>` (a CompletedProcess: exit status, stdout, stderr)."""
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, os.path.join("bench", script), *flags], cwd=REPO,
+                          env={**base, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def run_bench(script, *flags, env=None, timeout=300):
     """The stdout of `python bench/<script> <flags>`; fails the test with its output's end if it fails."""
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, os.path.join("bench", script), *flags], cwd=REPO,
-                            env={**base, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}, capture_output=True, text=True,
-                            timeout=timeout)
+    result = finished_bench(script, *flags, env=env, timeout=timeout)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return result.stdout
 

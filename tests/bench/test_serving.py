@@ -6,16 +6,12 @@ saving XLA's choice for float exports where $BERT_TF_SPEED_FILE says, beside the
 
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from bert_tf.training import speed
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.bench.smoke import finished_bench
 
 pytestmark = pytest.mark.slow
 
@@ -24,10 +20,7 @@ FINE_TUNING = {"value": False, "xla_speedup": 0.62, "measured_by": "python bench
 
 def _bench(*flags, env=None):
     # As a user starts it: no PYTHONPATH, the bench finds this checkout's bert_tf itself (in its side's process too).
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, os.path.join("bench", "serving.py"), *flags], cwd=REPO,
-                          env={**base, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}, capture_output=True, text=True,
-                          timeout=600)
+    return finished_bench("serving.py", *flags, env=env, timeout=600)
 
 
 def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choice(tmp_path):

@@ -2,13 +2,10 @@
 briefly, and both exports of that run classify data/sentiment's 40 dev sentences; int8 may move a
 probability, never by much."""
 
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.bench.smoke import REPO, number, run_bench
+from tests.bench.smoke import finished_bench, number, run_bench
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +30,5 @@ def test_smoke_run_compares_the_float_and_int8_exports():
     (["--run=.", "--tsv=/nonexistent/dev.tsv"], "--tsv: [Errno 2] No such file or directory"),
 ])
 def test_bad_flags_fail_in_one_line_naming_the_flag(flags, message):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, "bench/serving_int8_accuracy.py", *flags], cwd=REPO, capture_output=True,
-                            text=True, timeout=120, env=env)
+    result = finished_bench("serving_int8_accuracy.py", *flags, timeout=120)
     assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
