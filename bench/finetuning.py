@@ -82,8 +82,8 @@ flags.DEFINE_integer("examples", 4096, "Training examples.")
 flags.DEFINE_integer("rounds", 3, "Alternating measurement rounds.")
 flags.DEFINE_list("text", ["single", "pairs"], "single: one corpus sentence per example; pairs: two consecutive.")
 flags.DEFINE_list("padding", ["dynamic", "fixed"], "Our loop with batches cut to their longest row / fixed.")
-flags.DEFINE_integer("length_bucket", settings_module.LENGTH_BUCKET, "Dynamic padding's bucket (run_classifier's "
-                     "default: bert_tf.training.settings.LENGTH_BUCKET).")
+flags.DEFINE_integer("length_bucket", None, "Dynamic padding's bucket (default: run_classifier's for each XLA "
+                     "setting, bert_tf.training.settings.default_length_bucket: 1 without XLA, 8 with it).")
 flags.DEFINE_list("xla", ["false", "true"], "Our loop with XLA off / on.")
 flags.DEFINE_string("peer_path", None, "A folder holding transformers and torch (pip install --target), for the peer.")
 flags.DEFINE_integer("lora_rank", 0, "Also our loop with LoRA of this rank (0: full fine-tuning only).")
@@ -100,7 +100,7 @@ flags.DEFINE_bool("smoke", False, "A tiny config and a few steps (flags given st
 
 # --smoke: what a quick check of every code path needs.
 SMOKE = dict(**model_shape.SMOKE, seq_length=32,
-             batch_size=8, steps=2, examples=64, rounds=1, xla=["false"], accuracy_steps=6, length_bucket=8,
+             batch_size=8, steps=2, examples=64, rounds=1, xla=["false"], accuracy_steps=6,
              text=["pairs"])
 # Our flags that the PyTorch peer's process takes as they are (bench/finetuning_pytorch_peer.py).
 PEER_FLAGS = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "vocab_size", "seq_length", "batch_size",
@@ -158,12 +158,17 @@ class _CutTask(ClassifierTask):
         return super().dataset(*args, **kwargs).map(self._cut)
 
 
-def task(kind, padding, vocab, seq_length=None):
-    bucket = FLAGS.length_bucket if padding == "dynamic" else None
+def task(kind, padding, vocab, seq_length=None, xla=False):
+    bucket = bucket_of(xla) if padding == "dynamic" else None
     return (ClassifierTask if LIBRARY_CUTS else _CutTask)(
         model_shape.bert_config(), ["0", "1"], vocab_file=vocab, max_seq_length=seq_length or FLAGS.seq_length,
         pair=kind == "pairs", length_bucket=bucket,
     )
+
+
+def bucket_of(xla):
+    """Dynamic padding's bucket with XLA on or off: --length_bucket, else run_classifier's default."""
+    return FLAGS.length_bucket or settings_module.default_length_bucket(xla)
 
 
 def features(data):
@@ -187,7 +192,7 @@ def ours(kind, padding, xla, data, vocab, out, lora_rank=0):
         **lora(lora_rank),
     )
     rates = []
-    trainer = Trainer(task(kind, padding, vocab), settings, tf.distribute.OneDeviceStrategy("/cpu:0"))
+    trainer = Trainer(task(kind, padding, vocab, xla=xla), settings, tf.distribute.OneDeviceStrategy("/cpu:0"))
     trainer.train(features(data), on_log=lambda step, logs: rates.append(logs["examples_per_second"]))
     return statistics.median(rates[1:]), trainer
 
@@ -427,7 +432,8 @@ def main(argv):
         sys.path.append(FLAGS.peer_path)  # after ours: the peers' own numpy must not shadow ours
     print(
         f"config: {model_shape.described()} seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
-        f"length_bucket={FLAGS.length_bucket}, fp32, real-length text; batches cut by "
+        f"length_bucket={FLAGS.length_bucket or f'{bucket_of(False)} without XLA, {bucket_of(True)} with'}, fp32, "
+        "real-length text; batches cut by "
         f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}; {FLAGS.threads} threads",
         flush=True,
     )

@@ -15,7 +15,7 @@ calls); batch --batch_size: consecutive sentences (or pairs), throughput in sequ
 The model: a BertClassifier for sentence pairs, 2 labels, random weights, BERT-Base's shape and
 vocab size (data/vocab.txt padded with [unusedN] to 30,522). Ours: `export_classifier` with each
 `ServingOptions` (fixed: --pad_to_max_seq_length's fixed shapes; dynamic: the request's length in
-buckets of --length_bucket; +xla: the model part jit-compiled; int8: Keras' int8 Dense kernels),
+buckets of --length_bucket, default each export's own (1 without XLA, 8 with it); +xla: the model part jit-compiled; int8: Keras' int8 Dense kernels),
 loaded with `tf.saved_model.load` and called through `serving_default` (tokenization and packing in
 the graph). "tokenize+pack" is the preprocessing alone (the preprocessor export's default call),
 so that its share of the text-in latency shows.
@@ -68,7 +68,8 @@ sys.path.insert(0, REPO)  # run as `python bench/serving.py`: bert_tf from this 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("config", "base", ["base", "small", "tiny"], "The model's shape.")
 flags.DEFINE_integer("seq_length", 128, "The longest packing (truncation), as --seq_length of the export.")
-flags.DEFINE_integer("length_bucket", 16, "Our dynamic exports' bucket.")
+flags.DEFINE_integer("length_bucket", None, "Our dynamic exports' bucket (default: each export's own, "
+                     "bert_tf.training.settings.default_length_bucket: 1 without XLA, 8 with it).")
 flags.DEFINE_integer("batch_size", 32, "Batch of the throughput measurement.")
 flags.DEFINE_integer("latency_calls", 60, "Timed batch-1 calls of each path per round, singles and pairs together.")
 flags.DEFINE_integer("throughput_calls", 6, "Timed batches of each path per round.")
@@ -140,7 +141,7 @@ def our_side(directory):
     import tensorflow as tf  # in this side's process only: the peers' processes never load TensorFlow
 
     from bert_tf import BertClassifier, BertConfig, BertEncoder
-    from bert_tf.export.common import ServingOptions
+    from bert_tf.export.common import AUTO, ServingOptions
     from bert_tf.export.preprocessor import export_preprocessor
     from bert_tf.tasks.classifier.export import export_classifier
 
@@ -152,7 +153,7 @@ def our_side(directory):
     vocab = os.path.join(directory, "vocab.txt")
     paths, lines = {}, [f"ours: TensorFlow {tf.__version__}, threads intra {threads()} inter {FLAGS.inter_op_threads}"]
     for name in FLAGS.ours:
-        serving = ServingOptions(**{"length_bucket": FLAGS.length_bucket, **OURS[name]})
+        serving = ServingOptions(**{"length_bucket": FLAGS.length_bucket or AUTO, **OURS[name]})
         export_dir = os.path.join(directory, name)
         start = time.perf_counter()
         copy = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)  # int8 quantizes it in place
@@ -162,7 +163,7 @@ def our_side(directory):
         lines.append(f"exported {name} in {time.perf_counter() - start:.1f} s")
         paths[name] = lambda a, b, serve=serve: serve(text_a=tf.constant(a), text_b=tf.constant(b))["probabilities"]
     preprocessor_dir = os.path.join(directory, "preprocessor")
-    export_preprocessor(vocab, True, preprocessor_dir, FLAGS.seq_length, length_bucket=FLAGS.length_bucket)
+    export_preprocessor(vocab, True, preprocessor_dir, FLAGS.seq_length, length_bucket=FLAGS.length_bucket or 1)
     preprocessor = tf.saved_model.load(preprocessor_dir)
     paths["tokenize+pack"] = lambda a, b: preprocessor.bert_pack_inputs(
         [preprocessor.tokenize(tf.constant(a)), preprocessor.tokenize(tf.constant(b))],
@@ -315,12 +316,11 @@ def timed(fn, calls, count, start):
 
 
 def one_per_shape(calls, pack):
-    """The first of `calls` at each length the dynamic exports pad it to (`pack` gives its
-    input_mask at the fixed length): a warm-up that meets every shape XLA compiles."""
+    """The first of `calls` at each of their longest lengths (`pack` gives its input_mask at the
+    fixed length): a warm-up that meets every shape XLA compiles, whatever an export's bucket."""
     seen = {}
     for a, b in calls:
-        longest = int(np.asarray(pack(a, b)).sum(-1).max())
-        seen.setdefault(-(-longest // FLAGS.length_bucket), (a, b))
+        seen.setdefault(int(np.asarray(pack(a, b)).sum(-1).max()), (a, b))
     return list(seen.values())
 
 
@@ -410,7 +410,8 @@ def main(argv):
     print(f"{os.cpu_count()} CPU cores, every side in its own process with intra-op threads {threads()}, inter-op "
           f"{FLAGS.inter_op_threads} (0: the library's default); {FLAGS.config}: L={shape['num_hidden_layers']} "
           f"H={shape['hidden_size']} A={shape['num_attention_heads']} I={shape['intermediate_size']}, vocab "
-          f"{VOCAB_SIZE}, seq_length {FLAGS.seq_length}, length_bucket {FLAGS.length_bucket}")
+          f"{VOCAB_SIZE}, seq_length {FLAGS.seq_length}, length_bucket "
+          f"{FLAGS.length_bucket or 'of each export (1 without XLA, 8 with it)'}")
     ones, batches = workload()
     with tempfile.TemporaryDirectory() as directory:
         vocab_file(directory)

@@ -20,8 +20,9 @@ and vocab.txt from the --init_checkpoint folder (a run's folder, one of its ckpt
 file in it; or a fine-tuned Hugging Face folder: its class, id2label, config.json, vocab.txt);
 --bert_config_file and --vocab_file override them, --seq_length (default: the run's
 max_seq_length) sets the longest packing: the text-in signatures (and the preprocessor's default
-call) pad a request to its longest sequence rounded up to --length_bucket, or always to
---seq_length with --pad_to_max_seq_length. --quantize=int8 stores the Dense kernels as int8;
+call) pad a request to its longest sequence rounded up to --length_bucket (default: 8 when the
+serving function is XLA-compiled, one program per shape; else 1, the request's exact longest), or
+always to --seq_length with --pad_to_max_seq_length. --quantize=int8 stores the Dense kernels as int8;
 --serving_jit_compile XLA-compiles the model part of the serving function; unset, it is on with int8
 and, for float weights, this machine's measured choice (`python bench/serving.py --save_defaults`,
 bert_tf.training.speed; off without one, on for a GPU), logged with where it came from. The
@@ -33,7 +34,7 @@ from absl import app, flags, logging
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.export import check_export_dir, exports
-from bert_tf.export.common import QUANTIZE_MODES, ServingOptions
+from bert_tf.export.common import AUTO, QUANTIZE_MODES, ServingOptions
 from bert_tf.tasks import registry
 from bert_tf.training.speed import choose_serving_jit_compile
 from run_scripts.common_flags import fail, library_call, log_jit_choice
@@ -67,8 +68,9 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer("max_query_length", None, "squad: question pieces kept (default: the run's, 64).")
 flags.DEFINE_integer(
-    "length_bucket", 16,
-    "Text-in exports pad a request to its longest sequence rounded up to a multiple of this (at most --seq_length).",
+    "length_bucket", None,
+    "Text-in exports pad a request to its longest sequence rounded up to a multiple of this (at most --seq_length). "
+    "Default: 8 where the serving function is XLA-compiled (one program per shape), else 1 (the exact longest).",
 )
 flags.DEFINE_bool(
     "pad_to_max_seq_length", False, "Text-in exports pad every request to --seq_length (the original's fixed shapes)."
@@ -108,7 +110,7 @@ def main(argv):
     jit_compile = FLAGS.serving_jit_compile
     if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
         jit_compile = log_jit_choice("serving_jit_compile", choose_serving_jit_compile(jit_compile, FLAGS.quantize))
-    bucket = None if FLAGS.pad_to_max_seq_length else FLAGS.length_bucket
+    bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
     serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize), "--")
     library_call(
         lambda: exports.check_casing(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)

@@ -69,7 +69,8 @@ class Export:
 
 def _described(serving):
     """`serving` (ServingOptions) in words, for the script's log line."""
-    parts = ["fixed length" if serving.length_bucket is None else f"length buckets of {serving.length_bucket}"]
+    bucket = serving.length_bucket
+    parts = ["fixed length" if bucket is None else "the request's exact length" if bucket == 1 else f"length buckets of {bucket}"]
     if serving.jit_compile:
         parts.append("XLA")
     if serving.quantize:

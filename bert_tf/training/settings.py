@@ -74,22 +74,37 @@ class TrainingSettings:
         object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
 
 
-# Batches are cut to their longest row rounded up to a multiple of this (`bert_tf.data.lengths`):
-# 128 / 8 = 16 shapes at the default max_seq_length (16 traces, 16 XLA programs, each made once),
-# and at most 7 positions of padding per row beyond the batch's longest. Measured by
-# bench/finetuning.py (L=4 H=256 A=4 I=1024, vocab 30,522, batch 32, default flags; medians of 3
-# rounds for 8 and 16, 2 for 32, a 2-core AMD EPYC with AVX-512 at load 5-6), examples/s for
-# single sentences (14.4 pieces on average, longest 20) / pairs (27.8, longest 34): bucket 8:
-# 235 / 168; 16: 175 / 128; 32: 202 / 84 (pairs of 33-34 pieces pad to 64).
-LENGTH_BUCKET = 8
+# Batches are cut to their longest row rounded up to a multiple of a bucket
+# (`bert_tf.data.lengths`). Which bucket pays depends on XLA:
+# - XLA compiles one program per shape: a bucket of 8 keeps that to 128 / 8 = 16 programs at the
+#   default max_seq_length, at most 7 positions of padding per row beyond the batch's longest.
+# - Without XLA the training step is traced once for every length (its spec leaves the length
+#   unknown) and evaluation and prediction relax theirs after a second length, so more shapes
+#   cost nothing: the batch's exact longest (a bucket of 1, as PyTorch's dynamic padding) is
+#   fastest.
+# Measured by bench/finetuning.py (L=4 H=256 A=4 I=1024, vocab 30,522, batch 32, XLA off, a 2-core
+# AMD EPYC with AVX-512, quiet machine): sentence pairs (27.8 pieces on average, longest 34) at
+# 341.6 examples/s with a bucket of 1 against 291.4 with 8 (fixed padding 108.2); earlier, under
+# load, single sentences / pairs at bucket 8: 235 / 168; 16: 175 / 128; 32: 202 / 84.
+XLA_LENGTH_BUCKET = 8
+GRAPH_LENGTH_BUCKET = 1
 
 
-def padding_settings(length_bucket=LENGTH_BUCKET, pad_to_max_seq_length=False, group_by_length=False):
+def default_length_bucket(jit_compile):
+    """The bucket of a run or export that gives none: XLA_LENGTH_BUCKET where its model is
+    XLA-compiled (one program per shape), else GRAPH_LENGTH_BUCKET (the exact longest)."""
+    return XLA_LENGTH_BUCKET if jit_compile else GRAPH_LENGTH_BUCKET
+
+
+def padding_settings(length_bucket=None, pad_to_max_seq_length=False, group_by_length=False, jit_compile=False):
     """`{"length_bucket", "group_by_length"}` checked: length_bucket None when every batch keeps
     max_seq_length (`pad_to_max_seq_length`, the original's static shapes, which TPUs need), else
-    the positive bucket of the batches' cut (`bert_tf.data.lengths.cut_padding`); group_by_length:
-    training batches of examples of similar length (`bert_tf.data.batching.array_dataset`). A
-    ValueError starting with the setting at fault otherwise."""
+    the positive bucket of the batches' cut (`bert_tf.data.lengths.cut_padding`; None given:
+    `default_length_bucket(jit_compile)`); group_by_length: training batches of examples of
+    similar length (`bert_tf.data.batching.array_dataset`). A ValueError starting with the setting
+    at fault otherwise."""
+    if length_bucket is None:
+        length_bucket = default_length_bucket(jit_compile)
     check_length_bucket(length_bucket)
     return {"length_bucket": None if pad_to_max_seq_length else length_bucket, "group_by_length": bool(group_by_length)}
 

@@ -119,9 +119,9 @@ def test_every_kind_exports_its_runs_model_through_the_registrys_exporter(places
     what = export.write(str(tmp_path / "out"), overwrite=True)
     assert calls == [(kind, {"vocab_file": export.vocab_file, "seq_length": record["max_seq_length"],
                              "export_dir": str(tmp_path / "out"), "overwrite": True,
-                             "serving": ServingOptions(length_bucket=16, jit_compile=False, quantize=None)})]
+                             "serving": ServingOptions(length_bucket=1, jit_compile=False, quantize=None)})]
     assert what == (f"a {model_class.__name__} of task {record['task_name']!r} (seq_length {record['max_seq_length']}; "
-                    "length buckets of 16)")
+                    "the request's exact length)")
     assert exports.read(kind, str(places.runs[kind] / "ckpt-3"), seq_length=6).seq_length == 6
     # The serving options reach the exporter as given.
     serving = ServingOptions(length_bucket=None, jit_compile=True, quantize="int8")
@@ -201,12 +201,12 @@ def test_the_encoder_and_preprocessor_are_written_by_their_own_exporters(places,
     assert encoder.write("out") == "a BertEncoder (2 layers, hidden 32)"
     vocab = str(places.google / "vocab.txt")
     assert exports.read("preprocessor", vocab_file=vocab, seq_length=16).write("pre", overwrite=True) == (
-        f"the preprocessor of {vocab} (do_lower_case=True, seq_length 16; length buckets of 16)"
+        f"the preprocessor of {vocab} (do_lower_case=True, seq_length 16; the request's exact length)"
     )
     fixed = exports.read("preprocessor", vocab_file=vocab, serving=ServingOptions(length_bucket=None))
     assert fixed.write("fixed").endswith("(do_lower_case=True, seq_length 128; fixed length)")
     assert calls == [("encoder", (encoder.model, "out", vocab, False, False)),
-                     ("preprocessor", (vocab, True, "pre", 16, True, 16)),
+                     ("preprocessor", (vocab, True, "pre", 16, True, 1)),
                      ("preprocessor", (vocab, True, "fixed", 128, False, None))]
 
 

@@ -158,3 +158,11 @@ def test_an_xla_int8_export_serves_from_the_loaded_saved_model_as_its_model_in_p
     assert len([v for v in loaded.variables if v.dtype == tf.int8]) == 6 * tiny_config().num_hidden_layers + 2
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
         assert json.load(f) == {"seq_length": SEQ, "length_bucket": BUCKET, "jit_compile": True, "quantize": "int8"}
+
+
+def test_the_default_bucket_follows_the_serving_functions_xla_choice():
+    assert ServingOptions().to_dict() == {"length_bucket": 1, "jit_compile": False, "quantize": None}
+    assert ServingOptions(jit_compile=True).length_bucket == 8  # one program per shape: few shapes
+    assert ServingOptions(quantize="int8").to_dict() == {"length_bucket": 8, "jit_compile": True, "quantize": "int8"}
+    assert ServingOptions(length_bucket=4, jit_compile=True).length_bucket == 4
+    assert ServingOptions(length_bucket=None, jit_compile=True).length_bucket is None  # fixed length

@@ -39,3 +39,31 @@ def test_library_call_writes_the_named_settings_as_flags():
     assert str(e.value).endswith(
         ": error: in a.json: no dev file 'valid.txt' in data_dir=/d (/d/valid.txt does not exist)"
     )
+
+
+@pytest.mark.parametrize(
+    "argv, expected, logged",
+    [
+        ([], (1, False), "length_bucket=1: the default without XLA"),
+        (["--jit_compile"], (8, False), "length_bucket=8: the default with XLA"),
+        (["--jit_compile", "--length_bucket=4", "--group_by_length"], (4, True), None),
+        (["--pad_to_max_seq_length"], (None, False), None),
+        (["--use_tpu"], (None, False), None),
+    ],
+)
+def test_the_default_bucket_follows_the_steps_xla_choice(argv, expected, logged, caplog):
+    from absl import flags, logging
+
+    from run_scripts import common_flags
+
+    values = flags.FlagValues()
+    flags.DEFINE_integer("length_bucket", None, "", flag_values=values)
+    for name in ("pad_to_max_seq_length", "use_tpu", "group_by_length"):
+        flags.DEFINE_bool(name, False, "", flag_values=values)
+    flags.DEFINE_bool("jit_compile", None, "", flag_values=values)
+    values(["script", *argv])
+    logging.set_verbosity(logging.INFO)
+    with caplog.at_level("INFO"):
+        assert common_flags.padding_settings(values) == expected
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("length_bucket=")]
+    assert said == ([logged] if logged else [])

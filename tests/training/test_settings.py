@@ -1,4 +1,4 @@
-"""The run's settings: LoRA's, checked and resolved as the scripts' flags give them."""
+"""The run's settings: LoRA's and the padding's, checked and resolved as the scripts' flags give them."""
 
 import pytest
 
@@ -27,3 +27,14 @@ def test_bad_lora_settings_name_the_setting(rank, alpha, message):
     with pytest.raises(ValueError) as e:
         TrainingSettings(output_dir="/tmp/x", lora_rank=rank, lora_alpha=alpha)
     assert str(e.value) == message
+
+
+def test_the_default_bucket_is_exact_without_xla_and_8_with_it():
+    from bert_tf.training.settings import padding_settings
+
+    assert padding_settings() == {"length_bucket": 1, "group_by_length": False}
+    assert padding_settings(jit_compile=True) == {"length_bucket": 8, "group_by_length": False}
+    assert padding_settings(16, jit_compile=True, group_by_length=True) == {"length_bucket": 16, "group_by_length": True}
+    assert padding_settings(pad_to_max_seq_length=True, jit_compile=True)["length_bucket"] is None
+    with pytest.raises(ValueError, match="length_bucket=0 must be a positive integer"):
+        padding_settings(0)
