@@ -168,7 +168,7 @@ def task(kind, padding, vocab, seq_length=None, xla=False):
 
 def bucket_of(xla):
     """Dynamic padding's bucket with XLA on or off: --length_bucket, else run_classifier's default."""
-    return FLAGS.length_bucket or settings_module.default_length_bucket(xla)
+    return settings_module.default_length_bucket(xla) if FLAGS.length_bucket is None else FLAGS.length_bucket
 
 
 def features(data):
@@ -432,8 +432,8 @@ def main(argv):
         sys.path.append(FLAGS.peer_path)  # after ours: the peers' own numpy must not shadow ours
     print(
         f"config: {model_shape.described()} seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
-        f"length_bucket={FLAGS.length_bucket or f'{bucket_of(False)} without XLA, {bucket_of(True)} with'}, fp32, "
-        "real-length text; batches cut by "
+        f"length_bucket={FLAGS.length_bucket or f'{bucket_of(False)} without XLA, {bucket_of(True)} with'}, "
+        "fp32, real-length text; batches cut by "
         f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}; {FLAGS.threads} threads",
         flush=True,
     )

@@ -15,10 +15,10 @@ calls); batch --batch_size: consecutive sentences (or pairs), throughput in sequ
 The model: a BertClassifier for sentence pairs, 2 labels, random weights, BERT-Base's shape and
 vocab size (data/vocab.txt padded with [unusedN] to 30,522). Ours: `export_classifier` with each
 `ServingOptions` (fixed: --pad_to_max_seq_length's fixed shapes; dynamic: the request's length in
-buckets of --length_bucket, default each export's own (1 without XLA, 8 with it); +xla: the model part jit-compiled; int8: Keras' int8 Dense kernels),
-loaded with `tf.saved_model.load` and called through `serving_default` (tokenization and packing in
-the graph). "tokenize+pack" is the preprocessing alone (the preprocessor export's default call),
-so that its share of the text-in latency shows.
+buckets of --length_bucket, default each export's own (1 without XLA, 8 with); +xla: the model part
+jit-compiled; int8: Keras' int8 Dense kernels), loaded with `tf.saved_model.load` and called through
+`serving_default` (tokenization and packing in the graph). "tokenize+pack" is the preprocessing
+alone (the preprocessor export's default call), so that its share of the text-in latency shows.
 
 Peers (never dependencies: `pip install --target DIR torch transformers onnxruntime onnx`, then
 --peer_dirs=DIR; skipped with a message when missing): the same weights as a Hugging Face folder
@@ -141,7 +141,7 @@ def our_side(directory):
     import tensorflow as tf  # in this side's process only: the peers' processes never load TensorFlow
 
     from bert_tf import BertClassifier, BertConfig, BertEncoder
-    from bert_tf.export.common import AUTO, ServingOptions
+    from bert_tf.export.common import AUTO, DEFAULT_SERVING, ServingOptions
     from bert_tf.export.preprocessor import export_preprocessor
     from bert_tf.tasks.classifier.export import export_classifier
 
@@ -152,8 +152,9 @@ def our_side(directory):
     weights = model.get_weights()
     vocab = os.path.join(directory, "vocab.txt")
     paths, lines = {}, [f"ours: TensorFlow {tf.__version__}, threads intra {threads()} inter {FLAGS.inter_op_threads}"]
+    bucket = AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket  # AUTO: each export's default
     for name in FLAGS.ours:
-        serving = ServingOptions(**{"length_bucket": FLAGS.length_bucket or AUTO, **OURS[name]})
+        serving = ServingOptions(**{"length_bucket": bucket, **OURS[name]})
         export_dir = os.path.join(directory, name)
         start = time.perf_counter()
         copy = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)  # int8 quantizes it in place
@@ -163,7 +164,8 @@ def our_side(directory):
         lines.append(f"exported {name} in {time.perf_counter() - start:.1f} s")
         paths[name] = lambda a, b, serve=serve: serve(text_a=tf.constant(a), text_b=tf.constant(b))["probabilities"]
     preprocessor_dir = os.path.join(directory, "preprocessor")
-    export_preprocessor(vocab, True, preprocessor_dir, FLAGS.seq_length, length_bucket=FLAGS.length_bucket or 1)
+    export_preprocessor(vocab, True, preprocessor_dir, FLAGS.seq_length,
+                        length_bucket=DEFAULT_SERVING.length_bucket if bucket == AUTO else bucket)
     preprocessor = tf.saved_model.load(preprocessor_dir)
     paths["tokenize+pack"] = lambda a, b: preprocessor.bert_pack_inputs(
         [preprocessor.tokenize(tf.constant(a)), preprocessor.tokenize(tf.constant(b))],
@@ -411,7 +413,7 @@ def main(argv):
           f"{FLAGS.inter_op_threads} (0: the library's default); {FLAGS.config}: L={shape['num_hidden_layers']} "
           f"H={shape['hidden_size']} A={shape['num_attention_heads']} I={shape['intermediate_size']}, vocab "
           f"{VOCAB_SIZE}, seq_length {FLAGS.seq_length}, length_bucket "
-          f"{FLAGS.length_bucket or 'of each export (1 without XLA, 8 with it)'}")
+          f"{'of each export (1 without XLA, 8 with it)' if FLAGS.length_bucket is None else FLAGS.length_bucket}")
     ones, batches = workload()
     with tempfile.TemporaryDirectory() as directory:
         vocab_file(directory)

@@ -466,17 +466,14 @@ def run_or_search(f, run, evaluation="do_eval"):
         use(done.chosen.run, done.chosen.run_dir, do_train=False, do_eval=False, do_predict=True)
 
 
-# --- Dynamic padding (issue 21, item 1) ---
+# --- Dynamic padding and XLA choices logged alike (issue 21) ---
 
 
 def define_padding_flags(training=True):
     """--length_bucket, --pad_to_max_seq_length and, for a script that trains, --group_by_length."""
-    from bert_tf.training.settings import GRAPH_LENGTH_BUCKET, XLA_LENGTH_BUCKET
-
     flags.DEFINE_integer("length_bucket", None, "Each batch is cut to its longest sequence rounded up to a multiple "
-                         f"of this (default: {XLA_LENGTH_BUCKET} where the step is XLA-compiled, one program per "
-                         f"shape; else {GRAPH_LENGTH_BUCKET}, the batch's exact longest, since more shapes cost "
-                         "nothing there). The outputs are those of fixed padding.")
+                         "of this (default: 8 where the step is XLA-compiled, one program per shape; else 1, the "
+                         "exact longest: more shapes cost nothing there). The outputs are those of fixed padding.")
     flags.DEFINE_bool("pad_to_max_seq_length", False, "Pad every batch to --max_seq_length, as the original (static "
                       "shapes; always so under --use_tpu).")
     if training:
@@ -485,29 +482,23 @@ def define_padding_flags(training=True):
 
 
 def padding_settings(flag_values):
-    """`(length_bucket, group_by_length)`: the bucket of the batches' cut, None for fixed shapes
-    (asked, or under --use_tpu, where shapes must be static), and whether training batches are
-    grouped by length. --length_bucket unset follows the step's XLA choice (--jit_compile as
-    `settings_or_fail` resolves it; a script without it runs without XLA) and is logged. A bad
-    value is a one-line error naming the flag."""
-    from bert_tf.training.settings import padding_settings as checked
-    from bert_tf.training.speed import choose_jit_compile
+    """`(length_bucket, group_by_length)`: the batches' bucket (None: fixed shapes, asked or on a TPU)
+    and whether training batches are grouped by length. Unset, the bucket follows the XLA choice (logged):
+    --jit_compile's, else Keras' (predict compiles on a GPU). A bad value: one line naming the flag."""
+    from bert_tf.training import settings, speed
 
     f = flag_values
     if f.use_tpu and f["pad_to_max_seq_length"].present and not f.pad_to_max_seq_length:
         fail("--pad_to_max_seq_length=false is not possible with --use_tpu: TPUs need static shapes")
-    fixed = f.pad_to_max_seq_length or f.use_tpu
+    fixed = f.pad_to_max_seq_length or f.use_tpu or ("distribution_strategy" in f and strategy_name(f) == "tpu")
+    auto = f.length_bucket is None and not fixed
+    jit = auto and (library_call(lambda: speed.jit_compile_for(f.jit_compile), "--") if "jit_compile" in f
+                    else speed.current_platform() == "gpu")
     grouped = "group_by_length" in f and f.group_by_length
-    jit = False
-    if f.length_bucket is None and not fixed and "jit_compile" in f:
-        jit = library_call(lambda: choose_jit_compile(f.jit_compile, use_tpu=False).value, "--")
-    values = library_call(lambda: checked(f.length_bucket, fixed, grouped, jit), "--")
-    if f.length_bucket is None and not fixed:
+    values = library_call(lambda: settings.padding_settings(f.length_bucket, fixed, grouped, jit), "--")
+    if auto:
         logging.info("length_bucket=%d: the default %s XLA", values["length_bucket"], "with" if jit else "without")
     return values["length_bucket"], values["group_by_length"]
-
-
-# --- XLA choices logged alike (issue 21, item 3) ---
 
 
 def log_jit_choice(flag, choice):

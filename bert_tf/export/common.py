@@ -26,7 +26,8 @@ class ServingOptions:
       loop's, `bert_tf.training.settings.default_length_bucket(jit_compile)`: 8 with XLA, which
       compiles a program per shape; 1 (the request's exact longest, as ONNX Runtime and PyTorch
       are fed) without it, where shapes cost nothing (bench/serving.py, BERT-Base on 2 cores,
-      without XLA: 1 against 16 took batch-32 throughput from 64.1 to 90.8 sequences/s).
+      without XLA: 1 against 16 took batch-32 throughput from 64.1 to 90.8 sequences/s). Resolved
+      once, when the options are made: `dataclasses.replace` of a made one keeps its bucket.
     jit_compile: the model part of the serving function is XLA-compiled (once per shape: each
       batch size with each of the seq_length / length_bucket lengths). None: the library's
       built-in rule, the same on every machine: on exactly with int8 weights (BERT-Base, 2
@@ -41,7 +42,7 @@ class ServingOptions:
       float weights.
     """
 
-    length_bucket: int | None | str = "auto"
+    length_bucket: int | None | str = AUTO
     jit_compile: bool | None = None
     quantize: str | None = None
 

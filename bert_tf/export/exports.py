@@ -70,7 +70,8 @@ class Export:
 def _described(serving):
     """`serving` (ServingOptions) in words, for the script's log line."""
     bucket = serving.length_bucket
-    parts = ["fixed length" if bucket is None else "the request's exact length" if bucket == 1 else f"length buckets of {bucket}"]
+    parts = ["fixed length" if bucket is None else "the request's exact length" if bucket == 1
+             else f"length buckets of {bucket}"]
     if serving.jit_compile:
         parts.append("XLA")
     if serving.quantize:

@@ -78,7 +78,7 @@ class TrainingSettings:
 # (`bert_tf.data.lengths`). Which bucket pays depends on XLA:
 # - XLA compiles one program per shape: a bucket of 8 keeps that to 128 / 8 = 16 programs at the
 #   default max_seq_length, at most 7 positions of padding per row beyond the batch's longest.
-# - Without XLA the training step is traced once for every length (its spec leaves the length
+# - Without XLA the training step is traced once for all lengths (its spec leaves the length
 #   unknown) and evaluation and prediction relax theirs after a second length, so more shapes
 #   cost nothing: the batch's exact longest (a bucket of 1, as PyTorch's dynamic padding) is
 #   fastest.

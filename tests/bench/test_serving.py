@@ -32,7 +32,8 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
                     env={"BERT_TF_SPEED_FILE": str(speed_file)})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     out = result.stdout
-    assert "tiny: L=2 H=32 A=2 I=64, vocab 30522, seq_length 32, length_bucket of each export (1 without XLA, 8 with it)" in out
+    assert ("tiny: L=2 H=32 A=2 I=64, vocab 30522, seq_length 32, length_bucket of each export (1 without XLA, "
+            "8 with it)") in out
     # Our side's own process reports the thread count it was given, and exports --ours: the flags reach it.
     assert re.search(r"^  ours: TensorFlow \S+, threads intra 1 inter 0$", out, re.M), out
     exported = [out.index(f"exported {name} in ") for name in ("fixed", "dynamic", "dynamic+xla", "int8")]

@@ -42,26 +42,38 @@ def test_library_call_writes_the_named_settings_as_flags():
 
 
 @pytest.mark.parametrize(
-    "argv, expected, logged",
+    "platform, argv, expected, logged",
     [
-        ([], (1, False), "length_bucket=1: the default without XLA"),
-        (["--jit_compile"], (8, False), "length_bucket=8: the default with XLA"),
-        (["--jit_compile", "--length_bucket=4", "--group_by_length"], (4, True), None),
-        (["--pad_to_max_seq_length"], (None, False), None),
-        (["--use_tpu"], (None, False), None),
+        ("cpu", [], (1, False), "length_bucket=1: the default without XLA"),
+        ("cpu", ["--jit_compile"], (8, False), "length_bucket=8: the default with XLA"),
+        ("gpu", [], (8, False), "length_bucket=8: the default with XLA"),  # XLA's GPU default
+        ("gpu", ["--nojit_compile"], (1, False), "length_bucket=1: the default without XLA"),
+        ("cpu", ["--jit_compile", "--length_bucket=4", "--group_by_length"], (4, True), None),
+        ("cpu", ["--pad_to_max_seq_length"], (None, False), None),
+        ("cpu", ["--use_tpu"], (None, False), None),
+        ("cpu", ["--distribution_strategy=tpu"], (None, False), None),
+        # A script without --jit_compile (extract_features): Keras compiles predict on a GPU only.
+        ("cpu", None, (1, False), "length_bucket=1: the default without XLA"),
+        ("gpu", None, (8, False), "length_bucket=8: the default with XLA"),
     ],
 )
-def test_the_default_bucket_follows_the_steps_xla_choice(argv, expected, logged, caplog):
+def test_the_default_bucket_follows_the_models_xla_choice(platform, argv, expected, logged, caplog, monkeypatch):
     from absl import flags, logging
 
+    from bert_tf.training import speed
     from run_scripts import common_flags
 
+    monkeypatch.setattr(speed, "current_platform", lambda use_tpu=False: "tpu" if use_tpu else platform)
     values = flags.FlagValues()
     flags.DEFINE_integer("length_bucket", None, "", flag_values=values)
     for name in ("pad_to_max_seq_length", "use_tpu", "group_by_length"):
         flags.DEFINE_bool(name, False, "", flag_values=values)
-    flags.DEFINE_bool("jit_compile", None, "", flag_values=values)
-    values(["script", *argv])
+    flags.DEFINE_string("distribution_strategy", None, "", flag_values=values)
+    flags.DEFINE_integer("num_gpus", 0, "", flag_values=values)
+    flags.DEFINE_integer("num_cpu_devices", 0, "", flag_values=values)
+    if argv is not None:
+        flags.DEFINE_bool("jit_compile", None, "", flag_values=values)
+    values(["script", *(argv or [])])
     logging.set_verbosity(logging.INFO)
     with caplog.at_level("INFO"):
         assert common_flags.padding_settings(values) == expected

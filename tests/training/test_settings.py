@@ -34,7 +34,8 @@ def test_the_default_bucket_is_exact_without_xla_and_8_with_it():
 
     assert padding_settings() == {"length_bucket": 1, "group_by_length": False}
     assert padding_settings(jit_compile=True) == {"length_bucket": 8, "group_by_length": False}
-    assert padding_settings(16, jit_compile=True, group_by_length=True) == {"length_bucket": 16, "group_by_length": True}
+    given = padding_settings(16, jit_compile=True, group_by_length=True)
+    assert given == {"length_bucket": 16, "group_by_length": True}
     assert padding_settings(pad_to_max_seq_length=True, jit_compile=True)["length_bucket"] is None
     with pytest.raises(ValueError, match="length_bucket=0 must be a positive integer"):
         padding_settings(0)
