@@ -84,6 +84,7 @@ flags.DEFINE_list("text", ["single", "pairs"], "single: one corpus sentence per 
 flags.DEFINE_list("padding", ["dynamic", "fixed"], "Our loop with batches cut to their longest row / fixed.")
 flags.DEFINE_integer("length_bucket", None, "Dynamic padding's bucket (default: run_classifier's for each XLA "
                      "setting, bert_tf.training.settings.default_length_bucket: 1 without XLA, 8 with it).")
+flags.register_validator("length_bucket", lambda v: v is None or v >= 1, "must be a positive integer")
 flags.DEFINE_list("xla", ["false", "true"], "Our loop with XLA off / on.")
 flags.DEFINE_string("peer_path", None, "A folder holding transformers and torch (pip install --target), for the peer.")
 flags.DEFINE_integer("lora_rank", 0, "Also our loop with LoRA of this rank (0: full fine-tuning only).")
@@ -169,6 +170,13 @@ def task(kind, padding, vocab, seq_length=None, xla=False):
 def bucket_of(xla):
     """Dynamic padding's bucket with XLA on or off: --length_bucket, else run_classifier's default."""
     return settings_module.default_length_bucket(xla) if FLAGS.length_bucket is None else FLAGS.length_bucket
+
+
+def described_bucket():
+    """--length_bucket for the printed configuration: the one given, else each XLA setting's default."""
+    if FLAGS.length_bucket is None:
+        return f"{bucket_of(False)} without XLA, {bucket_of(True)} with"
+    return FLAGS.length_bucket
 
 
 def features(data):
@@ -432,7 +440,7 @@ def main(argv):
         sys.path.append(FLAGS.peer_path)  # after ours: the peers' own numpy must not shadow ours
     print(
         f"config: {model_shape.described()} seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
-        f"length_bucket={FLAGS.length_bucket or f'{bucket_of(False)} without XLA, {bucket_of(True)} with'}, "
+        f"length_bucket={described_bucket()}, "
         "fp32, real-length text; batches cut by "
         f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}; {FLAGS.threads} threads",
         flush=True,

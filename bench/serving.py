@@ -70,6 +70,7 @@ flags.DEFINE_enum("config", "base", ["base", "small", "tiny"], "The model's shap
 flags.DEFINE_integer("seq_length", 128, "The longest packing (truncation), as --seq_length of the export.")
 flags.DEFINE_integer("length_bucket", None, "Our dynamic exports' bucket (default: each export's own, "
                      "bert_tf.training.settings.default_length_bucket: 1 without XLA, 8 with it).")
+flags.register_validator("length_bucket", lambda v: v is None or v >= 1, "must be a positive integer")
 flags.DEFINE_integer("batch_size", 32, "Batch of the throughput measurement.")
 flags.DEFINE_integer("latency_calls", 60, "Timed batch-1 calls of each path per round, singles and pairs together.")
 flags.DEFINE_integer("throughput_calls", 6, "Timed batches of each path per round.")
