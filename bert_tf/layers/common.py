@@ -28,12 +28,16 @@ def gather_rows(x, positions):
     return ops.take_along_axis(x, ops.cast(positions, "int32")[:, :, None], axis=1)
 
 
-def self_attention_output_spec(inputs, num_heads, dtype, return_probs, query_positions=None):
+def self_attention_output_spec(inputs, num_heads, dtype, return_probs, query_positions=None, output_rows=None):
     """Symbolic outputs of a self-attention layer/block: `[B, F, hidden]` (F = S, or the number
-    of `query_positions`), and with `return_probs` the float32 probabilities `[B, N, F, S]`."""
+    of `query_positions`; `[R, hidden]` for R `output_rows`), and with `return_probs` the float32
+    probabilities `[B, N, F, S]`."""
     batch, seq = inputs.shape[0], inputs.shape[1]
     queries = seq if query_positions is None else query_positions.shape[1]
-    output = keras.KerasTensor((batch, queries) + tuple(inputs.shape[2:]), dtype=dtype)
+    if output_rows is None:
+        output = keras.KerasTensor((batch, queries) + tuple(inputs.shape[2:]), dtype=dtype)
+    else:
+        output = keras.KerasTensor((output_rows.shape[0],) + tuple(inputs.shape[2:]), dtype=dtype)
     if not return_probs:
         return output
     return output, keras.KerasTensor((batch, num_heads, queries, seq), dtype="float32")

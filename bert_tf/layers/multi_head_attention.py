@@ -43,6 +43,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return_probs: also return the attention probabilities `[B, N, F, T]`.
         query_positions: optional int tensor `[B, F]`: only these rows of `inputs` attend (to all
             of `inputs`); the output then has F rows, equal to those rows of the full output.
+        output_rows: optional int tensor `[R]`, indices into the `B*S` rows of `inputs` taken flat
+            (without query_positions): the projections run on these rows alone and the output is
+            them alone, `[R, hidden_size]`; the other rows must be masked out as keys (a block
+            that skips the padding passes its real tokens' rows).
 
     Scores and softmax run in float32 whatever the compute dtype. Where no dropout falls on the
     probabilities (inference, or attention_probs_dropout_prob 0) and they are not asked for, the
@@ -92,50 +96,59 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         )
         self.built = True
 
-    def _heads(self, x):
-        # [B, S, N*H] -> [B, S, N, H]
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
-
-    def _merge_heads(self, x):
-        # [B, F, N, H] -> [B, F, N*H]
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, seq, self.hidden_size))
-
-    def call(self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None):
+    def call(self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None,
+             output_rows=None):
         queries = inputs
         if query_positions is not None:
             queries = gather_rows(inputs, query_positions)
             if attention_mask is not None and len(attention_mask.shape) == 3:
                 attention_mask = gather_rows(attention_mask, query_positions)
-        q = self._heads(self.query(queries))  # [B, F, N, H]
-        k = self._heads(self.key(inputs))  # [B, T, N, H]
-        v = self._heads(self.value(inputs))  # [B, T, N, H]
+        # The projections run on 2-D rows: a Dense on [B, S, N*H] is a tensordot on TensorFlow,
+        # a dozen shape ops around its product.
+        batch, from_len, to_len = ops.shape(queries)[0], ops.shape(queries)[1], ops.shape(inputs)[1]
+        rows = ops.reshape(inputs, (-1, self.hidden_size))  # [B*T, N*H]
+        query_rows = rows if query_positions is None else ops.reshape(queries, (-1, self.hidden_size))
+        heads = (self.num_attention_heads, self.head_size)
+        if output_rows is None:
+            q, k, v = self.query(query_rows), self.key(rows), self.value(rows)  # [B*F or B*T, N*H]
+        else:  # projected on those rows alone, the others (padding, masked as keys) left zero
+            taken, flat_shape = ops.take(rows, output_rows, axis=0), ops.shape(rows)
+            q, k, v = (ops.scatter(output_rows[:, None], dense(taken), flat_shape)
+                       for dense in (self.query, self.key, self.value))
+        q = ops.reshape(q, (batch, from_len, *heads))  # [B, F, N, H]
+        k = ops.reshape(k, (batch, to_len, *heads))  # [B, T, N, H]
+        v = ops.reshape(v, (batch, to_len, *heads))  # [B, T, N, H]
         # The original's additive -10000 (not a boolean mask) keeps the outputs those of the explicit path.
         bias = None if attention_mask is None else attention_adder(attention_mask)  # [B, 1, 1 or F, T]
         scale = 1.0 / math.sqrt(self.head_size)
 
+        probs = None
         if not return_probs and not (training and self.attention_probs_dropout_prob > 0):
             context = ops.dot_product_attention(q, k, v, bias=bias, scale=scale)  # [B, F, N, H]
-            return self.output_dense(self._merge_heads(context))
-
-        scores = ops.einsum("bfnh,btnh->bnft", q, k)  # [B, N, F, T]
-        scores = ops.cast(scores, "float32") * scale
-        if bias is not None:
-            scores = scores + bias
-        probs = ops.softmax(scores, axis=-1)  # [B, N, F, T], float32
-        dropped = self.dropout(ops.cast(probs, self.compute_dtype), training=training)
-        context = ops.einsum("bnft,btnh->bfnh", dropped, v)  # [B, F, N, H]
-        output = self.output_dense(self._merge_heads(context))
+        else:
+            scores = ops.einsum("bfnh,btnh->bnft", q, k)  # [B, N, F, T]
+            scores = ops.cast(scores, "float32") * scale
+            if bias is not None:
+                scores = scores + bias
+            probs = ops.softmax(scores, axis=-1)  # [B, N, F, T], float32
+            dropped = self.dropout(ops.cast(probs, self.compute_dtype), training=training)
+            context = ops.einsum("bnft,btnh->bfnh", dropped, v)  # [B, F, N, H]
+        context = ops.reshape(context, (-1, self.hidden_size))  # [B*F, N*H]
+        if output_rows is not None:
+            context = ops.take(context, output_rows, axis=0)  # [R, N*H]
+        output = self.output_dense(context)
+        if output_rows is None:
+            output = ops.reshape(output, (batch, from_len, self.hidden_size))  # [B, F, N*H]
         if return_probs:
             return output, probs
         return output
 
     def compute_output_spec(
-        self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None
+        self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None,
+        output_rows=None,
     ):
         return self_attention_output_spec(
-            inputs, self.num_attention_heads, self.compute_dtype, return_probs, query_positions
+            inputs, self.num_attention_heads, self.compute_dtype, return_probs, query_positions, output_rows
         )
 
     def get_config(self):

@@ -8,6 +8,10 @@ from bert_tf.layers.common import gather_rows, layer_norm, self_attention_output
 from bert_tf.layers.multi_head_attention import MultiHeadSelfAttention
 
 
+def _is_padding_mask(attention_mask):
+    return attention_mask is not None and len(attention_mask.shape) == 2
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class TransformerBlock(keras.layers.Layer):
     """attention -> dropout -> LayerNorm(x + .) -> dense+act -> dense -> dropout -> LayerNorm(. + .)
@@ -23,6 +27,15 @@ class TransformerBlock(keras.layers.Layer):
 
     Returns `[batch, seq, hidden_size]` (`[batch, F, hidden_size]` with query_positions) (float32:
     the residual stream leaves a LayerNorm).
+
+    `skip_padding` (an attribute, False unless set; not part of the config): with a `[batch, seq]`
+    padding mask, everything after the attention's scores (its output projection, the LayerNorms,
+    the feed-forward layers) runs on the real tokens' rows alone, gathered flat, and the padding
+    rows of the output are zeros instead of values that nothing reads; the real tokens' rows are
+    the same. The work then follows the tokens, not the batch's longest row. The number of real
+    tokens is known only when the block runs, so it is for graphs that allow a data-dependent
+    shape (TensorFlow without XLA, eager execution), not for XLA or `jax.jit`; see
+    `bert_tf.models.padding_skipped`.
     """
 
     def __init__(
@@ -45,6 +58,7 @@ class TransformerBlock(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
+        self.skip_padding = False
 
     def build(self, inputs_shape, attention_mask_shape=None):
         inputs_shape = tuple(inputs_shape)
@@ -83,6 +97,10 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, attention_mask=None, training=None, return_probs=False, query_positions=None):
+        # The rows this block computes after attention: the real tokens alone when it skips the
+        # padding (a [B, S] mask), else every row (of query_positions' [B, F] with them).
+        skip = self.skip_padding and query_positions is None and _is_padding_mask(attention_mask)
+        real_rows = ops.nonzero(ops.reshape(attention_mask, (-1,)))[0] if skip else None  # [R]
         # Asked for only when wanted: without the probabilities the attention can be fused.
         attention = self.attention(
             inputs,
@@ -90,17 +108,29 @@ class TransformerBlock(keras.layers.Layer):
             training=training,
             return_probs=return_probs,
             query_positions=query_positions,
+            output_rows=real_rows,
         )
         attention_output, probs = attention if return_probs else (attention, None)
-        residual = inputs if query_positions is None else gather_rows(inputs, query_positions)
+        residual = inputs if query_positions is None else gather_rows(inputs, query_positions)  # [B, F, hidden]
+        shape = ops.shape(residual)
+        # From here on, 2-D rows: [B*F, hidden] (or the R real ones), so that every Dense is one
+        # product (on TensorFlow a Dense on [B, F, hidden] is a tensordot, a dozen shape ops).
+        residual = ops.reshape(residual, (-1, self.hidden_size))
+        if skip:
+            residual = ops.take(residual, real_rows, axis=0)  # [R, hidden]
+        else:
+            attention_output = ops.reshape(attention_output, (-1, self.hidden_size))
         attention_output = self.attention_dropout(attention_output, training=training)
         # ops.add promotes a half-precision sum to float32 before the float32 LayerNorm.
         attention_output = self.attention_layer_norm(ops.add(attention_output, residual))
 
-        intermediate = self.intermediate_dense(attention_output)  # [B, S, intermediate_size]
+        intermediate = self.intermediate_dense(attention_output)  # [rows, intermediate_size]
         layer_output = self.output_dense(intermediate)
         layer_output = self.output_dropout(layer_output, training=training)
-        layer_output = self.output_layer_norm(ops.add(layer_output, attention_output))
+        layer_output = self.output_layer_norm(ops.add(layer_output, attention_output))  # [rows, hidden]
+        if skip:  # padding rows come out zero
+            layer_output = ops.scatter(real_rows[:, None], layer_output, (shape[0] * shape[1], self.hidden_size))
+        layer_output = ops.reshape(layer_output, shape)
         if return_probs:
             return layer_output, probs
         return layer_output

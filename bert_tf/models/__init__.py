@@ -1,7 +1,7 @@
 """BERT models: the encoder (backbone) and models that put heads on it."""
 
 from bert_tf.models.bert_classifier import BertClassifier
-from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs
+from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs, padding_skipped
 from bert_tf.models.bert_feature_tagger import BertFeatureTagger
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
 from bert_tf.models.bert_pretrainer import (
@@ -30,4 +30,5 @@ __all__ = [
     "masked_lm_xent",
     "next_sentence_loss",
     "next_sentence_xent",
+    "padding_skipped",
 ]

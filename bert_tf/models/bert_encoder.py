@@ -1,5 +1,7 @@
 """The BERT encoder (backbone, no task head) as a functional Keras model (paper §3)."""
 
+import contextlib
+
 import keras
 from keras import ops
 
@@ -28,6 +30,32 @@ def last_layer_rows(encoder, inputs, rows):
     outputs = encoder({k: inputs[k] for k in encoder.input})
     below_last = [outputs["embedding_output"], *outputs["encoder_outputs"]][-2]
     return encoder.transformer_layers[-1](below_last, attention_mask=inputs["input_mask"], query_positions=rows)
+
+
+@contextlib.contextmanager
+def padding_skipped(model):
+    """Within this context, every `TransformerBlock` in `model` (an encoder, a task model on one,
+    any layer that holds them) skips the padding rows (`TransformerBlock.skip_padding`): a call
+    traced here (`tf.function`) keeps doing so. Outputs on real tokens are unchanged; padding rows
+    of sequence outputs are zeros. For TensorFlow graphs without XLA and eager calls, where a
+    shape may depend on the data (the number of real tokens)."""
+    blocks = list(_transformer_blocks(model))
+    before = [block.skip_padding for block in blocks]
+    for block in blocks:
+        block.skip_padding = True
+    try:
+        yield model
+    finally:
+        for block, was in zip(blocks, before, strict=True):
+            block.skip_padding = was
+
+
+def _transformer_blocks(layer):
+    if isinstance(layer, TransformerBlock):
+        yield layer
+        return
+    for sublayer in getattr(layer, "layers", ()):
+        yield from _transformer_blocks(sublayer)
 
 
 def task_model_config(model):

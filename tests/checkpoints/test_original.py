@@ -6,6 +6,7 @@ import pytest
 
 from bert_tf import BertEncoder, BertPretrainer
 from bert_tf.checkpoints import load_original_checkpoint, restore, save_original_checkpoint
+from bert_tf.models import padding_skipped
 from tests import numpy_bert
 from tests.tf1_checkpoint import original_shapes, random_weights, read_tf1_checkpoint, write_tf1_checkpoint
 from tests.tiny import encoder_part, tiny_config, tiny_inputs
@@ -41,6 +42,32 @@ def test_pretrainer_matches_numpy_statement_of_original(original, config):
     for ours, ref in zip(enc["encoder_outputs"], layers, strict=True):
         assert np.max(np.abs(np.asarray(ours) - ref)) <= 1e-5
     assert np.max(np.abs(np.asarray(enc["sequence_output"]) - layers[-1])) <= 1e-5
+    assert np.max(np.abs(np.asarray(enc["pooled_output"]) - pooled)) <= 1e-5
+    assert np.max(np.abs(np.asarray(out["masked_lm_logits"]) - mlm)) <= 1e-5
+    assert np.max(np.abs(np.asarray(out["next_sentence_logits"]) - nsp)) <= 1e-5
+
+
+def test_skipping_padding_keeps_the_real_tokens_of_the_numpy_statement(original, config):
+    """TransformerBlock.skip_padding: the real tokens' rows of every layer as the original's math
+    gives them (its padding rows computed as usual), the padding rows zero; every block restored
+    after the context."""
+    prefix, weights = original
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    load_original_checkpoint(model, prefix)
+    x = tiny_inputs(config, batch=4, seq=12)
+    assert x["input_mask"].min() == 0  # rows of different lengths: there is padding to skip
+    layers, pooled = numpy_bert.bert(weights, config, x["input_word_ids"], x["input_mask"], x["input_type_ids"])
+    mlm, nsp = numpy_bert.pretraining_heads(weights, layers[-1], pooled, x["masked_lm_positions"])
+    real = x["input_mask"].astype(bool)
+    with padding_skipped(model):
+        assert all(block.skip_padding for block in model.encoder.transformer_layers)
+        enc = model.encoder(encoder_part(x), training=False)
+        out = model(x, training=False)
+    assert not any(block.skip_padding for block in model.encoder.transformer_layers)
+    for ours, ref in zip(enc["encoder_outputs"], layers, strict=True):
+        ours = np.asarray(ours)
+        assert np.max(np.abs(ours[real] - ref[real])) <= 1e-5
+        assert np.all(ours[~real] == 0)
     assert np.max(np.abs(np.asarray(enc["pooled_output"]) - pooled)) <= 1e-5
     assert np.max(np.abs(np.asarray(out["masked_lm_logits"]) - mlm)) <= 1e-5
     assert np.max(np.abs(np.asarray(out["next_sentence_logits"]) - nsp)) <= 1e-5

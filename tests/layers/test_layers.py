@@ -94,6 +94,28 @@ def test_transformer_block_query_positions_give_those_rows_of_the_full_output(ma
     assert spec[0].shape == (None, 4, HID) and spec[1].shape == (None, 4, 4, S)
 
 
+def test_transformer_block_skipping_padding():
+    """skip_padding: real rows as the plain block's, padding rows zero, with the probabilities
+    asked for too; a 3-D mask and query_positions keep the plain path; not part of the config."""
+    layer = TransformerBlock(HID, 4, 32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    mask = np.ones((B, S), np.int32)
+    mask[1, 2:] = 0
+    plain = np.asarray(layer(_x(), attention_mask=mask))
+    layer.skip_padding = True
+    skipped = np.asarray(layer(_x(), attention_mask=mask))
+    real = mask.astype(bool)
+    np.testing.assert_allclose(skipped[real], plain[real], atol=1e-5)
+    assert np.all(skipped[~real] == 0) and np.any(plain[~real] != 0)
+    full_mask = np.broadcast_to(mask[:, None, :], (B, S, S))
+    np.testing.assert_allclose(np.asarray(layer(_x(), attention_mask=full_mask)), plain, atol=1e-5)
+    with_probs, _ = layer(_x(), attention_mask=mask, return_probs=True)
+    np.testing.assert_allclose(np.asarray(with_probs)[real], plain[real], atol=1e-5)
+    rows = np.array([[0, 2], [0, 1]], np.int32)
+    np.testing.assert_allclose(np.asarray(layer(_x(), attention_mask=mask, query_positions=rows)),
+                               np.take_along_axis(plain, rows[:, :, None], axis=1), atol=1e-5)
+    assert "skip_padding" not in layer.get_config()
+
+
 def test_masked_lm_head_untied(tmp_path):
     layer = MaskedLMHead(vocab_size=30, hidden_size=HID, name="mlm")
     assert_config_round_trip(layer)

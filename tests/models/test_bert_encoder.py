@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from bert_tf import BertEncoder
-from bert_tf.models import encoder_inputs
+from bert_tf.models import encoder_inputs, padding_skipped
 from tests.helpers import assert_config_round_trip, assert_keras_file_round_trip
 from tests.tiny import encoder_part, tiny_config, tiny_inputs
 
@@ -62,8 +62,11 @@ def test_invalid_hyper_parameters_fail_fast():
         BertEncoder(vocab_size=10, hidden_size=8, num_attention_heads=2, hidden_act="swish")
 
 
-def test_composes_into_a_functional_model_and_trains_with_fit(config):
-    """A user's classifier over the encoder learns a rule only the tokens reveal."""
+@pytest.mark.parametrize("skip_padding", [False, True])
+def test_composes_into_a_functional_model_and_trains_with_fit(config, skip_padding):
+    """A user's classifier over the encoder learns a rule only the tokens reveal; with the
+    padding skipped too (gradients through the gathered and scattered rows, dropout on them),
+    on rows with padding."""
     encoder = BertEncoder.from_bert_config(config)
     inputs = encoder_inputs()
     pooled = encoder(inputs)["pooled_output"]
@@ -79,8 +82,19 @@ def test_composes_into_a_functional_model_and_trains_with_fit(config):
     ids = rng.integers(5, config.vocab_size, size=(n, seq)).astype(np.int32)
     labels = (ids[:, 1] % 2).astype(np.int32)  # class = parity of the first word's id
     ids[:, 0] = 2  # [CLS]
-    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
-    history = model.fit(x, labels, batch_size=16, epochs=12, verbose=0)
+    mask = (np.arange(seq)[None, :] < rng.integers(3, seq + 1, size=(n, 1))).astype(np.int32)
+    x = {"input_word_ids": ids * mask, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
+    if skip_padding:
+        with padding_skipped(model):  # fit traces its step here
+            history = model.fit(x, labels, batch_size=16, epochs=12, verbose=0)
+        for block in encoder.transformer_layers:
+            block.skip_padding = True  # the trained model, run padding-skipped, as it is plain
+        skipped = np.asarray(model(x))
+        for block in encoder.transformer_layers:
+            block.skip_padding = False
+        np.testing.assert_allclose(skipped, np.asarray(model(x)), atol=1e-5)
+    else:
+        history = model.fit(x, labels, batch_size=16, epochs=12, verbose=0)
     losses = history.history["loss"]
     assert losses[-1] < 0.5 * losses[0]
     assert history.history["accuracy"][-1] > 0.9
