@@ -8,7 +8,7 @@ import dataclasses
 import tensorflow as tf
 
 from bert_tf.data.lengths import cut_padding
-from bert_tf.models.bert_encoder import INPUT_NAMES
+from bert_tf.models.bert_encoder import INPUT_NAMES, padding_skipped
 from bert_tf.training.settings import check_length_bucket, default_length_bucket
 
 QUANTIZE_MODES = ("int8",)
@@ -40,11 +40,20 @@ class ServingOptions:
     quantize: "int8" stores the Dense layers' kernels as int8 with a scale per output column and
       quantizes their inputs per row on the fly (Keras' `Model.quantize("int8")`); None keeps
       float weights.
+    skip_padding: a request with padding (a batch of texts of different lengths) runs the
+      encoder's layers after attention's scores on its real tokens alone
+      (`bert_tf.models.padding_skipped`): the work follows the tokens, not the batch's longest
+      row; outputs on real tokens are the same, those on padding positions (a token-level
+      output's rows past a text's end) are the model's on zero vectors. A request without padding
+      runs the plain graph. AUTO (the default): on without XLA where the request's length is
+      used (not with fixed shapes: those are the original's graph); XLA cannot take it (a shape
+      that depends on the data).
     """
 
     length_bucket: int | None | str = AUTO
     jit_compile: bool | None = None
     quantize: str | None = None
+    skip_padding: bool | str = AUTO
 
     def __post_init__(self):
         if self.jit_compile is None:  # frozen: the defaults resolved once, here
@@ -55,6 +64,11 @@ class ServingOptions:
             check_length_bucket(self.length_bucket)
         if self.quantize is not None and self.quantize not in QUANTIZE_MODES:
             raise ValueError(f"quantize={self.quantize!r} is not one of {', '.join(QUANTIZE_MODES)}")
+        if self.skip_padding == AUTO:
+            object.__setattr__(self, "skip_padding", not self.jit_compile and self.length_bucket is not None)
+        elif self.skip_padding and self.jit_compile:
+            raise ValueError("skip_padding=True needs jit_compile=False: XLA compiles fixed shapes, and the number "
+                             "of a request's real tokens is known only when it runs")
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -84,9 +98,26 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
         # A nested tf.function keeps its compile attribute in the SavedModel: a loaded export
         # compiles it per input shape without this package.
         call = tf.function(call, jit_compile=True, autograph=False)
+    elif options.skip_padding:
+        call = _padding_skipped_when_any(model, call)
 
     def run(inputs):
         return call(cut_padding(inputs, options.length_bucket, seq_axis_keys))
+
+    return run
+
+
+def _padding_skipped_when_any(model, call):
+    """`call` with the padding skipped when `inputs` has any; without, the plain graph (skipping
+    gathers and scatters every layer's rows for nothing there: one text at its exact length)."""
+
+    def skipped(inputs):
+        with padding_skipped(model):  # the graph is traced here: it keeps skipping
+            return call(inputs)
+
+    def run(inputs):
+        no_padding = tf.reduce_all(tf.not_equal(inputs["input_mask"], 0))
+        return tf.cond(no_padding, lambda: call(inputs), lambda: skipped(inputs))
 
     return run
 

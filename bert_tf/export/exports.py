@@ -52,7 +52,7 @@ class Export:
             )
             return (
                 f"the preprocessor of {self.vocab_file} (do_lower_case={self.do_lower_case}, "
-                f"seq_length {self.seq_length}; {_described(self.serving)})"
+                f"seq_length {self.seq_length}; {_described(self.serving, model=False)})"
             )
         if self.export_type == "encoder":
             export_encoder(self.model, export_dir, self.vocab_file, self.do_lower_case, overwrite)
@@ -67,11 +67,14 @@ class Export:
         )
 
 
-def _described(serving):
-    """`serving` (ServingOptions) in words, for the script's log line."""
+def _described(serving, model=True):
+    """`serving` (ServingOptions) in words, for the script's log line (the preprocessor, `model`
+    False, takes its length alone)."""
     bucket = serving.length_bucket
     parts = ["fixed length" if bucket is None else "the request's exact length" if bucket == 1
              else f"length buckets of {bucket}"]
+    if serving.skip_padding and model:
+        parts.append("padding skipped")
     if serving.jit_compile:
         parts.append("XLA")
     if serving.quantize:

@@ -121,7 +121,7 @@ def test_every_kind_exports_its_runs_model_through_the_registrys_exporter(places
                              "export_dir": str(tmp_path / "out"), "overwrite": True,
                              "serving": ServingOptions(length_bucket=1, jit_compile=False, quantize=None)})]
     assert what == (f"a {model_class.__name__} of task {record['task_name']!r} (seq_length {record['max_seq_length']}; "
-                    "the request's exact length)")
+                    "the request's exact length, padding skipped)")
     assert exports.read(kind, str(places.runs[kind] / "ckpt-3"), seq_length=6).seq_length == 6
     # The serving options reach the exporter as given.
     serving = ServingOptions(length_bucket=None, jit_compile=True, quantize="int8")

@@ -3,6 +3,7 @@ default call) gives the outputs of today's fixed-length export within 1e-5, its 
 longest sequence rounded up to the bucket; the XLA and int8 options serve from a loaded
 SavedModel and record themselves in serving.json."""
 
+import itertools
 import json
 import types
 
@@ -67,8 +68,10 @@ def setup(tmp_path_factory):
     }
     served = {}
     for kind, make_root in roots.items():
-        for name, bucket in (("fixed", None), ("dynamic", BUCKET)):
-            served[kind, name] = make_root(model_runner(models[kind], ServingOptions(length_bucket=bucket))).__call__
+        for name, options in (("fixed", ServingOptions(length_bucket=None)),
+                              ("dynamic", ServingOptions(length_bucket=BUCKET)),  # skipping padding: its default
+                              ("plain", ServingOptions(length_bucket=BUCKET, skip_padding=False))):
+            served[kind, name] = make_root(model_runner(models[kind], options)).__call__
     requests = {  # short and long texts, so that some requests are cut and one reaches SEQ
         "classifier": {"text_a": _texts(6, 1, 1, 8), "text_b": _texts(6, 2, 0, 5)},
         "squad": {"question": _texts(6, 3, 1, 4), "context": _texts(6, 4, 1, 9)},
@@ -103,15 +106,20 @@ def test_squad_outputs_the_requests_bucketed_length_and_the_fixed_exports_values
         3 + min(len(full.tokenize(q)), 5) + min(len(full.tokenize(c)), SEQ - 3 - min(len(full.tokenize(q)), 5))
         for q, c in zip(request["question"], request["context"], strict=True)
     ]
-    for rows in (slice(0, 1), slice(None)):
+    for rows, served in itertools.product((slice(0, 1), slice(None)), ("dynamic", "plain")):
         fixed = _call(setup.served["squad", "fixed"], request, rows)
-        dynamic = _call(setup.served["squad", "dynamic"], request, rows)
+        dynamic = _call(setup.served["squad", served], request, rows)
         width = _bucketed(max(lengths[rows]))
         assert fixed["start_logits"].shape[1] == SEQ
+        # Skipping the padding, the logits on padding positions (past a text's end, within the
+        # width) are the model's on zero vectors; without it, the fixed export's there too.
+        real = fixed["tokens"][:, :width] != b"" if served == "dynamic" else np.ones((len(lengths[rows]), width), bool)
+        assert not real.all() or served == "plain"  # the bucket leaves padding, as the test needs
         for name, value in fixed.items():
             assert dynamic[name].shape == (value.shape[0], width), name
             if name.endswith("logits"):
-                np.testing.assert_allclose(dynamic[name], value[:, :width], atol=1e-5, err_msg=name)
+                np.testing.assert_allclose(dynamic[name][real], value[:, :width][real], atol=1e-5,
+                                           err_msg=f"{served} {name}")
             else:
                 np.testing.assert_array_equal(dynamic[name], value[:, :width], err_msg=name)
         # What was cut is padding only: the fixed export has no token past the width.
@@ -157,12 +165,38 @@ def test_an_xla_int8_export_serves_from_the_loaded_saved_model_as_its_model_in_p
     # intermediate and output Dense (6), then the pooler and the head's Dense.
     assert len([v for v in loaded.variables if v.dtype == tf.int8]) == 6 * tiny_config().num_hidden_layers + 2
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
-        assert json.load(f) == {"seq_length": SEQ, "length_bucket": BUCKET, "jit_compile": True, "quantize": "int8"}
+        assert json.load(f) == {"seq_length": SEQ, "length_bucket": BUCKET, "jit_compile": True, "quantize": "int8",
+                                "skip_padding": False}
 
 
 def test_the_default_bucket_follows_the_serving_functions_xla_choice():
-    assert ServingOptions().to_dict() == {"length_bucket": 1, "jit_compile": False, "quantize": None}
+    assert ServingOptions().to_dict() == {"length_bucket": 1, "jit_compile": False, "quantize": None,
+                                          "skip_padding": True}
     assert ServingOptions(jit_compile=True).length_bucket == 8  # one program per shape: few shapes
-    assert ServingOptions(quantize="int8").to_dict() == {"length_bucket": 8, "jit_compile": True, "quantize": "int8"}
+    assert ServingOptions(quantize="int8").to_dict() == {"length_bucket": 8, "jit_compile": True, "quantize": "int8",
+                                                         "skip_padding": False}
     assert ServingOptions(length_bucket=4, jit_compile=True).length_bucket == 4
     assert ServingOptions(length_bucket=None, jit_compile=True).length_bucket is None  # fixed length
+    assert ServingOptions(length_bucket=None).skip_padding is False  # fixed shapes: the original's graph
+    with pytest.raises(ValueError, match="skip_padding=True needs jit_compile=False"):
+        ServingOptions(jit_compile=True, skip_padding=True)
+
+
+def test_a_loaded_export_skips_the_padding_of_a_batch_and_serves_one_text_plainly(setup, tmp_path):
+    """Written and loaded as a user serves it (no bert_tf in the graph): a batch of texts of
+    different lengths goes through the padding-skipping branch, one text through the plain one;
+    both give the fixed-length export's probabilities."""
+    export_classifier(setup.models["classifier"], LABELS, "single", True, setup.vocab, True, SEQ,
+                      str(tmp_path / "dynamic"))
+    loaded = tf.saved_model.load(str(tmp_path / "dynamic"))
+    graph = loaded.signatures["serving_default"].graph.as_graph_def()
+    functions = {f.signature.name: f for f in graph.library.function}
+    ops = {node.op for f in functions.values() for node in f.node_def}
+    assert {"Where", "ScatterNd"} <= ops  # the skipping branch is in the export
+    request = setup.requests["classifier"]
+    for rows in (slice(0, 1), slice(None)):
+        fixed = _call(setup.served["classifier", "fixed"], request, rows)
+        served = _call(loaded.signatures["serving_default"], request, rows)
+        np.testing.assert_allclose(served["probabilities"], fixed["probabilities"], atol=1e-5)
+    with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
+        assert json.load(f)["skip_padding"] is True

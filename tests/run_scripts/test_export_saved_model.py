@@ -152,6 +152,8 @@ def exported(tmp_path_factory):
                           "--length_bucket=0", f"--export_dir={out}/bad9"],
         "quantize_encoder": ["--export_type=encoder", f"--init_checkpoint={g}/bert_model.ckpt", "--quantize=int8",
                              f"--export_dir={out}/bad10"],
+        "skip_with_xla": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                          "--skip_padding", "--serving_jit_compile", f"--export_dir={out}/bad11"],
         "exists": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                    f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}"],
         "overwrite": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
@@ -354,13 +356,14 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "length_bucket": "--length_bucket=0 must be a positive integer",
         "quantize_encoder": "--quantize=int8 is for the task exports (classifier, squad, ner, swag), not "
                             "export_type=encoder",
+        "skip_with_xla": "--skip_padding=True needs jit_compile=False",
     }
     for case, words in expected.items():
         assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (
             case,
             outcomes[case],
         )
-    for bad in ("bad1", "bad2", "bad3", "bad4", "bad5", "bad6", "bad7", "bad8", "bad9", "bad10"):
+    for bad in ("bad1", "bad2", "bad3", "bad4", "bad5", "bad6", "bad7", "bad8", "bad9", "bad10", "bad11"):
         assert not (exported.out / bad).exists(), bad
     # --overwrite replaced the older export whole; no temporary folder is left behind.
     occupied = exported.out / "occupied"
@@ -385,11 +388,13 @@ def test_exports_load_without_this_package_and_carry_their_files(exported, loade
             assert json.loads(assets["bert_config_file"]) == tiny_config().to_dict(), name
     for kind, record in RECORDS.items():
         assert json.loads(loaded.results[f"{kind}/assets"]["task_file"]) == record
-        # The serving options, recorded: without XLA the default pads a request to its exact longest.
+        # The serving options, recorded: without XLA the default pads a request to its exact longest
+        # and skips the padding of a batch.
         assert json.loads(loaded.results[f"{kind}/assets"]["serving_file"]) == {
-            "seq_length": record["max_seq_length"], "length_bucket": 1, "jit_compile": False, "quantize": None}
+            "seq_length": record["max_seq_length"], "length_bucket": 1, "jit_compile": False, "quantize": None,
+            "skip_padding": True}
     assert json.loads(loaded.results["classifier_int8/assets"]["serving_file"]) == {
-        "seq_length": 16, "length_bucket": 4, "jit_compile": True, "quantize": "int8"}
+        "seq_length": 16, "length_bucket": 4, "jit_compile": True, "quantize": "int8", "skip_padding": False}
     assert json.loads(loaded.results["preprocessor/assets"]["serving_file"]) == {"seq_length": 16, "length_bucket": 1}
 
 
@@ -398,8 +403,9 @@ def test_a_float_export_takes_this_machines_measured_xla_choice_and_says_where_f
                                                                                        "squad_fixed")}
     # XLA-compiled, the default bucket is 8: one program per shape.
     assert assets["classifier_measured"] == {"seq_length": 16, "length_bucket": 8, "jit_compile": True,
-                                             "quantize": None}
-    assert assets["squad_fixed"] == {"seq_length": 20, "length_bucket": None, "jit_compile": False, "quantize": None}
+                                             "quantize": None, "skip_padding": False}
+    assert assets["squad_fixed"] == {"seq_length": 20, "length_bucket": None, "jit_compile": False, "quantize": None,
+                                     "skip_padding": False}
     # Compiled, the float model gives the same probabilities.
     np.testing.assert_allclose(loaded.results["classifier_measured/b64"]["probabilities"],
                                loaded.results["classifier/b64"]["probabilities"], atol=1e-5)
@@ -526,8 +532,14 @@ def test_span_labeler_matches_keras_and_returns_the_tokens_its_logits_index(expo
         # The default bucket without XLA is 1: the request's exact longest, at most seq; fixed: seq.
         width = seq if export == "squad_fixed" else min(max(len(t) for t, _ in rows), seq)
         widths[export, key] = width
+        # On the tokens; past a text's end the default export (batches skip the padding) gives the
+        # model's logits on zero vectors, which no answer reads.
+        real = inputs["input_mask"][:, :width].astype(bool)
         for name in ("start_logits", "end_logits"):
-            np.testing.assert_allclose(got[name], want[name][:, :width], atol=1e-5, err_msg=f"{export} {key} {name}")
+            np.testing.assert_allclose(np.asarray(got[name])[real], np.asarray(want[name])[:, :width][real], atol=1e-5,
+                                       err_msg=f"{export} {key} {name}")
+            if export == "squad_fixed":  # the original's fixed shapes: everywhere
+                np.testing.assert_allclose(got[name], want[name], atol=1e-5, err_msg=f"{export} {key} {name}")
         assert got["tokens"] == [(t + [""] * (seq - len(t)))[:width] for t, _ in rows]
         np.testing.assert_array_equal(got["input_type_ids"], inputs["input_type_ids"][:, :width])
     assert widths["squad", "short"] < seq and widths["squad_fixed", "short"] == seq
@@ -581,8 +593,15 @@ def test_a_mixed_precision_keras_file_exports_with_float32_outputs(exported, loa
     inputs = {k: np.array(v, np.int32) for k, v in loaded.requests["encoder_bf16"]["b64"].items()}
     want = exported.sources.bf16(inputs, training=False)
     assert want["pooled_output"].dtype == "bfloat16"  # computed in bfloat16, served as float32
+    # bfloat16 keeps 8 bits of mantissa, and the served graph rounds in other places than eager
+    # calls (grappler fuses a product with its bias): both are as far from the float32 model.
+    float32 = exported.sources.encoder(inputs, training=False)
     for name in ("pooled_output", "sequence_output"):
-        np.testing.assert_allclose(got[name], np.asarray(want[name], np.float32), atol=0.05, err_msg=name)
+        eager = np.asarray(want[name], np.float32)
+        reference = np.asarray(float32[name])
+        served_error, eager_error = (np.abs(np.asarray(v) - reference).max() for v in (got[name], eager))
+        assert served_error <= 1.5 * eager_error, (name, served_error, eager_error)
+        np.testing.assert_allclose(got[name], eager, atol=0.1, err_msg=name)
     # The .keras file carries its config: the export's bert_config.json is the model's.
     assert json.loads(loaded.results["encoder_bf16/assets"]["bert_config_file"]) == tiny_config().to_dict()
 

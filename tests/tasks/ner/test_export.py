@@ -64,7 +64,7 @@ def test_a_feature_based_run_exports_from_its_folder_and_tags_text_as_its_model(
     for a, b in zip(model.weights, export.model.weights, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     what = export.write(str(tmp_path / "served"))
-    assert what == "a BertFeatureTagger of task 'ner' (seq_length 8; the request's exact length)"
+    assert what == "a BertFeatureTagger of task 'ner' (seq_length 8; the request's exact length, padding skipped)"
 
     texts = ["the cat sat on the mat", "a dog is running and the red cat is big and small", "un"]
     served = tf.saved_model.load(str(tmp_path / "served")).signatures["serving_default"](text=tf.constant(texts))
