@@ -13,8 +13,9 @@ consecutive sentences. The vocab: data/vocab.txt padded with [unusedN] tokens to
 tables and embeddings have BERT-Base's size). Every side starts from the same text and vocab.txt:
 - ours: `Trainer` + `ClassifierTask` exactly as run_classifier.py runs them (the in-graph tokenizer
   and packer in a tf.data map, the original's AdamW with global-norm clipping), fp32; "dynamic":
-  batches cut to their longest row rounded up to --length_bucket (run_classifier's default), "fixed":
-  padded to --seq_length (`--pad_to_max_seq_length`, the original's shapes); each with XLA off and on.
+  batches cut to their longest row rounded up to --length_bucket and, without XLA, their padding
+  skipped (run_classifier's defaults on CPU); "dynamic_plain": cut, not skipped; "fixed": padded
+  to --seq_length (`--pad_to_max_seq_length`, the original's shapes); each with XLA off and on.
   "default" is dynamic with `--jit_compile` left unset, which `bert_tf.training.speed` resolves per
   platform and machine: the XLA on/off ratios printed here are the measurement behind its CPU
   choice, and `--save_defaults` (XLA off and on, dynamic padding, unless --xla/--padding are given)
@@ -81,7 +82,10 @@ flags.DEFINE_integer("steps", 30, "Measured steps per round (after the warm-up).
 flags.DEFINE_integer("examples", 4096, "Training examples.")
 flags.DEFINE_integer("rounds", 3, "Alternating measurement rounds.")
 flags.DEFINE_list("text", ["single", "pairs"], "single: one corpus sentence per example; pairs: two consecutive.")
-flags.DEFINE_list("padding", ["dynamic", "fixed"], "Our loop with batches cut to their longest row / fixed.")
+flags.DEFINE_list("padding", ["dynamic", "fixed"], "Our loop with batches cut to their longest row / fixed; "
+                  "dynamic_plain: cut, the padding not skipped (dynamic skips it where run_classifier does).")
+flags.register_validator("padding", lambda v: set(v) <= {"dynamic", "fixed", "dynamic_plain"},
+                         "must be among dynamic, fixed, dynamic_plain")
 flags.DEFINE_integer("length_bucket", None, "Dynamic padding's bucket (default: run_classifier's for each XLA "
                      "setting, bert_tf.training.settings.default_length_bucket: 1 without XLA, 8 with it).")
 flags.register_validator("length_bucket", lambda v: v is None or v >= 1, "must be a positive integer")
@@ -160,7 +164,7 @@ class _CutTask(ClassifierTask):
 
 
 def task(kind, padding, vocab, seq_length=None, xla=False):
-    bucket = bucket_of(xla) if padding == "dynamic" else None
+    bucket = None if padding == "fixed" else bucket_of(xla)
     return (ClassifierTask if LIBRARY_CUTS else _CutTask)(
         model_shape.bert_config(), ["0", "1"], vocab_file=vocab, max_seq_length=seq_length or FLAGS.seq_length,
         pair=kind == "pairs", length_bucket=bucket,
@@ -194,10 +198,12 @@ def word_pieces(data, vocab):
 
 def ours(kind, padding, xla, data, vocab, out, lora_rank=0):
     """Our loop's examples/s (the median execution after the first, which traces) and the trainer."""
+    # run_classifier's default: the padding skipped on CPU without XLA where batches are cut.
+    skip = padding == "dynamic" and settings_module.default_skip_padding(bucket_of(xla), xla, "cpu")
     settings = TrainingSettings(
         output_dir=out, train_batch_size=FLAGS.batch_size, learning_rate=5e-5, num_train_steps=10 + FLAGS.steps,
         num_warmup_steps=10, save_checkpoints_steps=10 + FLAGS.steps, steps_per_execution=10, jit_compile=xla, seed=1,
-        **lora(lora_rank),
+        skip_padding=skip, **lora(lora_rank),
     )
     rates = []
     trainer = Trainer(task(kind, padding, vocab, xla=xla), settings, tf.distribute.OneDeviceStrategy("/cpu:0"))
@@ -360,6 +366,7 @@ def report_rates(kind, rates, lengths):
         (f"fixed padding (xla={auto}) / PyTorch fixed padding", ours_name("fixed", auto), pytorch_name("fixed")),
         ("default flags / keras-hub", default, KERAS_HUB),
         (f"dynamic / fixed padding (xla={auto})", default, ours_name("fixed", auto)),
+        (f"padding skipped / not (dynamic, xla={auto})", default, ours_name("dynamic_plain", auto)),
     ]
     lines += [(f"XLA on / off, {p} padding", ours_name(p, True), ours_name(p, False)) for p in FLAGS.padding]
     for title, over, under in lines:
@@ -450,7 +457,8 @@ def main(argv):
         vocab = vocab_file(tmp)
         peers = {}
         for kind, data in datas.items():
-            found = {pytorch_name(p): pytorch_peer(data, vocab, p, processes) for p in FLAGS.padding}
+            found = {pytorch_name(p): pytorch_peer(data, vocab, p, processes) for p in FLAGS.padding
+                     if p != "dynamic_plain"}
             found[KERAS_HUB] = keras_hub_peer(data, vocab)
             peers[kind] = {name: run for name, run in found.items() if run is not None}
         rates, trainers = measure(datas, vocab, peers, tmp)

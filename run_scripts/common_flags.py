@@ -1,5 +1,6 @@
 """Flags that several scripts share, defined once (names and defaults of the original release)."""
 
+import dataclasses
 import os
 import sys
 
@@ -317,24 +318,31 @@ def as_flags(message, names):
     return re.sub(pattern, r"--\1", message)
 
 
-def fine_tuning_settings(flag_values, num_train_examples):
+def fine_tuning_settings(flag_values, num_train_examples, length_bucket):
     """`(TrainingSettings, num_train_steps)` from the flags: the original's steps (examples /
-    train_batch_size x epochs) and warmup; training with no step is an error."""
-    from bert_tf.training import run
+    train_batch_size x epochs) and warmup, whether padding is skipped (--skip_padding, unset: the
+    default for the batches' `length_bucket`, logged); training with no step is an error."""
+    from bert_tf.training import run, settings, speed
     from bert_tf.training.trainer import TrainingSettings
 
     f = flag_values
     steps, warmup = run.training_steps(num_train_examples, f.train_batch_size, f.num_train_epochs, f.warmup_proportion)
-    settings = settings_or_fail(
+    training = settings_or_fail(
         TrainingSettings, f, predict_batch_size=f.predict_batch_size, num_train_steps=max(steps, 1),
         num_warmup_steps=warmup, **lora_settings(f),
     )
+    skip, platform = f.skip_padding, speed.current_platform(f.use_tpu)
+    if skip is None:
+        skip = settings.default_skip_padding(length_bucket, training.jit_compile, platform)
+        logging.info("skip_padding=%s: the default with length_bucket=%s, jit_compile=%s on %s", skip, length_bucket,
+                     training.jit_compile, platform)
+    training = library_call(lambda: dataclasses.replace(training, skip_padding=skip), "--")
     if f.do_train and steps < 1:
         fail(
             f"{num_train_examples} training examples / --train_batch_size={f.train_batch_size} x "
             f"--num_train_epochs={f.num_train_epochs} gives no training step"
         )
-    return settings, steps
+    return training, steps
 
 
 def train_or_restore(trainer, flag_values, train_data, record, config, fields):
@@ -479,6 +487,9 @@ def define_padding_flags(training=True):
     if training:
         flags.DEFINE_bool("group_by_length", False, "Training batches of examples of similar length (less padding, "
                           "another batch order: a resumed run must keep it).")
+        flags.DEFINE_bool("skip_padding", None, "After attention's scores, the encoder's layers run on a batch's real "
+                          "tokens alone (the outputs on them are the same). Default: on CPU without XLA where batches "
+                          "are cut to their length; off with fixed shapes, XLA (not possible) and on GPUs.")
 
 
 def padding_settings(flag_values):

@@ -85,7 +85,7 @@ def _main():
     from bert_tf.training.trainer import Trainer
 
     num_train_examples = len(inputs.train or ())
-    settings, num_train_steps = common_flags.fine_tuning_settings(f, num_train_examples)
+    settings, num_train_steps = common_flags.fine_tuning_settings(f, num_train_examples, length_bucket)
     strategy = common_flags.create_strategy(f)
     trainer = library_call(
         lambda: Trainer(

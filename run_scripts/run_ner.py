@@ -109,7 +109,7 @@ def _main():
     features = library_call(lambda: ner_run.encode_splits(task, {"train": train, "dev": dev, "test": test}))
     # Steps count windows, the examples the model sees (as many as sentences, but for long ones).
     num_windows = len(features["train"]["sentence"]) if train else 0
-    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, num_windows)
+    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, num_windows, length_bucket)
     trainer = library_call(lambda: Trainer(task, settings, strategy))
     logging.info(
         "Task ner (%d tags); strategy %s with %d replica(s)",

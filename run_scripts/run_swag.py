@@ -56,7 +56,7 @@ def _main():
 
     from bert_tf.training.trainer import Trainer
 
-    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, len(train))
+    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, len(train), length_bucket)
     strategy = common_flags.create_strategy(FLAGS)
     task = library_call(lambda: swag_run.build_task(config, record, f.vocab_file, length_bucket))
     trainer = library_call(lambda: Trainer(task, settings, strategy))

@@ -19,7 +19,7 @@ MAX_SCRIPT_LINES = 150
 # flags and its loop over runs, issue 21 the padding flags and the one log line of an XLA choice); the fine-tuning
 # scripts are held to MAX_SCRIPT_LINES.
 LONGER_SCRIPTS = {
-    "common_flags.py": 510, "run_pretraining.py": 200, "create_pretraining_data.py": 200,
+    "common_flags.py": 525, "run_pretraining.py": 200, "create_pretraining_data.py": 200,
     "quickstart.py": 200,  # a walk through five scripts, printing each one's figures
 }
 MAX_FUNCTION_LINES = 80

@@ -33,13 +33,14 @@ def last_layer_rows(encoder, inputs, rows):
 
 
 @contextlib.contextmanager
-def padding_skipped(model):
+def padding_skipped(model, skip=True):
     """Within this context, every `TransformerBlock` in `model` (an encoder, a task model on one,
     any layer that holds them) skips the padding rows (`TransformerBlock.skip_padding`): a call
     traced here (`tf.function`) keeps doing so. Outputs on real tokens are unchanged; padding rows
     of sequence outputs are zeros. For TensorFlow graphs without XLA and eager calls, where a
-    shape may depend on the data (the number of real tokens)."""
-    blocks = list(_transformer_blocks(model))
+    shape may depend on the data (the number of real tokens). `skip` False: a context that changes
+    nothing."""
+    blocks = list(_transformer_blocks(model)) if skip else []
     before = [block.skip_padding for block in blocks]
     for block in blocks:
         block.skip_padding = True

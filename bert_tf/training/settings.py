@@ -54,6 +54,7 @@ class TrainingSettings:
     seed: int | None = None
     lora_rank: int = 0  # LoRA's adapters (`lora_settings`); 0: every weight trains
     lora_alpha: float | None = None  # their scale is lora_alpha / lora_rank (None: the rank's)
+    skip_padding: bool = False  # the encoder's layers skip a batch's padding rows (`default_skip_padding`)
 
     def __post_init__(self):
         positive = (
@@ -72,6 +73,9 @@ class TrainingSettings:
         if self.max_eval_steps is not None and self.max_eval_steps < 1:
             raise ValueError(f"max_eval_steps must be positive, got {self.max_eval_steps!r}")
         object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
+        if self.skip_padding and self.jit_compile:
+            raise ValueError("skip_padding needs jit_compile off: XLA compiles fixed shapes, and the number of a "
+                             "batch's real tokens is known only when it runs")
 
 
 # Batches are cut to their longest row rounded up to a multiple of a bucket
@@ -94,6 +98,16 @@ def default_length_bucket(jit_compile):
     """The bucket of a run or export that gives none: XLA_LENGTH_BUCKET where its model is
     XLA-compiled (one program per shape), else GRAPH_LENGTH_BUCKET (the exact longest)."""
     return XLA_LENGTH_BUCKET if jit_compile else GRAPH_LENGTH_BUCKET
+
+
+def default_skip_padding(length_bucket, jit_compile, platform):
+    """Whether the loop skips its batches' padding rows unless told (`bert_tf.models.padding_skipped`:
+    after attention's scores, every layer runs on the real tokens alone; the outputs on them are the
+    same). On where it was measured to pay: on CPU, without XLA, with batches cut to their length
+    (bench/finetuning.py). Off with fixed shapes (the original's graph; TPUs), with XLA (which takes
+    no shape that depends on the data) and on GPUs: not measured there, where the count of real
+    tokens makes the host wait for the device at every layer."""
+    return length_bucket is not None and not jit_compile and platform == "cpu"
 
 
 def padding_settings(length_bucket=None, pad_to_max_seq_length=False, group_by_length=False, jit_compile=False):

@@ -1,9 +1,9 @@
 """The one training loop: pre-training and every fine-tuning task (TensorFlow).
 
-Any tf.distribute strategy, gradient accumulation, the global-norm clip of the original,
-checkpoints that resume exactly, a NaN/Inf stop, TensorBoard scalars, evaluation and
-prediction. The task (`bert_tf.training.task.Task`) supplies the model, the data, the loss and
-the metrics.
+Any tf.distribute strategy, gradient accumulation, the global-norm clip of the original, checkpoints
+that resume exactly, a NaN/Inf stop, TensorBoard scalars, evaluation and prediction, the batches'
+padding skipped (`settings.skip_padding`). The task (`bert_tf.training.task.Task`) supplies the
+model, the data, the loss and the metrics.
 
 Losses are normalised over the global batch (every replica and micro-batch): the task divides
 its per-batch sums by `normalizers` summed over the whole batch before the step, as the
@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.io_utils import atomic_write
-from bert_tf.models import lora
+from bert_tf.models import lora, padding_skipped
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.restore_status import INITIALISED, RANDOM, RESUMED, RestoreStatus
 from bert_tf.training.settings import TrainingSettings, check_batch_sizes
@@ -67,13 +67,8 @@ class Trainer:
                 self.model = task.build_model()
             self._spread_dropout_seeds()
             # Clipping happens after the cross-replica sum, in the loop, not per replica.
-            self.optimizer = create_optimizer(
-                settings.optimizer,
-                settings.learning_rate,
-                settings.num_train_steps,
-                settings.num_warmup_steps,
-                global_clipnorm=None,
-            )
+            self.optimizer = create_optimizer(settings.optimizer, settings.learning_rate, settings.num_train_steps,
+                                              settings.num_warmup_steps, global_clipnorm=None)
             # float16 needs dynamic loss scaling (skips non-finite steps, adapts the scale).
             self.loss_scaling = keras.mixed_precision.global_policy().name == "mixed_float16"
             if self.loss_scaling:
@@ -193,6 +188,10 @@ class Trainer:
     # -----------------------------------------------------------------------------------------
     # Training
 
+    def _forward(self, x, training):  # traced in the context: the graph keeps skipping the padding
+        with padding_skipped(self.model, self.settings.skip_padding):
+            return self.model(x, training=training)
+
     def _distribute(self, data, mode, global_batch, skip_batches=0):
         def make(context):
             # `skip_batches` counts per-replica micro-batches of one replica; a pipeline feeds
@@ -225,7 +224,7 @@ class Trainer:
         @tf.function(jit_compile=self.settings.jit_compile)
         def gradients(x, y):
             with tf.GradientTape() as tape:
-                sums = self.task.sums(y, self.model(x, training=True))
+                sums = self.task.sums(y, self._forward(x, training=True))
                 loss = self.task.loss(sums, normalizers)
                 if self.loss_scaling:
                     loss = self.optimizer.scale_loss(loss)
@@ -334,7 +333,7 @@ class Trainer:
         @tf.function(reduce_retracing=True)
         def step(x, y):
             def replica(x, y):
-                outputs = self.model(x, training=False)
+                outputs = self._forward(x, training=False)
                 return task.sums(y, outputs), task.normalizers(y), task.eval_outputs(y, outputs)
 
             sums, normalizers, per_example = self.strategy.run(replica, args=(x, y))
@@ -365,7 +364,7 @@ class Trainer:
         @tf.function(reduce_retracing=True)  # as evaluate's: batches of a few lengths
         def step(x):
             per_replica = self.strategy.run(
-                lambda x: self.task.predict_outputs(self.model(x, training=False)), args=(x,)
+                lambda x: self.task.predict_outputs(self._forward(x, training=False)), args=(x,)
             )
             return self._gather(per_replica)
 

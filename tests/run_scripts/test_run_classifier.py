@@ -86,6 +86,7 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
     assert result.returncode == 0, result.stderr[-3000:]
     # No XLA: batches cut to their exact longest, and said.
     assert "length_bucket=1: the default without XLA" in result.stderr
+    assert "skip_padding=True: the default with length_bucket=1, jit_compile=False on cpu" in result.stderr
     results = _results(straight)
     assert set(results) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"}
     assert results["global_step"] == "800" and float(results["eval_accuracy"]) > 0.9
@@ -277,6 +278,7 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         (dict(learning_rate=-1), "--learning_rate must not be negative, got -1.0"),
         (dict(warmup_proportion=2), "--warmup_proportion=2.0 must be between 0 and 1"),
         (dict(length_bucket=0), "--length_bucket=0 must be a positive integer"),
+        (dict(skip_padding=True, jit_compile=True), "--skip_padding needs jit_compile off"),
         (dict(use_tpu=True, pad_to_max_seq_length=False), "--pad_to_max_seq_length=false is not possible with"),
         (dict(init_checkpoint=tmp_path / "nowhere" / "bert_model.ckpt"), "cannot read a TensorFlow checkpoint at"),
         (dict(output_dir=pretraining_dir), "holds checkpoints of another kind of run (no fine_tuning_task.json)"),

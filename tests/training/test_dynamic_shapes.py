@@ -54,3 +54,30 @@ def test_each_length_is_traced_once(tmp_path):
     task.traces["predict"] = 0  # evaluation's outputs call it too
     trainer.predict(data)
     assert task.traces["predict"] == 2
+
+
+def test_skipping_padding_trains_and_predicts_as_the_plain_loop(tmp_path):
+    """settings.skip_padding: evaluation and prediction of the same weights as without it (the
+    tagged tokens' logits are real tokens'); training runs in it, deterministic, the loss finite."""
+    data = _windows([3, 9, 5, 14, 2, 7, 11, 4])
+    rng = np.random.default_rng(0)
+    data["input_word_ids"] = data["input_mask"] * rng.integers(5, tiny_config().vocab_size, (8, SEQ)).astype(np.int32)
+    runs = {}
+    for skip in (False, True, True):
+        task = NerTask(tiny_config(), LABELS, max_seq_length=SEQ, length_bucket=1)
+        settings = TrainingSettings(str(tmp_path / f"{skip}{len(runs)}"), train_batch_size=4, eval_batch_size=4,
+                                    predict_batch_size=4, num_train_steps=6, num_warmup_steps=0,
+                                    save_checkpoints_steps=6, seed=1, skip_padding=skip)
+        trainer = Trainer(task, settings, tf.distribute.get_strategy())
+        before = trainer.predict(data)
+        if skip:  # the same initial weights as the plain run's: the same outputs on the real tokens
+            real = data["input_mask"].astype(bool)
+            for name, value in runs[False][0][0].items():
+                assert value.shape[:2] == real.shape, name  # every output is per token
+                np.testing.assert_allclose(before[name][real], value[real], atol=1e-5, err_msg=name)
+        trainer.train(data)
+        runs.setdefault(skip, []).append((before, trainer.evaluate(data), [w.numpy() for w in trainer.model.weights]))
+    plain_eval, (first, second) = runs[False][0][1], runs[True]
+    assert np.isfinite(first[1]["eval_loss"]) and abs(first[1]["eval_loss"] - plain_eval["eval_loss"]) < 0.5
+    for a, b in zip(first[2], second[2], strict=True):  # two runs skipping the padding: identical
+        np.testing.assert_array_equal(a, b)

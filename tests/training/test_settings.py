@@ -39,3 +39,15 @@ def test_the_default_bucket_is_exact_without_xla_and_8_with_it():
     assert padding_settings(pad_to_max_seq_length=True, jit_compile=True)["length_bucket"] is None
     with pytest.raises(ValueError, match="length_bucket=0 must be a positive integer"):
         padding_settings(0)
+
+
+def test_padding_is_skipped_by_default_on_cpu_without_xla_where_batches_are_cut():
+    from bert_tf.training.settings import default_skip_padding
+
+    assert default_skip_padding(1, False, "cpu") and default_skip_padding(8, False, "cpu")
+    assert not default_skip_padding(None, False, "cpu")  # fixed shapes: the original's graph
+    assert not default_skip_padding(8, True, "cpu")  # XLA compiles fixed shapes
+    assert not default_skip_padding(1, False, "gpu") and not default_skip_padding(None, False, "tpu")
+    assert not TrainingSettings(output_dir="/tmp/x").skip_padding
+    with pytest.raises(ValueError, match="^skip_padding needs jit_compile off"):
+        TrainingSettings(output_dir="/tmp/x", jit_compile=True, skip_padding=True)
