@@ -15,7 +15,8 @@ calls); batch --batch_size: consecutive sentences (or pairs), throughput in sequ
 The model: a BertClassifier for sentence pairs, 2 labels, random weights, BERT-Base's shape and
 vocab size (data/vocab.txt padded with [unusedN] to 30,522). Ours: `export_classifier` with each
 `ServingOptions` (fixed: --pad_to_max_seq_length's fixed shapes; dynamic: the request's length in
-buckets of --length_bucket, default each export's own (1 without XLA, 8 with); +xla: the model part
+buckets of --length_bucket, default each export's own (1 without XLA, 8 with), and a batch's padding
+skipped (the default without XLA); dynamic_plain: the same without skipping it; +xla: the model part
 jit-compiled; int8: Keras' int8 Dense kernels), loaded with `tf.saved_model.load` and called through
 `serving_default` (tokenization and packing in the graph). "tokenize+pack" is the preprocessing
 alone (the preprocessor export's default call), so that its share of the text-in latency shows.
@@ -92,7 +93,8 @@ CONFIGS = {
     "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
 }
 OURS = {  # name -> ServingOptions
-    "fixed": dict(length_bucket=None), "dynamic": dict(jit_compile=False), "dynamic+xla": dict(jit_compile=True),
+    "fixed": dict(length_bucket=None), "dynamic": dict(jit_compile=False),
+    "dynamic_plain": dict(jit_compile=False, skip_padding=False), "dynamic+xla": dict(jit_compile=True),
     "int8": dict(quantize="int8", jit_compile=False), "int8+xla": dict(quantize="int8", jit_compile=True),
 }
 XLA_PAIR = ("dynamic", "dynamic+xla")  # --save_defaults: our float export without XLA, with it
