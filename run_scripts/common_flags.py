@@ -318,10 +318,11 @@ def as_flags(message, names):
     return re.sub(pattern, r"--\1", message)
 
 
-def fine_tuning_settings(flag_values, num_train_examples, length_bucket):
+def fine_tuning_settings(flag_values, num_train_examples, length_bucket, loss_reads_padding=False):
     """`(TrainingSettings, num_train_steps)` from the flags: the original's steps (examples /
     train_batch_size x epochs) and warmup, whether padding is skipped (--skip_padding, unset: the
-    default for the batches' `length_bucket`, logged); training with no step is an error."""
+    default for the batches' `length_bucket`, off where the task's loss reads the padding
+    positions' outputs; logged); training with no step is an error."""
     from bert_tf.training import run, settings, speed
     from bert_tf.training.trainer import TrainingSettings
 
@@ -333,9 +334,9 @@ def fine_tuning_settings(flag_values, num_train_examples, length_bucket):
     )
     skip, platform = f.skip_padding, speed.current_platform(f.use_tpu)
     if skip is None:
-        skip = settings.default_skip_padding(length_bucket, training.jit_compile, platform)
-        logging.info("skip_padding=%s: the default with length_bucket=%s, jit_compile=%s on %s", skip, length_bucket,
-                     training.jit_compile, platform)
+        skip = not loss_reads_padding and settings.default_skip_padding(length_bucket, training.jit_compile, platform)
+        logging.info("skip_padding=%s: the default with length_bucket=%s, jit_compile=%s on %s%s", skip, length_bucket,
+                     training.jit_compile, platform, ", a loss over the padding positions" * loss_reads_padding)
     training = library_call(lambda: dataclasses.replace(training, skip_padding=skip), "--")
     if f.do_train and steps < 1:
         fail(
@@ -487,9 +488,10 @@ def define_padding_flags(training=True):
     if training:
         flags.DEFINE_bool("group_by_length", False, "Training batches of examples of similar length (less padding, "
                           "another batch order: a resumed run must keep it).")
-        flags.DEFINE_bool("skip_padding", None, "After attention's scores, the encoder's layers run on a batch's real "
+        flags.DEFINE_bool("skip_padding", None, "The encoder's layers run all but attention's scores on a batch's real "
                           "tokens alone (the outputs on them are the same). Default: on CPU without XLA where batches "
-                          "are cut to their length; off with fixed shapes, XLA (not possible) and on GPUs.")
+                          "are cut; off with fixed shapes, XLA (not possible), on GPUs and for run_squad (its loss "
+                          "reads the padding positions' logits).")
 
 
 def padding_settings(flag_values):

@@ -22,8 +22,8 @@ file in it; or a fine-tuned Hugging Face folder: its class, id2label, config.jso
 max_seq_length) sets the longest packing: the text-in signatures (and the preprocessor's default
 call) pad a request to its longest sequence rounded up to --length_bucket (default: 8 when the
 serving function is XLA-compiled, one program per shape; else 1, the request's exact longest), or
-always to --seq_length with --pad_to_max_seq_length; a batch with padding skips it after attention's
-scores (--skip_padding, on by default without XLA). --quantize=int8 stores the Dense kernels as int8;
+always to --seq_length with --pad_to_max_seq_length; a batch with padding skips it in all but
+attention's scores (--skip_padding, on by default without XLA). --quantize=int8 stores the Dense kernels as int8;
 --serving_jit_compile XLA-compiles the model part of the serving function; unset, it is on with int8
 and, for float weights, this machine's measured choice (`python bench/serving.py --save_defaults`,
 bert_tf.training.speed; off without one, on for a GPU), logged with where it came from. The
@@ -86,9 +86,10 @@ flags.DEFINE_bool(
 )
 flags.DEFINE_bool(
     "skip_padding", None,
-    "Task exports: a request with padding (texts of different lengths) runs the encoder's layers after attention's "
-    "scores on its real tokens alone; outputs on real tokens are the same. Default: on without XLA where the request's "
-    "length is used, off with --serving_jit_compile (XLA takes no data-dependent shape) or --pad_to_max_seq_length.",
+    "Task exports: a request with padding (texts of different lengths) runs the encoder's layers (all but attention's "
+    "scores) on its real tokens alone; outputs on real tokens are the same. Default: on without XLA where the "
+    "request's length is used; off with --serving_jit_compile (XLA takes no data-dependent shape) or "
+    "--pad_to_max_seq_length.",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 
@@ -119,6 +120,9 @@ def main(argv):
         jit_compile = log_jit_choice("serving_jit_compile", choose_serving_jit_compile(jit_compile, FLAGS.quantize))
     bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
     skip_padding = AUTO if FLAGS.skip_padding is None else FLAGS.skip_padding
+    if skip_padding is True and jit_compile:  # XLA may be on without the flag (int8, this machine's choice)
+        fail("--skip_padding needs a serving function without XLA (--noserving_jit_compile): XLA compiles fixed "
+             "shapes, and the number of a request's real tokens is known only when it runs")
     serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize, skip_padding), "--")
     library_call(
         lambda: exports.check_casing(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)

@@ -117,7 +117,9 @@ def _main():
         files, FLAGS.do_train, FLAGS.do_predict, tokenizer, FLAGS.vocab_file, record, FLAGS.output_dir,
         on_features=lambda cached: logging.info("%s", cached.summary())), "--")
     train = inputs.train
-    settings, num_train_steps = common_flags.fine_tuning_settings(FLAGS, train.examples if train else 0, length_bucket)
+    # Its loss's softmax runs over the padding positions too (the original's): skipping changes their logits.
+    settings, num_train_steps = common_flags.fine_tuning_settings(
+        FLAGS, train.examples if train else 0, length_bucket, loss_reads_padding=True)
     task = SquadTask(config, FLAGS.max_seq_length, length_bucket, group_by_length)
     trainer = library_call(lambda: Trainer(task, settings, strategy))
     logging.info("SQuAD %s; strategy %s with %d replica(s)", "v2.0" if FLAGS.version_2_with_negative else "v1.1",

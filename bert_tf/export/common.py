@@ -41,7 +41,7 @@ class ServingOptions:
       quantizes their inputs per row on the fly (Keras' `Model.quantize("int8")`); None keeps
       float weights.
     skip_padding: a request with padding (a batch of texts of different lengths) runs the
-      encoder's layers after attention's scores on its real tokens alone
+      encoder's layers (all but attention's scores) on its real tokens alone
       (`bert_tf.models.padding_skipped`): the work follows the tokens, not the batch's longest
       row; outputs on real tokens are the same, those on padding positions (a token-level
       output's rows past a text's end) are the model's on zero vectors. A request without padding

@@ -29,13 +29,13 @@ class TransformerBlock(keras.layers.Layer):
     the residual stream leaves a LayerNorm).
 
     `skip_padding` (an attribute, False unless set; not part of the config): with a `[batch, seq]`
-    padding mask, everything after the attention's scores (its output projection, the LayerNorms,
-    the feed-forward layers) runs on the real tokens' rows alone, gathered flat, and the padding
-    rows of the output are zeros instead of values that nothing reads; the real tokens' rows are
-    the same. The work then follows the tokens, not the batch's longest row. The number of real
-    tokens is known only when the block runs, so it is for graphs that allow a data-dependent
-    shape (TensorFlow without XLA, eager execution), not for XLA or `jax.jit`; see
-    `bert_tf.models.padding_skipped`.
+    padding mask, everything but the attention's scores (its query, key, value and output
+    projections, the LayerNorms, the feed-forward layers) runs on the real tokens' rows alone,
+    gathered flat, and the padding rows of the output are zeros instead of the values computed on
+    padding tokens; the real tokens' rows are the same. The work then follows the tokens, not the
+    batch's longest row. The number of real tokens is known only when the block runs, so it is for
+    graphs that allow a data-dependent shape (TensorFlow without XLA, eager execution), not for
+    XLA or `jax.jit`; see `bert_tf.models.padding_skipped`.
     """
 
     def __init__(

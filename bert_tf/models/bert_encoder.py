@@ -36,11 +36,14 @@ def last_layer_rows(encoder, inputs, rows):
 def padding_skipped(model, skip=True):
     """Within this context, every `TransformerBlock` in `model` (an encoder, a task model on one,
     any layer that holds them) skips the padding rows (`TransformerBlock.skip_padding`): a call
-    traced here (`tf.function`) keeps doing so. Outputs on real tokens are unchanged; padding rows
-    of sequence outputs are zeros. For TensorFlow graphs without XLA and eager calls, where a
-    shape may depend on the data (the number of real tokens). `skip` False: a context that changes
-    nothing."""
-    blocks = list(_transformer_blocks(model)) if skip else []
+    traced here (`tf.function`) keeps doing so, and so does a function Keras caches here (`fit`'s
+    train_function: `make_train_function(force=True)` traces it anew). Outputs on real tokens are
+    unchanged; padding rows of sequence outputs are zeros. For TensorFlow graphs without XLA and
+    eager calls, where a shape may depend on the data (the number of real tokens). `skip` False:
+    a context that changes nothing. A model without a TransformerBlock is a ValueError."""
+    blocks = [layer for layer in model._flatten_layers() if isinstance(layer, TransformerBlock)] if skip else []
+    if skip and not blocks:
+        raise ValueError(f"{model.name} holds no TransformerBlock whose padding could be skipped")
     before = [block.skip_padding for block in blocks]
     for block in blocks:
         block.skip_padding = True
@@ -49,14 +52,6 @@ def padding_skipped(model, skip=True):
     finally:
         for block, was in zip(blocks, before, strict=True):
             block.skip_padding = was
-
-
-def _transformer_blocks(layer):
-    if isinstance(layer, TransformerBlock):
-        yield layer
-        return
-    for sublayer in getattr(layer, "layers", ()):
-        yield from _transformer_blocks(sublayer)
 
 
 def task_model_config(model):

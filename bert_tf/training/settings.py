@@ -102,7 +102,7 @@ def default_length_bucket(jit_compile):
 
 def default_skip_padding(length_bucket, jit_compile, platform):
     """Whether the loop skips its batches' padding rows unless told (`bert_tf.models.padding_skipped`:
-    after attention's scores, every layer runs on the real tokens alone; the outputs on them are the
+    every layer runs all but attention's scores on the real tokens alone; the outputs on them are the
     same). On where it was measured to pay: on CPU, without XLA, with batches cut to their length
     (BERT-Base, a batch of 32 with 72% / 80% real tokens, 2 Xeon cores: a training step in 0.73x /
     0.82x the time; bench/finetuning.py's 4-layer, hidden-256 model: as fast as without, 0.99x /

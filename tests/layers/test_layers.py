@@ -116,6 +116,25 @@ def test_transformer_block_skipping_padding():
     assert "skip_padding" not in layer.get_config()
 
 
+def test_padding_skipped_finds_the_blocks_a_layer_holds_and_restores_them():
+    from bert_tf.models import padding_skipped
+
+    class Holder(keras.layers.Layer):  # a user's layer around a block: no `.layers` attribute
+        def __init__(self):
+            super().__init__()
+            self.block = TransformerBlock(HID, 4, 32)
+
+    holder = Holder()
+    with padding_skipped(holder):
+        assert holder.block.skip_padding
+    assert not holder.block.skip_padding
+    with padding_skipped(holder, skip=False):
+        assert not holder.block.skip_padding
+    with pytest.raises(ValueError, match="holds no TransformerBlock"):
+        with padding_skipped(keras.layers.Dense(2, name="dense")):
+            pass
+
+
 def test_masked_lm_head_untied(tmp_path):
     layer = MaskedLMHead(vocab_size=30, hidden_size=HID, name="mlm")
     assert_config_round_trip(layer)

@@ -356,7 +356,7 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "length_bucket": "--length_bucket=0 must be a positive integer",
         "quantize_encoder": "--quantize=int8 is for the task exports (classifier, squad, ner, swag), not "
                             "export_type=encoder",
-        "skip_with_xla": "--skip_padding=True needs jit_compile=False",
+        "skip_with_xla": "--skip_padding needs a serving function without XLA (--noserving_jit_compile)",
     }
     for case, words in expected.items():
         assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (

@@ -83,6 +83,9 @@ def test_learns_v1_writes_the_originals_files_and_resumes_exactly_after_kill(tmp
     flags = dict(do_train=True, train_file=train, do_predict=True, predict_file=dev)
     result = run_script("run_squad.py", *_flags(model_dir, straight, **flags))
     assert result.returncode == 0, result.stderr[-3000:]
+    # Its loss reads the padding positions' logits (the original's softmax over them): not skipped.
+    assert "skip_padding=False: the default with length_bucket" in result.stderr
+    assert "a loss over the padding positions" in result.stderr
     predictions = _json(straight / "predictions.json")
     questions = [qa for a in _json(dev)["data"] for p in a["paragraphs"] for qa in p["qas"]]
     assert list(predictions) == [qa["id"] for qa in questions]  # every question, in file order

@@ -56,9 +56,20 @@ def test_each_length_is_traced_once(tmp_path):
     assert task.traces["predict"] == 2
 
 
-def test_skipping_padding_trains_and_predicts_as_the_plain_loop(tmp_path):
-    """settings.skip_padding: evaluation and prediction of the same weights as without it (the
-    tagged tokens' logits are real tokens'); training runs in it, deterministic, the loss finite."""
+def test_skipping_padding_trains_and_predicts_as_the_plain_loop(tmp_path, monkeypatch):
+    """settings.skip_padding: prediction and training traced skipping the padding (the blocks
+    say so when called); prediction of the same weights as without it on the real tokens; two
+    such trainings alike, the loss finite and near the plain one's."""
+    from bert_tf.layers import TransformerBlock
+
+    seen = []  # (training, skip_padding) of every block call the loop traces
+    call = TransformerBlock.call
+
+    def spied(self, *args, **kwargs):
+        seen.append((bool(kwargs.get("training")), self.skip_padding))
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransformerBlock, "call", spied)
     data = _windows([3, 9, 5, 14, 2, 7, 11, 4])
     rng = np.random.default_rng(0)
     data["input_word_ids"] = data["input_mask"] * rng.integers(5, tiny_config().vocab_size, (8, SEQ)).astype(np.int32)
@@ -69,13 +80,17 @@ def test_skipping_padding_trains_and_predicts_as_the_plain_loop(tmp_path):
                                     predict_batch_size=4, num_train_steps=6, num_warmup_steps=0,
                                     save_checkpoints_steps=6, seed=1, skip_padding=skip)
         trainer = Trainer(task, settings, tf.distribute.get_strategy())
+        seen.clear()
         before = trainer.predict(data)
+        assert (False, skip) in seen and (False, not skip) not in seen  # prediction traced so
+        real = data["input_mask"].astype(bool)
         if skip:  # the same initial weights as the plain run's: the same outputs on the real tokens
-            real = data["input_mask"].astype(bool)
             for name, value in runs[False][0][0].items():
                 assert value.shape[:2] == real.shape, name  # every output is per token
                 np.testing.assert_allclose(before[name][real], value[real], atol=1e-5, err_msg=name)
+        seen.clear()
         trainer.train(data)
+        assert (True, skip) in seen and (True, not skip) not in seen
         runs.setdefault(skip, []).append((before, trainer.evaluate(data), [w.numpy() for w in trainer.model.weights]))
     plain_eval, (first, second) = runs[False][0][1], runs[True]
     assert np.isfinite(first[1]["eval_loss"]) and abs(first[1]["eval_loss"] - plain_eval["eval_loss"]) < 0.5
