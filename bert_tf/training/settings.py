@@ -104,9 +104,9 @@ def default_skip_padding(length_bucket, jit_compile, platform):
     """Whether the loop skips its batches' padding rows unless told (`bert_tf.models.padding_skipped`:
     every layer runs all but attention's scores on the real tokens alone; the outputs on them are the
     same). On where it was measured to pay: on CPU, without XLA, with batches cut to their length
-    (BERT-Base, a batch of 32 with 72% / 80% real tokens, 2 Xeon cores: a training step in 0.73x /
-    0.82x the time; bench/finetuning.py's 4-layer, hidden-256 model: as fast as without, 0.99x /
-    1.00x). Off with fixed shapes (the original's graph; TPUs), with XLA (which takes
+    (bench/skip_padding.py, BERT-Base, a batch of 32 with 72% / 80% real tokens, 2 Xeon cores: a
+    training step in 0.77x / 0.86x the time; bench/finetuning.py's 4-layer, hidden-256 model: as
+    fast as without, 0.99x / 1.00x). Off with fixed shapes (the original's graph; TPUs), with XLA (which takes
     no shape that depends on the data) and on GPUs: not measured there, where the count of real
     tokens makes the host wait for the device at every layer."""
     return length_bucket is not None and not jit_compile and platform == "cpu"

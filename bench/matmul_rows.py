@@ -1,0 +1,142 @@
+"""The matrix products of a served request, alone: TensorFlow's (the kernels our exports run)
+against ONNX Runtime's, for a few rows (one text) and for a batch's many, at BERT-Base's shapes.
+Where batch-1 serving trails ONNX Runtime (README, "Where the batch-1 gap lies"), this shows how
+much of it the products are.
+
+    python bench/matmul_rows.py [--rows=21,768 --shapes=768x768,768x3072,3072x768 --chain=12
+                                 --calls=20 --threads=N --peer_dirs=DIR]
+    python bench/matmul_rows.py --smoke  # small shapes, a few calls (the suite's)
+
+For each row count and shape (in x out), one graph multiplies the same `[rows, in]` input by
+--chain different `[in, out]` weight matrices (as a model's layers do: no weight stays in cache
+from one product to the next) and sums the products; the time of a call divided by --chain is
+one product's (the call's own overhead, a few hundred microseconds in TensorFlow, spread over the
+chain). TensorFlow: a `tf.function` of `tf.matmul`s on float32 variables. ONNX Runtime
+(not a dependency: `pip install --target DIR onnxruntime onnx`, then --peer_dirs=DIR; skipped
+with a message when missing): the same graph of MatMul nodes with every graph optimization, in a
+process of its own (this script again, with --side=ort), so that the two thread pools never
+compete. Both get --threads intra-op threads. Medians of --calls calls after two warm-up calls.
+"""
+
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("rows", ["21", "768"], "Rows of the input: a text's word pieces, or a batch's (32 x 24).")
+flags.DEFINE_list("shapes", ["768x768", "768x3072", "3072x768"], "Weight shapes, in x out (BERT-Base's).")
+flags.DEFINE_integer("chain", 12, "Products per graph, each with its own weights (BERT-Base has 12 layers).")
+flags.DEFINE_integer("calls", 20, "Timed calls per graph.")
+flags.DEFINE_integer("threads", os.cpu_count(), "Intra-op threads of each side.")
+flags.DEFINE_list("peer_dirs", [], "Folders holding onnxruntime and onnx (appended to sys.path).")
+flags.DEFINE_bool("smoke", False, "Small shapes, a few calls (flags given still win).")
+flags.DEFINE_enum("side", None, ["ort"], "Internal: time ONNX Runtime's products and print them as JSON.")
+
+SMOKE = {"rows": ["3", "16"], "shapes": ["32x64"], "chain": 2, "calls": 3}
+
+
+def cases():
+    return [(int(r), *(int(v) for v in shape.split("x"))) for r in FLAGS.rows for shape in FLAGS.shapes]
+
+
+def weights(k, n):
+    rng = np.random.default_rng(k * n)
+    return [(rng.standard_normal((k, n)) * 0.02).astype(np.float32) for _ in range(FLAGS.chain)]
+
+
+def median_us(call):
+    """Microseconds per product: the median call over --calls, divided by --chain."""
+    for _ in range(2):
+        call()
+    times = []
+    for _ in range(FLAGS.calls):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / FLAGS.chain * 1e6
+
+
+def tensorflow_side():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    found = {}
+    for rows, k, n in cases():
+        variables = [tf.Variable(w) for w in weights(k, n)]
+        x = tf.constant(np.random.default_rng(rows).standard_normal((rows, k)).astype(np.float32))
+        products = tf.function(lambda x, variables=variables: tf.add_n([tf.matmul(x, w) for w in variables]))
+        found[f"{rows} {k}x{n}"] = median_us(lambda products=products, x=x: products(x))
+    return found, f"TensorFlow {tf.__version__}"
+
+
+def ort_side():
+    sys.path.extend(FLAGS.peer_dirs)
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = FLAGS.threads
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    found = {}
+    for rows, k, n in cases():
+        ws = [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(weights(k, n))]
+        nodes = [helper.make_node("MatMul", ["x", w.name], [f"y{i}"]) for i, w in enumerate(ws)]
+        nodes.append(helper.make_node("Sum", [f"y{i}" for i in range(len(ws))], ["y"]))
+        graph = helper.make_graph(nodes, "products", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, k])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, n])], ws)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        x = np.random.default_rng(rows).standard_normal((rows, k)).astype(np.float32)
+        found[f"{rows} {k}x{n}"] = median_us(lambda session=session, x=x: session.run(None, {"x": x}))
+    return found, f"ONNX Runtime {ort.__version__}"
+
+
+def ort_in_its_process():
+    """ONNX Runtime's figures from a process of its own, or None (with a message) when not installed."""
+    sys.path.extend(d for d in FLAGS.peer_dirs if d not in sys.path)
+    if not all(importlib.util.find_spec(m) for m in ("onnxruntime", "onnx")):
+        print("ONNX Runtime skipped: onnxruntime and onnx are not installed (--peer_dirs)")
+        return None
+    flag_names = ("rows", "shapes", "chain", "calls", "threads", "peer_dirs")
+    argv = [f"--{name}={','.join(v) if isinstance(v, list) else v}" for name in flag_names
+            for v in [FLAGS[name].value]]
+    result = subprocess.run([sys.executable, os.path.abspath(__file__), "--side=ort", *argv],
+                            capture_output=True, text=True, check=False)
+    if result.returncode:
+        raise RuntimeError(f"the ONNX Runtime side failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main(argv):
+    del argv
+    if FLAGS.smoke:
+        for name, value in SMOKE.items():
+            if not FLAGS[name].present:  # flags given still win
+                setattr(FLAGS, name, value)
+    if FLAGS.side == "ort":
+        print(json.dumps(ort_side()))
+        return
+    ours, version = tensorflow_side()
+    peer = ort_in_its_process()
+    print(f"{FLAGS.chain} products per graph, {FLAGS.threads} threads, float32; {version}"
+          + (f", {peer[1]}" if peer else ""))
+    print(f"  {'rows  in x out':18s} {'TensorFlow us':>14s} {'ONNX Runtime us':>16s} {'TF / ORT':>9s}")
+    for key, value in ours.items():
+        other = peer[0][key] if peer else None
+        rows, shape = key.split()
+        line = f"  {rows:>5s} {shape:12s} {value:14.1f}"
+        if other is not None:
+            line += f" {other:16.1f} {value / other:8.2f}x"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)
