@@ -88,8 +88,9 @@ def quantize_dense_layers(model, mode):
 def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     """`run(inputs)`: `model(inputs, training=False)` on the packed `inputs` (a dict of int32
     `[..., seq_length]` tensors) cut to the request's bucketed length when `options.length_bucket`
-    is set, XLA-compiled when `options.jit_compile`. Outputs that follow the sequence axis come
-    out as long as the cut inputs."""
+    is set, XLA-compiled when `options.jit_compile`, skipping a request's padding when
+    `options.skip_padding`. Outputs that follow the sequence axis come out as long as the cut
+    inputs."""
 
     def call(inputs):
         return model(inputs, training=False)
