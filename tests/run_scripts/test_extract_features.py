@@ -71,8 +71,10 @@ def test_original_command_line_gives_the_original_numbers(google_model_dir, tmp_
             assert [entry["index"] for entry in feature["layers"]] == [-1, -2]
             for entry in feature["layers"]:
                 expected = np.round(layers[entry["index"]][0, position], 6)
-                # 6 decimals; float32 vs float64 may land on either side of a rounding edge.
-                np.testing.assert_allclose(entry["values"], expected, atol=2.1e-6, rtol=0)
+                # 6 decimals (0.5e-6 each side) and float32 against float64: oneDNN's AVX-512
+                # products on an Intel Xeon put one value 3.0e-6 off, the same before and after the
+                # Dense layers went 2-D (2.1e-6 held on an AMD EPYC).
+                np.testing.assert_allclose(entry["values"], expected, atol=4e-6, rtol=0)
 
 
 def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_model_dir, tmp_path):
