@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from bert_tf.data.lengths import cut_padding
 from bert_tf.models.bert_encoder import INPUT_NAMES, padding_skipped
-from bert_tf.training.settings import check_length_bucket, default_length_bucket
+from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA, check_length_bucket, default_length_bucket
 
 QUANTIZE_MODES = ("int8",)
 AUTO = "auto"  # ServingOptions.length_bucket: the default for its XLA choice
@@ -67,8 +67,7 @@ class ServingOptions:
         if self.skip_padding == AUTO:
             object.__setattr__(self, "skip_padding", not self.jit_compile and self.length_bucket is not None)
         elif self.skip_padding and self.jit_compile:
-            raise ValueError("skip_padding=True needs jit_compile=False: XLA compiles fixed shapes, and the number "
-                             "of a request's real tokens is known only when it runs")
+            raise ValueError(f"skip_padding=True needs jit_compile=False: {SKIP_PADDING_WITHOUT_XLA}")
 
     def to_dict(self):
         return dataclasses.asdict(self)

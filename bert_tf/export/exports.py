@@ -52,7 +52,7 @@ class Export:
             )
             return (
                 f"the preprocessor of {self.vocab_file} (do_lower_case={self.do_lower_case}, "
-                f"seq_length {self.seq_length}; {_described(self.serving, model=False)})"
+                f"seq_length {self.seq_length}; {_described(self.serving)})"
             )
         if self.export_type == "encoder":
             export_encoder(self.model, export_dir, self.vocab_file, self.do_lower_case, overwrite)
@@ -67,13 +67,12 @@ class Export:
         )
 
 
-def _described(serving, model=True):
-    """`serving` (ServingOptions) in words, for the script's log line (the preprocessor, `model`
-    False, takes its length alone)."""
+def _described(serving):
+    """`serving` (ServingOptions) in words, for the script's log line."""
     bucket = serving.length_bucket
     parts = ["fixed length" if bucket is None else "the request's exact length" if bucket == 1
              else f"length buckets of {bucket}"]
-    if serving.skip_padding and model:
+    if serving.skip_padding:
         parts.append("padding skipped")
     if serving.jit_compile:
         parts.append("XLA")
@@ -97,6 +96,8 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
         raise ValueError(f"{what}={getattr(serving, what)} is for the task exports ({', '.join(registry.KINDS)}), "
                          f"not export_type={export_type}")
     if export_type == "preprocessor":
+        # No model to run: of the options, its length bucket alone applies.
+        serving = dataclasses.replace(serving, skip_padding=False)
         return dataclasses.replace(_preprocessor(vocab_file, do_lower_case, seq_length), serving=serving)
     if not init_checkpoint:
         raise ValueError(f"init_checkpoint is required by export_type={export_type}")

@@ -74,8 +74,7 @@ class TrainingSettings:
             raise ValueError(f"max_eval_steps must be positive, got {self.max_eval_steps!r}")
         object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
         if self.skip_padding and self.jit_compile:
-            raise ValueError("skip_padding needs jit_compile off: XLA compiles fixed shapes, and the number of a "
-                             "batch's real tokens is known only when it runs")
+            raise ValueError(f"skip_padding needs jit_compile off: {SKIP_PADDING_WITHOUT_XLA}")
 
 
 # Batches are cut to their longest row rounded up to a multiple of a bucket
@@ -98,6 +97,10 @@ def default_length_bucket(jit_compile):
     """The bucket of a run or export that gives none: XLA_LENGTH_BUCKET where its model is
     XLA-compiled (one program per shape), else GRAPH_LENGTH_BUCKET (the exact longest)."""
     return XLA_LENGTH_BUCKET if jit_compile else GRAPH_LENGTH_BUCKET
+
+
+# Why skipping the padding and XLA exclude each other (every setting that refuses the pair says so).
+SKIP_PADDING_WITHOUT_XLA = "XLA compiles fixed shapes, and the number of real tokens is known only when a batch runs"
 
 
 def default_skip_padding(length_bucket, jit_compile, platform):
