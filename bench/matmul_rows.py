@@ -21,6 +21,7 @@ compete. Both get --threads intra-op threads. Medians of --calls calls after two
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -32,8 +33,12 @@ from absl import app, flags
 FLAGS = flags.FLAGS
 flags.DEFINE_list("rows", ["21", "768"], "Rows of the input: a text's word pieces, or a batch's (32 x 24).")
 flags.DEFINE_list("shapes", ["768x768", "768x3072", "3072x768"], "Weight shapes, in x out (BERT-Base's).")
-flags.DEFINE_integer("chain", 12, "Products per graph, each with its own weights (BERT-Base has 12 layers).")
-flags.DEFINE_integer("calls", 20, "Timed calls per graph.")
+flags.register_validator("rows", lambda v: all(r.isdigit() and int(r) > 0 for r in v), "must be positive integers")
+flags.register_validator("shapes", lambda v: all(re.fullmatch(r"[1-9]\d*x[1-9]\d*", s) for s in v),
+                         "must be IN x OUT sizes written INxOUT, e.g. 768x3072")
+flags.DEFINE_integer("chain", 12, "Products per graph, each with its own weights (BERT-Base has 12 layers).",
+                     lower_bound=1)
+flags.DEFINE_integer("calls", 20, "Timed calls per graph.", lower_bound=1)
 flags.DEFINE_integer("threads", os.cpu_count(), "Intra-op threads of each side.")
 flags.DEFINE_list("peer_dirs", [], "Folders holding onnxruntime and onnx (appended to sys.path).")
 flags.DEFINE_bool("smoke", False, "Small shapes, a few calls (flags given still win).")

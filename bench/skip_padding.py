@@ -16,6 +16,7 @@ one call each that traces; the ratios skipped / not are what the README quotes.
 """
 
 import os
+import re
 import statistics
 import sys
 import time
@@ -34,9 +35,13 @@ from bert_tf import BertClassifier, BertEncoder  # noqa: E402
 from bert_tf.models import padding_skipped  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("batch_size", 32, "Texts per batch.")
+flags.DEFINE_integer("batch_size", 32, "Texts per batch.", lower_bound=1)
 flags.DEFINE_list("lengths", ["8-20", "20-34"], "Batches: the range of their texts' lengths in word pieces.")
-flags.DEFINE_integer("calls", 5, "Timed calls of each function per batch.")
+flags.register_validator(
+    "lengths", lambda v: all(re.fullmatch(r"(\d+)-(\d+)", r) and 1 <= int(r.split("-")[0]) <= int(r.split("-")[1])
+                             <= 512 for r in v),
+    "must be ranges LOW-HIGH of word pieces, 1 <= LOW <= HIGH <= 512 (BERT's positions), e.g. 8-20,20-34")
+flags.DEFINE_integer("calls", 5, "Timed calls of each function per batch.", lower_bound=1)
 flags.DEFINE_integer("threads", os.cpu_count(), "TensorFlow's intra-op threads.")
 flags.DEFINE_bool("smoke", False, "A tiny config and two calls.")
 
