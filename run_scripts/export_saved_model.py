@@ -37,6 +37,7 @@ import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up 
 from bert_tf.export import check_export_dir, exports
 from bert_tf.export.common import AUTO, QUANTIZE_MODES, ServingOptions
 from bert_tf.tasks import registry
+from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA
 from bert_tf.training.speed import choose_serving_jit_compile
 from run_scripts.common_flags import fail, library_call, log_jit_choice
 
@@ -87,9 +88,8 @@ flags.DEFINE_bool(
 flags.DEFINE_bool(
     "skip_padding", None,
     "Task exports: a request with padding (texts of different lengths) runs the encoder's layers (all but attention's "
-    "scores) on its real tokens alone; outputs on real tokens are the same. Default: on without XLA where the "
-    "request's length is used; off with --serving_jit_compile (XLA takes no data-dependent shape) or "
-    "--pad_to_max_seq_length.",
+    "scores) on its real tokens alone; outputs on real tokens are alike. Default: on without XLA where the request's "
+    "length is used; off with --serving_jit_compile (XLA takes no data-dependent shape) or --pad_to_max_seq_length.",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 
@@ -120,9 +120,12 @@ def main(argv):
         jit_compile = log_jit_choice("serving_jit_compile", choose_serving_jit_compile(jit_compile, FLAGS.quantize))
     bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
     skip_padding = AUTO if FLAGS.skip_padding is None else FLAGS.skip_padding
+    if FLAGS.skip_padding is not None and FLAGS.export_type not in registry.KINDS:  # no model run per request
+        fail(f"--skip_padding is for the task exports ({', '.join(registry.KINDS)}), "
+             f"not --export_type={FLAGS.export_type}")
     if skip_padding is True and jit_compile:  # XLA may be on without the flag (int8, this machine's choice)
-        fail("--skip_padding needs a serving function without XLA (--noserving_jit_compile): XLA compiles fixed "
-             "shapes, and the number of a request's real tokens is known only when it runs")
+        fail(f"--skip_padding needs a serving function without XLA (--noserving_jit_compile): "
+             f"{SKIP_PADDING_WITHOUT_XLA}")
     serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize, skip_padding), "--")
     library_call(
         lambda: exports.check_casing(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)

@@ -154,6 +154,8 @@ def exported(tmp_path_factory):
                              f"--export_dir={out}/bad10"],
         "skip_with_xla": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
                           "--skip_padding", "--serving_jit_compile", f"--export_dir={out}/bad11"],
+        "skip_preprocessor": ["--export_type=preprocessor", f"--vocab_file={g}/vocab.txt", "--noskip_padding",
+                              f"--export_dir={out}/bad12"],
         "exists": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                    f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}"],
         "overwrite": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
@@ -357,13 +359,15 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "quantize_encoder": "--quantize=int8 is for the task exports (classifier, squad, ner, swag), not "
                             "export_type=encoder",
         "skip_with_xla": "--skip_padding needs a serving function without XLA (--noserving_jit_compile)",
+        "skip_preprocessor": "--skip_padding is for the task exports (classifier, squad, ner, swag), not "
+                             "--export_type=preprocessor",
     }
     for case, words in expected.items():
         assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (
             case,
             outcomes[case],
         )
-    for bad in ("bad1", "bad2", "bad3", "bad4", "bad5", "bad6", "bad7", "bad8", "bad9", "bad10", "bad11"):
+    for bad in ("bad1", "bad2", "bad3", "bad4", "bad5", "bad6", "bad7", "bad8", "bad9", "bad10", "bad11", "bad12"):
         assert not (exported.out / bad).exists(), bad
     # --overwrite replaced the older export whole; no temporary folder is left behind.
     occupied = exported.out / "occupied"
