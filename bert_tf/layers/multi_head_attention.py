@@ -124,7 +124,20 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
         probs = None
         if not return_probs and not (training and self.attention_probs_dropout_prob > 0):
-            context = ops.dot_product_attention(q, k, v, bias=bias, scale=scale)  # [B, F, N, H]
+            flash = None  # the backend's choice
+            if bias is not None and keras.backend.backend() == "jax":  # F and T are static there
+                # JAX's cuDNN fused kernel takes a bias only with the scores' own last two lengths,
+                # and in training only even ones (jax's check_is_flash_attention). Even: the bias
+                # broadcast to them (free, XLA fuses it into the addition). Odd (the pre-training
+                # head's query rows, say): XLA's ops, chosen here rather than by Keras after the
+                # kernel's refusal, which it logs with a traceback.
+                if from_len % 2 or to_len % 2:
+                    flash = False
+                else:
+                    bias = ops.broadcast_to(bias, (batch, 1, from_len, to_len))  # [B, 1, F, T]
+            context = ops.dot_product_attention(
+                q, k, v, bias=bias, scale=scale, flash_attention=flash
+            )  # [B, F, N, H]
         else:
             scores = ops.einsum("bfnh,btnh->bnft", q, k)  # [B, N, F, T]
             scores = ops.cast(scores, "float32") * scale

@@ -32,10 +32,10 @@ def _inputs():
 def _numpy_attention(weights, x, mask):
     """The rule stated independently: per head, softmax of scaled scores plus the additive mask."""
     wq, bq, wk, bk, wv, bv, wo, bo = (np.asarray(w, np.float64) for w in weights)
-    h = HID // HEADS
+    h, (b, s, _) = HID // HEADS, x.shape
 
     def heads(t):  # [B, S, N*H] -> [B, N, S, H]
-        return t.reshape(B, S, HEADS, h).transpose(0, 2, 1, 3)
+        return t.reshape(b, s, HEADS, h).transpose(0, 2, 1, 3)
 
     q, k, v = heads(x @ wq + bq), heads(x @ wk + bk), heads(x @ wv + bv)
     scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(h)
@@ -43,7 +43,7 @@ def _numpy_attention(weights, x, mask):
         mask = mask[:, None, None, :] if mask.ndim == 2 else mask[:, None, :, :]
         scores = scores - 10000.0 * (1.0 - mask)
     context = numpy_bert.softmax(scores) @ v  # [B, N, F, H]
-    return context.transpose(0, 2, 1, 3).reshape(B, S, HID) @ wo + bo
+    return context.transpose(0, 2, 1, 3).reshape(b, s, HID) @ wo + bo
 
 
 def _layer(dropout):
@@ -116,13 +116,19 @@ for w, value in zip(layer.trainable_weights, (data[f"w{i}"] for i in range(8))):
     w.assign(value)
 calls = []
 fused = ops.dot_product_attention
-ops.dot_product_attention = lambda *a, **k: calls.append(1) or fused(*a, **k)
+def counting(*a, **k):
+    calls.append([None if k.get("bias") is None else list(k["bias"].shape), k.get("flash_attention")])
+    return fused(*a, **k)
+ops.dot_product_attention = counting
 out = {}
-for name in ("none", "padding", "full"):
-    mask = data[name] if name in data else None
-    out[name] = np.asarray(layer(data["x"], attention_mask=mask, training=False)).tolist()
-    out[name + "_explicit"] = np.asarray(layer(data["x"], attention_mask=mask, return_probs=True)[0]).tolist()
-print(json.dumps({"calls": len(calls), **out}))
+for length in (7, 6):  # odd, even
+    for name in ("none", "padding", "full"):
+        mask = data[name][(slice(None),) + (slice(length),) * (data[name].ndim - 1)] if name in data else None
+        x = data["x"][:, :length]
+        key = f"{name}{length}"
+        out[key] = np.asarray(layer(x, attention_mask=mask, training=False)).tolist()
+        out[key + "_explicit"] = np.asarray(layer(x, attention_mask=mask, return_probs=True)[0]).tolist()
+print(json.dumps({"fused_calls": calls, **out}))
 """
 
 
@@ -138,9 +144,19 @@ def test_jax_backend_paths_equal_the_numpy_attention(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["calls"] == 3
+    # One fused call per mask: (the bias's shape, flash_attention). JAX's cuDNN kernel takes a bias
+    # only with the scores' own lengths (F, T), and in training only even ones: at an even length the
+    # padding mask's [B, 1, 1, T] bias reaches it as [B, 1, F, T] and the backend chooses; at an odd
+    # one the fused kernel is declined up front (Keras would log cuDNN's refusal with a traceback).
+    assert out["fused_calls"] == [
+        [None, None], [[B, 1, 1, 7], False], [[B, 1, 7, 7], False],
+        [None, None], [[B, 1, 6, 6], None], [[B, 1, 6, 6], None],
+    ]
     # The layer's weights in its own order: query, key, value, output (kernel, bias each).
-    for name, mask in masks.items():
-        expected = _numpy_attention(weights, x.astype(np.float64), mask)
-        np.testing.assert_allclose(np.array(out[name]), expected, atol=2e-5)
-        np.testing.assert_allclose(np.array(out[name + "_explicit"]), expected, atol=2e-5)
+    for length in (7, 6):
+        for name, mask in masks.items():
+            if mask is not None:  # the first `length` positions (as queries and as keys)
+                mask = mask[(slice(None),) + (slice(length),) * (mask.ndim - 1)]
+            expected = _numpy_attention(weights, x[:, :length].astype(np.float64), mask)
+            np.testing.assert_allclose(np.array(out[f"{name}{length}"]), expected, atol=2e-5)
+            np.testing.assert_allclose(np.array(out[f"{name}{length}_explicit"]), expected, atol=2e-5)
