@@ -7,12 +7,14 @@ import errno
 import hashlib
 import os
 import re
+import shutil
 import socket
 import tempfile
 import zipfile
 
 
-def _umask():
+def umask():
+    """The process's umask (read without changing it)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -54,6 +56,36 @@ def remove_stale_temporaries(directory, base):
                     os.remove(os.path.join(directory, name))
 
 
+def staging_folder(folder):
+    """A new empty folder beside `folder` to build it in (`.{base}.{owner_tag()}.XXXX.tmp`: on the
+    same file system, so `swap_in_folder` is a rename), after removing the temporaries of earlier
+    writers of `folder` that died (killed mid-write: their `.tmp` and `.old` folders)."""
+    parent, base = os.path.split(os.path.abspath(folder))
+    os.makedirs(parent, exist_ok=True)
+    pattern = re.compile(re.escape(f".{base}.") + r"([0-9a-f]{8}-\d+)\..*\.(tmp|old)")
+    for name in os.listdir(parent):
+        owner = pattern.fullmatch(name)
+        if owner and owner_is_gone(owner.group(1)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f".{base}.{owner_tag()}.", suffix=".tmp", dir=parent)
+
+
+def swap_in_folder(staging, folder):
+    """Renames the finished `staging` folder onto `folder`, with the user's umask. An existing
+    `folder` is replaced by two renames (it moves aside, the new one in), then deleted: a reader
+    sees the old folder or the new one, never a mix."""
+    os.chmod(staging, 0o777 & ~umask())  # mkdtemp makes 0700 folders
+    if not os.path.exists(folder):
+        os.rename(staging, folder)
+        return
+    parent, base = os.path.split(os.path.abspath(folder))
+    old = tempfile.mkdtemp(prefix=f".{base}.{owner_tag()}.", suffix=".old", dir=parent)
+    os.rename(folder, os.path.join(old, base))
+    os.rename(staging, folder)
+    with contextlib.suppress(OSError):
+        shutil.rmtree(old)
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode="w", encoding="utf-8", remove_stale=True):
     """Opens a temporary file beside `path`; renames it onto `path` only if the block succeeds.
@@ -74,7 +106,7 @@ def atomic_write(path, mode="w", encoding="utf-8", remove_stale=True):
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; give the usual mode
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600 files; give the usual mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

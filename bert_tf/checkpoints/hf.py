@@ -12,19 +12,16 @@ Errors are ValueErrors (FileNotFoundErrors) whose message starts with the file a
 the setting (`do_lower_case=...`) that disagrees with it.
 """
 
-import contextlib
 import dataclasses
 import json
 import math
 import os
-import re
 import shutil
-import tempfile
 
 from bert_tf.checkpoints import hf_weights
 from bert_tf.checkpoints.hf_weights import ENCODER, MASKED_LM, PRETRAINER
 from bert_tf.config import BertConfig
-from bert_tf.io_utils import owner_is_gone, owner_tag, read_json_object
+from bert_tf.io_utils import read_json_object, staging_folder, swap_in_folder
 from bert_tf.layers.common import LAYER_NORM_EPSILON
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.tasks import registry
@@ -299,33 +296,13 @@ def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_con
     return hf_weights.architecture_of(model)
 
 
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _replace_folder(folder, write):
     """`write(staging)` fills a temporary folder beside `folder`, then renamed onto it (an
     existing one moved aside first, then deleted). Temporaries of writers that died are removed."""
     folder = os.path.abspath(folder)
-    parent, base = os.path.split(folder)
-    os.makedirs(parent, exist_ok=True)
-    for name in os.listdir(parent):
-        owner = re.fullmatch(re.escape(f".{base}.") + r"([0-9a-f]{8}-\d+)\..*\.(tmp|old)", name)
-        if owner and owner_is_gone(owner.group(1)):
-            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
-    staging = tempfile.mkdtemp(prefix=f".{base}.{owner_tag()}.", suffix=".tmp", dir=parent)
+    staging = staging_folder(folder)
     try:
         write(staging)
-        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
-        if not os.path.exists(folder):
-            os.rename(staging, folder)
-            return
-        old = tempfile.mkdtemp(prefix=f".{base}.{owner_tag()}.", suffix=".old", dir=parent)
-        os.rename(folder, os.path.join(old, base))
-        os.rename(staging, folder)
-        with contextlib.suppress(OSError):
-            shutil.rmtree(old)
+        swap_in_folder(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

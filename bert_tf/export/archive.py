@@ -1,16 +1,17 @@
 """Writing a SavedModel directory so that no reader ever sees a partial export.
 
-The model is saved into a temporary sibling directory (`.NAME.tmp-XXXX`, beside the target, so
-the final rename stays on one file system) and renamed onto the target when complete. An existing
-target is replaced only when asked, by two renames (the old export moves aside, the new one in),
-then the old one is deleted: a reader sees the old export or the new one, never a mix.
+The model is saved into a temporary sibling directory (`.NAME.<host>-<pid>.XXXX.tmp`, beside the
+target, so the final rename stays on one file system) and renamed onto the target when complete.
+An existing target is replaced only when asked, by two renames (the old export moves aside, the
+new one in), then the old one is deleted: a reader sees the old export or the new one, never a
+mix. An export killed midway leaves its temporary directory; the next export to the same target
+removes it (its process is gone), as `bert_tf.io_utils.staging_folder` does for every folder.
 
 The export carries the files a reader needs to see what it holds (`vocab.txt`,
 `bert_config.json`, the fine-tuning task record) as SavedModel assets: they land in the
 export's `assets/` folder, and the loaded object names them (`obj.vocab_file.asset_path`).
 """
 
-import contextlib
 import json
 import os
 import shutil
@@ -18,11 +19,7 @@ import tempfile
 
 import tensorflow as tf
 
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+from bert_tf.io_utils import staging_folder, swap_in_folder
 
 
 def check_export_dir(export_dir, overwrite=False, inputs=()):
@@ -55,9 +52,7 @@ class ExportWriter:
         self._scratch = None
 
     def __enter__(self):
-        parent, name = os.path.split(self.export_dir)
-        os.makedirs(parent, exist_ok=True)
-        self._staging = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
+        self._staging = staging_folder(self.export_dir)
         # Asset sources live outside the export: save copies them into its assets/ folder.
         self._scratch = tempfile.mkdtemp(prefix="bert_tf_export_assets-")
         return self
@@ -92,17 +87,8 @@ class ExportWriter:
     def _commit(self):
         if not os.listdir(self._staging):
             raise RuntimeError("the export was not saved: ExportWriter.save was not called")
-        os.chmod(self._staging, 0o777 & ~_umask())  # mkdtemp makes 0700 directories
-        if not os.path.exists(self.export_dir):
-            os.rename(self._staging, self.export_dir)
-            return
-        if not self.overwrite:  # appeared while exporting
+        if os.path.exists(self.export_dir) and not self.overwrite:  # appeared while exporting
             raise FileExistsError(
                 f"export directory {self.export_dir!r} already exists (overwrite it with --overwrite)"
             )
-        parent, name = os.path.split(self.export_dir)
-        old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
-        os.rename(self.export_dir, os.path.join(old, name))
-        os.rename(self._staging, self.export_dir)
-        with contextlib.suppress(OSError):
-            shutil.rmtree(old)
+        swap_in_folder(self._staging, self.export_dir)

@@ -1,12 +1,19 @@
 """ExportWriter: a reader sees a whole export or none, never a partial one; an existing export
-is replaced only when asked; the directory gets the user's umask."""
+is replaced only when asked; the directory gets the user's umask; a killed export's temporary
+folder is removed by the next export to the same place."""
 
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
 
 from bert_tf.export import ExportWriter, check_export_dir
+from bert_tf.io_utils import owner_tag
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _root(value):
@@ -68,3 +75,35 @@ def test_an_export_never_replaces_what_it_reads(tmp_path):
     # A sibling whose name starts the same, or a folder inside the run: allowed.
     check_export_dir(str(tmp_path / "run_export"), overwrite=True, inputs=(str(run / "ckpt-5"),))
     check_export_dir(str(run / "export"), overwrite=True, inputs=(str(run / "ckpt-5"), None))
+
+
+_KILLED_EXPORT = r"""
+import os, signal, sys
+import tensorflow as tf
+from bert_tf.export import ExportWriter
+with ExportWriter(sys.argv[1], overwrite=True) as writer:
+    root = tf.train.Checkpoint()
+    root.v = tf.Variable(7.0)
+    writer.save(root, None)
+    os.kill(os.getpid(), signal.SIGKILL)  # killed with the export written but not yet moved in
+"""
+
+
+def test_an_export_killed_midway_leaves_the_old_one_and_the_next_export_removes_its_temporary(tmp_path):
+    target = tmp_path / "model"
+    with ExportWriter(str(target)) as writer:
+        writer.save(_root(1.0), None)
+    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    killed = subprocess.run([sys.executable, "-c", _KILLED_EXPORT, str(target)], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert tf.saved_model.load(str(target)).f().numpy() == 2.0  # the old export, whole
+    (left,) = _leftovers(tmp_path)  # the killed run's staging folder, named after its process
+    assert left.startswith(".model.") and left.endswith(".tmp")
+    # A live writer's staging folder (this process's tag) is never taken for a dead one's.
+    live = tmp_path / f".model.{owner_tag()}.abcd1234.tmp"
+    live.mkdir()
+    with ExportWriter(str(target), overwrite=True) as writer:
+        writer.save(_root(3.0), None)
+    assert tf.saved_model.load(str(target)).f().numpy() == 6.0
+    assert _leftovers(tmp_path) == [live.name]
