@@ -254,7 +254,7 @@ def main(argv):
     print(f"TensorFlow imported: {any(m == 'tensorflow' or m.startswith('tensorflow.') for m in sys.modules)}")
     for name, values in rates.items():
         rate = statistics.median(values)
-        mfu = ", ".join(f"{rate * flops / peak:.1%} of the {peak_name}" for peak_name, peak in peaks.items())
+        mfu = ", ".join(f"{rate * flops / value:.1%} of the {peak_name}" for peak_name, value in peaks.items())
         print(f"{name}: {rate:.1f} sequences/s, median of {', '.join(f'{r:.1f}' for r in values)}; MFU {mfu}")
     print(f"measured matmul peak: {peak / 1e12:.4g} TFLOP/s ({peak_dtype} products of {FLAGS.peak_size}^2)")
     if nominal:
