@@ -32,6 +32,26 @@ def attention_adder(attention_mask, dtype="float32"):
     return (1.0 - mask) * MASK_ADDER
 
 
+def _fused_attention_bias(bias, batch, from_len, to_len, training):
+    """(the bias, extra arguments) for `keras.ops.dot_product_attention` on this backend.
+
+    Only JAX needs any. Its cuDNN fused kernel (GPU) takes a bias only with the scores' own last
+    two lengths (F, T), and in training (the backward pass) only even ones: at such lengths the
+    `[B, 1, 1, T]` padding bias is broadcast to `[B, 1, F, T]` (free: XLA fuses it into the
+    addition) and the backend chooses; elsewhere (the pre-training head's 21 query rows, say)
+    XLA's own ops are chosen here, rather than by Keras after the kernel refuses, which it logs
+    with a traceback. On TPU Keras' fused kernel (splash attention) would drop an additive bias,
+    the padding mask: XLA's ops there too.
+    """
+    if bias is None or keras.backend.backend() != "jax":
+        return bias, {}
+    on_tpu = keras.distribution.list_devices()[0].startswith("tpu")
+    static = isinstance(from_len, int) and isinstance(to_len, int)  # symbolic while Keras infers shapes
+    if on_tpu or not static or (training and (from_len % 2 or to_len % 2)):
+        return bias, {"flash_attention": False}
+    return ops.broadcast_to(bias, (batch, 1, from_len, to_len)), {}
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Self-attention with separate query/key/value projections, as the original checkpoints.
@@ -124,20 +144,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
         probs = None
         if not return_probs and not (training and self.attention_probs_dropout_prob > 0):
-            flash = None  # the backend's choice
-            if bias is not None and keras.backend.backend() == "jax":  # F and T are static there
-                # JAX's cuDNN fused kernel takes a bias only with the scores' own last two lengths,
-                # and in training only even ones (jax's check_is_flash_attention). Even: the bias
-                # broadcast to them (free, XLA fuses it into the addition). Odd (the pre-training
-                # head's query rows, say): XLA's ops, chosen here rather than by Keras after the
-                # kernel's refusal, which it logs with a traceback.
-                if from_len % 2 or to_len % 2:
-                    flash = False
-                else:
-                    bias = ops.broadcast_to(bias, (batch, 1, from_len, to_len))  # [B, 1, F, T]
-            context = ops.dot_product_attention(
-                q, k, v, bias=bias, scale=scale, flash_attention=flash
-            )  # [B, F, N, H]
+            bias, options = _fused_attention_bias(bias, batch, from_len, to_len, training)
+            context = ops.dot_product_attention(q, k, v, bias=bias, scale=scale, **options)  # [B, F, N, H]
         else:
             scores = ops.einsum("bfnh,btnh->bnft", q, k)  # [B, N, F, T]
             scores = ops.cast(scores, "float32") * scale

@@ -111,9 +111,11 @@ from bert_tf.layers import MultiHeadSelfAttention
 assert keras.backend.backend() == "jax"
 data = np.load(sys.argv[1])
 layer = MultiHeadSelfAttention(16, 4, attention_probs_dropout_prob=0.1)
-layer.build((2, 7, 16))
-for w, value in zip(layer.trainable_weights, (data[f"w{i}"] for i in range(8))):
-    w.assign(value)
+undropped = MultiHeadSelfAttention(16, 4, attention_probs_dropout_prob=0.0)  # trains on the fused path
+for each in (layer, undropped):
+    each.build((2, 7, 16))
+    for w, value in zip(each.trainable_weights, (data[f"w{i}"] for i in range(8))):
+        w.assign(value)
 calls = []
 fused = ops.dot_product_attention
 def counting(*a, **k):
@@ -127,7 +129,13 @@ for length in (7, 6):  # odd, even
         x = data["x"][:, :length]
         key = f"{name}{length}"
         out[key] = np.asarray(layer(x, attention_mask=mask, training=False)).tolist()
+        out[key + "_training"] = np.asarray(undropped(x, attention_mask=mask, training=True)).tolist()
         out[key + "_explicit"] = np.asarray(layer(x, attention_mask=mask, return_probs=True)[0]).tolist()
+# On a TPU (faked: the layer asks Keras for the devices) the bias stays whole and the fused kernel,
+# which would drop it, is declined.
+keras.distribution.list_devices = lambda *args: ["tpu:0"]
+tpu = np.asarray(layer(data["x"][:, :6], attention_mask=data["padding"][:, :6], training=False))
+out["tpu_matches"] = bool(np.allclose(tpu, out["padding6"], atol=1e-6))
 print(json.dumps({"fused_calls": calls, **out}))
 """
 
@@ -144,14 +152,21 @@ def test_jax_backend_paths_equal_the_numpy_attention(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    # One fused call per mask: (the bias's shape, flash_attention). JAX's cuDNN kernel takes a bias
-    # only with the scores' own lengths (F, T), and in training only even ones: at an even length the
-    # padding mask's [B, 1, 1, T] bias reaches it as [B, 1, F, T] and the backend chooses; at an odd
-    # one the fused kernel is declined up front (Keras would log cuDNN's refusal with a traceback).
+    # Two fused calls per mask, inference then training: (the bias's shape, flash_attention). JAX's
+    # cuDNN kernel takes a bias only with the scores' own lengths (F, T), and in training only even
+    # ones: the padding mask's [B, 1, 1, T] bias reaches it as [B, 1, F, T] and the backend chooses,
+    # except in training at an odd length, where the fused kernel is declined up front (Keras
+    # would log cuDNN's refusal with a traceback). On this CPU the backend chooses XLA's ops anyway.
     assert out["fused_calls"] == [
-        [None, None], [[B, 1, 1, 7], False], [[B, 1, 7, 7], False],
-        [None, None], [[B, 1, 6, 6], None], [[B, 1, 6, 6], None],
+        [None, None], [None, None],
+        [[B, 1, 7, 7], None], [[B, 1, 1, 7], False],
+        [[B, 1, 7, 7], None], [[B, 1, 7, 7], False],
+        [None, None], [None, None],
+        [[B, 1, 6, 6], None], [[B, 1, 6, 6], None],
+        [[B, 1, 6, 6], None], [[B, 1, 6, 6], None],
+        [[B, 1, 1, 6], False],  # the faked TPU
     ]
+    assert out["tpu_matches"]
     # The layer's weights in its own order: query, key, value, output (kernel, bias each).
     for length in (7, 6):
         for name, mask in masks.items():
@@ -160,3 +175,4 @@ def test_jax_backend_paths_equal_the_numpy_attention(tmp_path):
             expected = _numpy_attention(weights, x[:, :length].astype(np.float64), mask)
             np.testing.assert_allclose(np.array(out[f"{name}{length}"]), expected, atol=2e-5)
             np.testing.assert_allclose(np.array(out[f"{name}{length}_explicit"]), expected, atol=2e-5)
+            np.testing.assert_allclose(np.array(out[f"{name}{length}_training"]), expected, atol=2e-5)
