@@ -59,22 +59,39 @@ def remove_stale_temporaries(directory, base):
 def staging_folder(folder):
     """A new empty folder beside `folder` to build it in (`.{base}.{owner_tag()}.XXXX.tmp`: on the
     same file system, so `swap_in_folder` is a rename), after removing the temporaries of earlier
-    writers of `folder` that died (killed mid-write: their `.tmp` and `.old` folders)."""
-    parent, base = os.path.split(os.path.abspath(folder))
+    writers of `folder` that died (killed mid-write: their `.tmp` and `.old` folders). A writer
+    killed between `swap_in_folder`'s two renames left `folder` missing and its only copy in its
+    `.old` folder: that copy is moved back first."""
+    folder = os.path.abspath(folder)
+    parent, base = os.path.split(folder)
     os.makedirs(parent, exist_ok=True)
     pattern = re.compile(re.escape(f".{base}.") + r"([0-9a-f]{8}-\d+)\..*\.(tmp|old)")
-    for name in os.listdir(parent):
+    for name in sorted(os.listdir(parent), key=lambda name: not name.endswith(".old")):  # .old first
         owner = pattern.fullmatch(name)
-        if owner and owner_is_gone(owner.group(1)):
-            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        if not (owner and owner_is_gone(owner.group(1))):
+            continue
+        stale = os.path.join(parent, name)
+        if name.endswith(".old") and not os.path.exists(folder) and os.path.isdir(os.path.join(stale, base)):
+            with contextlib.suppress(OSError):
+                os.rename(os.path.join(stale, base), folder)
+        shutil.rmtree(stale, ignore_errors=True)
     return tempfile.mkdtemp(prefix=f".{base}.{owner_tag()}.", suffix=".tmp", dir=parent)
 
 
-def swap_in_folder(staging, folder):
+def swap_in_folder(staging, folder, replace=True):
     """Renames the finished `staging` folder onto `folder`, with the user's umask. An existing
-    `folder` is replaced by two renames (it moves aside, the new one in), then deleted: a reader
-    sees the old folder or the new one, never a mix."""
+    `folder` is replaced (with `replace`) by two renames (it moves aside, the new one in), then
+    deleted: a reader sees the old folder or the new one, never a mix. Without `replace`, a
+    `folder` that exists is a FileExistsError and is left as it is."""
     os.chmod(staging, 0o777 & ~umask())  # mkdtemp makes 0700 folders
+    if not replace:
+        try:
+            os.rename(staging, folder)  # refuses a folder that holds anything (a file too)
+        except OSError as e:
+            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                raise
+            raise FileExistsError(f"{folder!r} already exists") from None
+        return
     if not os.path.exists(folder):
         os.rename(staging, folder)
         return

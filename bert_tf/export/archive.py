@@ -87,8 +87,9 @@ class ExportWriter:
     def _commit(self):
         if not os.listdir(self._staging):
             raise RuntimeError("the export was not saved: ExportWriter.save was not called")
-        if os.path.exists(self.export_dir) and not self.overwrite:  # appeared while exporting
+        try:
+            swap_in_folder(self._staging, self.export_dir, replace=self.overwrite)
+        except FileExistsError:  # appeared while exporting
             raise FileExistsError(
                 f"export directory {self.export_dir!r} already exists (overwrite it with --overwrite)"
-            )
-        swap_in_folder(self._staging, self.export_dir)
+            ) from None

@@ -100,10 +100,47 @@ def test_an_export_killed_midway_leaves_the_old_one_and_the_next_export_removes_
     assert tf.saved_model.load(str(target)).f().numpy() == 2.0  # the old export, whole
     (left,) = _leftovers(tmp_path)  # the killed run's staging folder, named after its process
     assert left.startswith(".model.") and left.endswith(".tmp")
-    # A live writer's staging folder (this process's tag) is never taken for a dead one's.
-    live = tmp_path / f".model.{owner_tag()}.abcd1234.tmp"
-    live.mkdir()
-    with ExportWriter(str(target), overwrite=True) as writer:
-        writer.save(_root(3.0), None)
+    # Another live process's staging folder is never taken for a dead one's.
+    with subprocess.Popen(["sleep", "60"]) as sleeper:
+        try:
+            live = tmp_path / f".model.{owner_tag().rpartition('-')[0]}-{sleeper.pid}.abcd1234.tmp"
+            live.mkdir()
+            with ExportWriter(str(target), overwrite=True) as writer:
+                writer.save(_root(3.0), None)
+        finally:
+            sleeper.kill()
     assert tf.saved_model.load(str(target)).f().numpy() == 6.0
     assert _leftovers(tmp_path) == [live.name]
+
+
+def test_an_export_appearing_meanwhile_is_kept_without_overwrite(tmp_path):
+    target = tmp_path / "model"
+    with pytest.raises(FileExistsError, match="already exists"):
+        with ExportWriter(str(target)) as writer:
+            writer.save(_root(1.0), None)
+            target.mkdir()  # another export lands first
+            (target / "saved_model.pb").write_text("theirs")
+    assert (target / "saved_model.pb").read_text() == "theirs"
+    assert _leftovers(tmp_path) == []
+
+
+def test_an_export_killed_between_its_two_renames_is_restored_by_the_next(tmp_path):
+    # Killed after moving the old export aside, before moving the new one in: the target is
+    # missing and the old export's only copy is in the dead writer's .old folder.
+    target = tmp_path / "model"
+    with ExportWriter(str(target)) as writer:
+        writer.save(_root(1.0), None)
+    process = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                             text=True, check=True)
+    aside = tmp_path / f".model.{owner_tag().rpartition('-')[0]}-{process.stdout.strip()}.zz99zz99.old"
+    aside.mkdir()
+    target.rename(aside / "model")
+    # Without overwrite the restored export stays; with it, it is replaced.
+    with pytest.raises(FileExistsError, match="already exists"):
+        with ExportWriter(str(target)) as writer:
+            writer.save(_root(4.0), None)
+    assert tf.saved_model.load(str(target)).f().numpy() == 2.0
+    assert _leftovers(tmp_path) == []
+    with ExportWriter(str(target), overwrite=True) as writer:
+        writer.save(_root(4.0), None)
+    assert tf.saved_model.load(str(target)).f().numpy() == 8.0
