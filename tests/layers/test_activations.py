@@ -18,7 +18,7 @@ def test_gelu_gives_the_originals_floats_on_tensorflow():
     import tensorflow as tf
 
     x = tf.constant(np.random.default_rng(0).standard_normal(200_000).astype(np.float32) * 4)
-    cdf = 0.5 * (1.0 + tf.tanh((np.sqrt(2 / np.pi) * (x + 0.044715 * tf.pow(x, 3)))))
+    cdf = 0.5 * (1.0 + tf.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * tf.pow(x, 3))))
     np.testing.assert_array_equal(np.asarray(gelu(x)), (x * cdf).numpy())
 
 
