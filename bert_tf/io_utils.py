@@ -42,18 +42,26 @@ def owner_is_gone(tag):
     return False
 
 
+def _dead_writers_temporaries(directory, base, suffixes):
+    """The names in `directory` of the temporaries named for `base` as this module names them
+    (`.{base}.{owner_tag()}.XXXX.{suffix}`, a suffix of `suffixes`) whose writer has died."""
+    prefix = f".{base}."
+    pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{8}-\d+)\.[A-Za-z0-9_]+\.(?:" + "|".join(suffixes) + ")")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return [name for name in names
+            if name.startswith(prefix) and (match := pattern.fullmatch(name)) and owner_is_gone(match.group(1))]
+
+
 def remove_stale_temporaries(directory, base):
     """Removes the temporaries left for `base` in `directory` (named `.{base}.{owner_tag()}.*.tmp`,
     as `atomic_write` names them) when their writer died (killed mid-write): the next write of
     the same file cleans up after it."""
-    prefix = f".{base}."
-    pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{8}-\d+)\.[A-Za-z0-9_]+\.tmp")
-    with contextlib.suppress(OSError):
-        for name in os.listdir(directory):
-            match = name.startswith(prefix) and pattern.fullmatch(name)
-            if match and owner_is_gone(match.group(1)):
-                with contextlib.suppress(OSError):
-                    os.remove(os.path.join(directory, name))
+    for name in _dead_writers_temporaries(directory, base, ("tmp",)):
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(directory, name))
 
 
 def staging_folder(folder):
@@ -65,16 +73,13 @@ def staging_folder(folder):
     folder = os.path.abspath(folder)
     parent, base = os.path.split(folder)
     os.makedirs(parent, exist_ok=True)
-    pattern = re.compile(re.escape(f".{base}.") + r"([0-9a-f]{8}-\d+)\..*\.(tmp|old)")
-    for name in sorted(os.listdir(parent), key=lambda name: not name.endswith(".old")):  # .old first
-        owner = pattern.fullmatch(name)
-        if not (owner and owner_is_gone(owner.group(1))):
-            continue
-        stale = os.path.join(parent, name)
-        if name.endswith(".old") and not os.path.exists(folder) and os.path.isdir(os.path.join(stale, base)):
+    stale = _dead_writers_temporaries(parent, base, ("tmp", "old"))
+    for name in sorted(stale, key=lambda name: not name.endswith(".old")):  # .old first
+        path = os.path.join(parent, name)
+        if name.endswith(".old") and not os.path.exists(folder) and os.path.isdir(os.path.join(path, base)):
             with contextlib.suppress(OSError):
-                os.rename(os.path.join(stale, base), folder)
-        shutil.rmtree(stale, ignore_errors=True)
+                os.rename(os.path.join(path, base), folder)
+        shutil.rmtree(path, ignore_errors=True)
     return tempfile.mkdtemp(prefix=f".{base}.{owner_tag()}.", suffix=".tmp", dir=parent)
 
 
