@@ -16,6 +16,14 @@ chain). TensorFlow: a `tf.function` of `tf.matmul`s on float32 variables. ONNX R
 with a message when missing): the same graph of MatMul nodes with every graph optimization, in a
 process of its own (this script again, with --side=ort), so that the two thread pools never
 compete. Both get --threads intra-op threads. Medians of --calls calls after two warm-up calls.
+
+The last two columns: TensorFlow with the weights as constants of the graph (and a bias, as a
+Dense has: oneDNN keeps a re-laid copy of a constant weight only in its fused product-and-bias
+kernel), as a frozen export would hold them. oneDNN then runs a kernel on blocked weights, laid
+out once and kept, instead of re-packing them every call, but the layout it picks depends on the
+rows, and TensorFlow keeps the first call's: "TF consts" is timed after a first call of the same
+rows, "after N rows" after a first call of the largest --rows, as a service's first request may be
+a batch. Where the two layouts differ, each call re-lays the weights.
 """
 
 import importlib.util
@@ -68,17 +76,37 @@ def median_us(call):
     return statistics.median(times) / FLAGS.chain * 1e6
 
 
+def inputs(rows, k):
+    return np.random.default_rng(rows).standard_normal((rows, k)).astype(np.float32)
+
+
+def constant_products(tf, matrices, bias):
+    """The chain with `matrices` and `bias` as constants of the traced graph (Const nodes)."""
+    return lambda x: tf.add_n([tf.nn.bias_add(tf.matmul(x, tf.constant(w)), tf.constant(bias)) for w in matrices])
+
+
 def tensorflow_side():
+    """{case: microseconds} for the weights as variables (as our exports hold them), and for them
+    as graph constants with a bias, timed once after a call of the case's own rows and once after
+    a call of the largest --rows (see the module's docstring)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-    found = {}
+    found, most = {}, max(int(r) for r in FLAGS.rows)
     for rows, k, n in cases():
-        variables = [tf.Variable(w) for w in weights(k, n)]
-        x = tf.constant(np.random.default_rng(rows).standard_normal((rows, k)).astype(np.float32))
+        matrices = weights(k, n)
+        variables = [tf.Variable(w) for w in matrices]
+        x = tf.constant(inputs(rows, k))
         products = tf.function(lambda x, variables=variables: tf.add_n([tf.matmul(x, w) for w in variables]))
-        found[f"{rows} {k}x{n}"] = median_us(lambda products=products, x=x: products(x))
+        key = f"{rows} {k}x{n}"
+        found[key] = {"variables": median_us(lambda products=products, x=x: products(x))}
+        bias = np.random.default_rng(n).standard_normal(n).astype(np.float32)  # zeros would be folded away
+        signature = [tf.TensorSpec([None, k], tf.float32)]
+        for first in ("own", "most"):
+            graph = tf.function(constant_products(tf, matrices, bias), input_signature=signature)
+            graph(x if first == "own" else tf.constant(inputs(most, k)))  # the call whose layout is kept
+            found[key][f"constants, {first} rows first"] = median_us(lambda graph=graph, x=x: graph(x))
     return found, f"TensorFlow {tf.__version__}"
 
 
@@ -99,7 +127,7 @@ def ort_side():
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, n])], ws)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        x = np.random.default_rng(rows).standard_normal((rows, k)).astype(np.float32)
+        x = inputs(rows, k)
         found[f"{rows} {k}x{n}"] = median_us(lambda session=session, x=x: session.run(None, {"x": x}))
     return found, f"ONNX Runtime {ort.__version__}"
 
@@ -133,13 +161,15 @@ def main(argv):
     peer = ort_in_its_process()
     print(f"{FLAGS.chain} products per graph, {FLAGS.threads} threads, float32; {version}"
           + (f", {peer[1]}" if peer else ""))
-    print(f"  {'rows  in x out':18s} {'TensorFlow us':>14s} {'ONNX Runtime us':>16s} {'TF / ORT':>9s}")
-    for key, value in ours.items():
+    most = max(int(r) for r in FLAGS.rows)
+    print(f"  {'rows  in x out':18s} {'TensorFlow us':>14s} {'ONNX Runtime us':>16s} {'TF / ORT':>9s}"
+          f" {'TF consts us':>13s} {'TF consts after ' + str(most) + ' rows us':>26s}")
+    for key, times in ours.items():
         other = peer[0][key] if peer else None
         rows, shape = key.split()
-        line = f"  {rows:>5s} {shape:12s} {value:14.1f}"
-        if other is not None:
-            line += f" {other:16.1f} {value / other:8.2f}x"
+        line = f"  {rows:>5s} {shape:12s} {times['variables']:14.1f}"
+        line += f" {other:16.1f} {times['variables'] / other:8.2f}x" if other is not None else f" {'-':>16s} {'-':>9s}"
+        line += f" {times['constants, own rows first']:13.1f} {times['constants, most rows first']:26.1f}"
         print(line, flush=True)
 
 
