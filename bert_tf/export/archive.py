@@ -9,13 +9,14 @@ removes it (its process is gone), as `bert_tf.io_utils.staging_folder` does for 
 
 The export carries the files a reader needs to see what it holds (`vocab.txt`,
 `bert_config.json`, the fine-tuning task record) as SavedModel assets: they land in the
-export's `assets/` folder, and the loaded object names them (`obj.vocab_file.asset_path`).
+export's `assets/` folder, and the loaded object names them (`obj.vocab_file.asset_path`). Their
+sources are staged inside the temporary directory too (removed before the rename), so that a
+killed export leaves nothing anywhere but that directory, which the next export removes.
 """
 
 import json
 import os
 import shutil
-import tempfile
 
 import tensorflow as tf
 
@@ -44,6 +45,8 @@ class ExportWriter:
     the SavedModel into the temporary directory; leaving the `with` block without an error moves
     it onto `export_dir`, with one removes it."""
 
+    ASSET_SOURCES = ".asset_sources"  # in the staging folder: save copies from it into assets/
+
     def __init__(self, export_dir, overwrite=False):
         check_export_dir(export_dir, overwrite)
         self.export_dir = os.path.abspath(export_dir)
@@ -53,8 +56,8 @@ class ExportWriter:
 
     def __enter__(self):
         self._staging = staging_folder(self.export_dir)
-        # Asset sources live outside the export: save copies them into its assets/ folder.
-        self._scratch = tempfile.mkdtemp(prefix="bert_tf_export_assets-")
+        self._scratch = os.path.join(self._staging, self.ASSET_SOURCES)
+        os.mkdir(self._scratch)
         return self
 
     def asset_copy(self, path, name):
@@ -81,12 +84,12 @@ class ExportWriter:
             if error_type is None:
                 self._commit()
         finally:
-            shutil.rmtree(self._scratch, ignore_errors=True)
             shutil.rmtree(self._staging, ignore_errors=True)  # gone after a commit
 
     def _commit(self):
-        if not os.listdir(self._staging):
+        if not os.path.exists(os.path.join(self._staging, "saved_model.pb")):
             raise RuntimeError("the export was not saved: ExportWriter.save was not called")
+        shutil.rmtree(self._scratch)  # the export holds its own copies, in assets/
         try:
             swap_in_folder(self._staging, self.export_dir, replace=self.overwrite)
         except FileExistsError:  # appeared while exporting

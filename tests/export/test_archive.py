@@ -1,7 +1,9 @@
 """ExportWriter: a reader sees a whole export or none, never a partial one; an existing export
-is replaced only when asked; the directory gets the user's umask; a killed export's temporary
-folder is removed by the next export to the same place."""
+is replaced only when asked; the directory gets the user's umask; a killed export leaves nothing
+but its temporary folder (its assets' sources included), which the next export to the same place
+removes."""
 
+import json
 import os
 import signal
 import subprocess
@@ -27,17 +29,27 @@ def _leftovers(parent):
     return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
 
 
-def test_an_export_appears_whole_with_the_users_umask(tmp_path):
+def test_an_export_appears_whole_with_the_users_umask_and_its_assets(tmp_path):
+    (tmp_path / "vocab.txt").write_text("[PAD]\n", encoding="utf-8")
     old = os.umask(0o027)
     try:
         with ExportWriter(str(tmp_path / "model")) as writer:
             assert not (tmp_path / "model").exists()  # staged under a temporary name
-            writer.save(_root(1.0), None)
+            root = _root(1.0)
+            root.vocab_file = writer.asset_copy(str(tmp_path / "vocab.txt"), "vocab.txt")
+            root.task_file = writer.asset_json({"labels": ["0", "1"]}, "task.json")
+            writer.save(root, None)
     finally:
         os.umask(old)
-    assert tf.saved_model.load(str(tmp_path / "model")).f().numpy() == 2.0
+    loaded = tf.saved_model.load(str(tmp_path / "model"))
+    assert loaded.f().numpy() == 2.0
     assert (tmp_path / "model").stat().st_mode & 0o777 == 0o750
     assert _leftovers(tmp_path) == []
+    # The assets are the export's own copies; their staged sources are not part of it.
+    assert sorted(os.listdir(tmp_path / "model" / "assets")) == ["task.json", "vocab.txt"]
+    assert loaded.vocab_file.asset_path.numpy().decode() == str(tmp_path / "model" / "assets" / "vocab.txt")
+    assert json.loads((tmp_path / "model" / "assets" / "task.json").read_text()) == {"labels": ["0", "1"]}
+    assert not (tmp_path / "model" / ExportWriter.ASSET_SOURCES).exists()
 
 
 def test_an_existing_export_is_kept_unless_overwrite_and_a_failed_one_leaves_nothing(tmp_path):
@@ -84,6 +96,7 @@ from bert_tf.export import ExportWriter
 with ExportWriter(sys.argv[1], overwrite=True) as writer:
     root = tf.train.Checkpoint()
     root.v = tf.Variable(7.0)
+    root.config = writer.asset_json({"layers": 2}, "bert_config.json")
     writer.save(root, None)
     os.kill(os.getpid(), signal.SIGKILL)  # killed with the export written but not yet moved in
 """
@@ -93,13 +106,17 @@ def test_an_export_killed_midway_leaves_the_old_one_and_the_next_export_removes_
     target = tmp_path / "model"
     with ExportWriter(str(target)) as writer:
         writer.save(_root(1.0), None)
-    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    temp = tmp_path / "tmp"  # the killed process's temporary directory: nothing may be left there
+    temp.mkdir()
+    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3", "TMPDIR": str(temp)}
     killed = subprocess.run([sys.executable, "-c", _KILLED_EXPORT, str(target)], env=env, capture_output=True,
                             text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert tf.saved_model.load(str(target)).f().numpy() == 2.0  # the old export, whole
     (left,) = _leftovers(tmp_path)  # the killed run's staging folder, named after its process
     assert left.startswith(".model.") and left.endswith(".tmp")
+    assert (tmp_path / left / ExportWriter.ASSET_SOURCES / "bert_config.json").is_file()  # in it, not elsewhere
+    assert [p.name for p in temp.iterdir() if "export" in p.name or "asset" in p.name] == []
     # Another live process's staging folder is never taken for a dead one's.
     with subprocess.Popen(["sleep", "60"]) as sleeper:
         try:
