@@ -10,12 +10,12 @@ import functools
 import hashlib
 import os
 import sys
-import tempfile
 import unicodedata
 
 import numpy as np
 
 from bert_tf import tokenization
+from bert_tf.io_utils import atomic_write
 
 NUM_CODE_POINTS = 0x110000
 CAPITAL_SIGMA, SMALL_SIGMA, FINAL_SIGMA = 0x3A3, 0x3C3, 0x3C2
@@ -79,12 +79,9 @@ def _cached(name, build):
     value = build()
     stored[name] = value
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".npz")
-        with os.fdopen(fd, "wb") as f:
+        with atomic_write(path, "wb") as f:
             np.savez(f, **stored)
-        os.replace(tmp, path)
-    except OSError:
+    except OSError:  # the cache is an optimisation: an unwritable one is rebuilt next time
         pass
     return value
 

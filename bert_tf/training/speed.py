@@ -30,9 +30,10 @@ import collections
 import json
 import os
 import platform as platform_module
-import tempfile
 
 import tensorflow as tf
+
+from bert_tf.io_utils import atomic_write
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 # XLA by platform when a setting is not given and no measurement of this machine is saved; "cpu"
@@ -135,16 +136,8 @@ def save_measured(jit_compile, xla_speedup, path=None, name="jit_compile", figur
         choices = {}
     choices[name] = {"value": bool(jit_compile), "xla_speedup": float(xla_speedup), **(figures or {}),
                      "measured_by": MEASURED_BY[name]}
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".speed_defaults.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            json.dump({"signature": signature, "choices": choices}, f, indent=2)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with atomic_write(path) as f:  # a killed writer's temporary is removed by the next write
+        json.dump({"signature": signature, "choices": choices}, f, indent=2)
     return path
 
 
