@@ -20,18 +20,22 @@ def umask():
     return mask
 
 
-def owner_tag():
-    """`<host hash>-<pid>`: names temporary files and folders after the process that writes
-    them, so that a later run can tell a dead run's leftovers from a live writer's."""
-    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-    return f"{host}-{os.getpid()}"
+def _host_hash():
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def owner_tag(pid=None):
+    """`<host hash>-<pid>` (this process's pid unless `pid` is given): names temporary files and
+    folders after the process that writes them, so that a later run can tell a dead run's
+    leftovers from a live writer's."""
+    return f"{_host_hash()}-{os.getpid() if pid is None else pid}"
 
 
 def owner_is_gone(tag):
     """Whether the process that `owner_tag()` named is no longer running. Only a process of
     this host can be checked; one of another host (a shared folder) counts as alive."""
     host, _, pid = tag.rpartition("-")
-    if host != owner_tag().rpartition("-")[0] or not pid.isdigit():
+    if host != _host_hash() or not pid.isdigit():
         return False
     try:
         os.kill(int(pid), 0)

@@ -1,7 +1,13 @@
-"""One shared check for every layer and model (keras-hub style)."""
+"""Checks every layer and model shares (keras-hub style), and the owner tag of an ended process
+for the tests of a killed writer's leftovers."""
+
+import subprocess
+import sys
 
 import keras
 import numpy as np
+
+from bert_tf.io_utils import owner_tag
 
 
 def assert_config_round_trip(obj):
@@ -22,3 +28,10 @@ def assert_keras_file_round_trip(model, inputs, tmp_path, name="model"):
     for e, a in zip(keras.tree.flatten(expected), keras.tree.flatten(actual), strict=True):
         np.testing.assert_array_equal(np.asarray(e), np.asarray(a))
     return loaded
+
+
+def dead_owner_tag():
+    """`owner_tag` of a process of this host that has ended: what a killed writer's leftovers carry."""
+    process = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                             text=True, check=True)
+    return owner_tag(int(process.stdout))

@@ -1,20 +1,11 @@
 import errno
 import os
-import subprocess
-import sys
 import zipfile
 
 import pytest
 
 from bert_tf import io_utils
-
-
-def _dead_owner():
-    """The owner tag of a process of this host that has ended."""
-    process = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
-    )
-    return f"{io_utils.owner_tag().rpartition('-')[0]}-{process.stdout.strip()}"
+from tests.helpers import dead_owner_tag
 
 
 def test_atomic_write_removes_its_temporary_on_failure_and_a_dead_runs_on_the_next_write(tmp_path):
@@ -28,9 +19,9 @@ def test_atomic_write_removes_its_temporary_on_failure_and_a_dead_runs_on_the_ne
 
     # A writer killed mid-write leaves its dot-named temporary: the next write of the file
     # removes it; a live writer's (this process's) and other files' are left alone.
-    dead = tmp_path / f".out.txt.{_dead_owner()}.abc123xy.tmp"
+    dead = tmp_path / f".out.txt.{dead_owner_tag()}.abc123xy.tmp"
     live = tmp_path / f".out.txt.{io_utils.owner_tag()}.zz99zz99.tmp"
-    other = tmp_path / f".other.txt.{_dead_owner()}.abc123xy.tmp"
+    other = tmp_path / f".other.txt.{dead_owner_tag()}.abc123xy.tmp"
     for path in (dead, live, other):
         path.write_text("x")
     with io_utils.atomic_write(str(target)) as f:
@@ -41,7 +32,7 @@ def test_atomic_write_removes_its_temporary_on_failure_and_a_dead_runs_on_the_ne
 
 def test_owner_is_gone():
     assert not io_utils.owner_is_gone(io_utils.owner_tag())
-    assert io_utils.owner_is_gone(_dead_owner())
+    assert io_utils.owner_is_gone(dead_owner_tag())
     assert not io_utils.owner_is_gone("0123abcd-1")  # another host's process: assumed alive
 
 

@@ -8,6 +8,7 @@ from bert_tf import BertEncoder, BertPretrainer
 from bert_tf.checkpoints import load_original_checkpoint, restore, save_original_checkpoint
 from bert_tf.models import padding_skipped
 from tests import numpy_bert
+from tests.helpers import dead_owner_tag
 from tests.tf1_checkpoint import original_shapes, random_weights, read_tf1_checkpoint, write_tf1_checkpoint
 from tests.tiny import encoder_part, tiny_config, tiny_inputs
 
@@ -145,16 +146,11 @@ def test_export_is_readable_by_tf1_saver_and_round_trips(tmp_path, original, con
 def test_save_removes_the_temporary_folder_a_killed_save_left(tmp_path, config):
     """A save killed mid-write leaves a dot-named folder; the next save into the folder removes
     it (its writer is gone) but not a live writer's."""
-    import subprocess
-    import sys
-
     from bert_tf import BertEncoder
     from bert_tf.checkpoints import save_original_checkpoint
     from bert_tf.io_utils import owner_tag
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    host = owner_tag().rpartition("-")[0]
-    left = tmp_path / f".tmp_ckpt_{host}-{dead.stdout.strip()}_abc"
+    left = tmp_path / f".tmp_ckpt_{dead_owner_tag()}_abc"
     left.mkdir()
     (left / "bert_model.ckpt.index").write_bytes(b"partial")
     alive = tmp_path / f".tmp_ckpt_{owner_tag()}_xyz"  # this process: a save in progress

@@ -4,6 +4,7 @@ import os
 
 from bert_tf import BertEncoder
 from bert_tf.checkpoints import load_keras_model, save_keras_model
+from tests.helpers import dead_owner_tag
 from tests.tiny import tiny_config
 
 
@@ -20,14 +21,7 @@ def test_keras_files_get_the_users_umask_and_no_temporary_file_is_left(tmp_path)
 
 
 def test_a_killed_saves_temporary_is_removed_by_the_next_save(tmp_path):
-    import subprocess
-    import sys
-
-    from bert_tf.io_utils import owner_tag
-
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    host = owner_tag().rpartition("-")[0]
-    left = tmp_path / f".encoder.keras.{host}-{dead.stdout.strip()}.0a1b2c3d.keras"
+    left = tmp_path / f".encoder.keras.{dead_owner_tag()}.0a1b2c3d.keras"
     left.write_bytes(b"half a zip")
     save_keras_model(BertEncoder.from_bert_config(tiny_config()), str(tmp_path / "encoder.keras"))
     assert os.listdir(tmp_path) == ["encoder.keras"]

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from bert_tf.export import ExportWriter, check_export_dir
 from bert_tf.io_utils import owner_tag
+from tests.helpers import dead_owner_tag
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -120,7 +121,7 @@ def test_an_export_killed_midway_leaves_the_old_one_and_the_next_export_removes_
     # Another live process's staging folder is never taken for a dead one's.
     with subprocess.Popen(["sleep", "60"]) as sleeper:
         try:
-            live = tmp_path / f".model.{owner_tag().rpartition('-')[0]}-{sleeper.pid}.abcd1234.tmp"
+            live = tmp_path / f".model.{owner_tag(sleeper.pid)}.abcd1234.tmp"
             live.mkdir()
             with ExportWriter(str(target), overwrite=True) as writer:
                 writer.save(_root(3.0), None)
@@ -147,9 +148,7 @@ def test_an_export_killed_between_its_two_renames_is_restored_by_the_next(tmp_pa
     target = tmp_path / "model"
     with ExportWriter(str(target)) as writer:
         writer.save(_root(1.0), None)
-    process = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                             text=True, check=True)
-    aside = tmp_path / f".model.{owner_tag().rpartition('-')[0]}-{process.stdout.strip()}.zz99zz99.old"
+    aside = tmp_path / f".model.{dead_owner_tag()}.zz99zz99.old"
     aside.mkdir()
     target.rename(aside / "model")
     # Without overwrite the restored export stays; with it, it is replaced.

@@ -1,7 +1,5 @@
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -10,6 +8,7 @@ from bert_tf import io_utils
 from bert_tf.data.pretraining import creation as pd
 from bert_tf.data.pretraining import pipeline as pipelines
 from bert_tf.tokenization import FullTokenizer
+from tests.helpers import dead_owner_tag
 from tests.run_scripts.conftest import run_script
 from tests.run_scripts.script_cases import run_cases
 from tests.tiny import write_vocab
@@ -303,11 +302,8 @@ def test_work_folders_of_stopped_runs_with_other_settings_are_removed(tmp_path):
     """A run reuses its own work folder (resume) and removes the ones that stopped runs with the
     same output but other inputs or settings left (never resumable), unless their run is alive."""
     out = tmp_path / "x.tfrecord"
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
-    ).stdout.strip()
     stale = {
-        "dead": f"{io_utils.owner_tag().rpartition('-')[0]}-{dead}",
+        "dead": dead_owner_tag(),
         "ownerless": None,  # a run from before owners were recorded
         "alive": io_utils.owner_tag(),
     }

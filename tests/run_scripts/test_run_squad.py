@@ -9,6 +9,7 @@ import types
 import numpy as np
 import pytest
 
+from tests.helpers import dead_owner_tag
 from tests.run_scripts.conftest import converted_to_original, killed_and_rerun, run_main_cases, run_script
 from tests.tiny import tiny_config, write_vocab
 
@@ -208,14 +209,7 @@ context = tfds.testing.mock_data(as_dataset_fn=_as_dataset)
                     num_train_epochs=6)
     bad = tmp_path / "bad"
     (bad / "g").mkdir(parents=True)
-    import subprocess
-    import sys
-
-    from bert_tf.io_utils import owner_tag
-
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead_pid = dead.stdout.strip()
-    killed = bad / "g" / f".train.tf_record.{owner_tag().rpartition('-')[0]}-{dead_pid}.0badc0de.tmp"
+    killed = bad / "g" / f".train.tf_record.{dead_owner_tag()}.0badc0de.tmp"
     killed.write_bytes(b"left by a killed run")
     predict_v2 = dict(do_predict=True, version_2_with_negative=True, init_checkpoint=v2)
     cases = [

@@ -6,14 +6,13 @@ saved for this machine's signature (`bench/finetuning.py --save_defaults`, `benc
 import json
 import os
 import platform
-import subprocess
 import types
 
 import pytest
 import tensorflow as tf
 
-from bert_tf.io_utils import owner_tag
 from bert_tf.training import speed
+from tests.helpers import dead_owner_tag
 
 
 @pytest.fixture(autouse=True)
@@ -109,9 +108,7 @@ class TestMeasuredChoice:
             "value": True, "xla_speedup": 1.3, "measured_by": "python bench/finetuning.py --save_defaults"}}}
         assert speed.jit_compile_for(None) is True
         # A writer killed mid-write left its temporary: the next save removes it.
-        with subprocess.Popen(["true"]) as gone:
-            gone.wait()
-        left = _speed_file.parent / f".{_speed_file.name}.{owner_tag().rpartition('-')[0]}-{gone.pid}.abcd1234.tmp"
+        left = _speed_file.parent / f".{_speed_file.name}.{dead_owner_tag()}.abcd1234.tmp"
         left.write_text('{"half', encoding="utf-8")
         speed.save_measured(False, 0.6)
         assert speed.jit_compile_for(None) is False
