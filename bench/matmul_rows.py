@@ -15,7 +15,11 @@ chain). TensorFlow: a `tf.function` of `tf.matmul`s on float32 variables. ONNX R
 (not a dependency: `pip install --target DIR onnxruntime onnx`, then --peer_dirs=DIR; skipped
 with a message when missing): the same graph of MatMul nodes with every graph optimization, in a
 process of its own (this script again, with --side=ort), so that the two thread pools never
-compete. Both get --threads intra-op threads. Medians of --calls calls after two warm-up calls.
+compete. Both get --threads intra-op threads and run one product at a time, as in a model, where
+each product waits for the one before: the chain's products are independent of each other, and
+TensorFlow's inter-op threads would otherwise run two at once, each on --threads threads (so
+TensorFlow runs with one inter-op thread here; ONNX Runtime runs a graph's nodes in sequence by
+default). Medians of --calls calls after two warm-up calls.
 
 The last two columns: TensorFlow with the weights as constants of the graph (and a bias, as a
 Dense has: oneDNN keeps a re-laid copy of a constant weight only in its fused product-and-bias
@@ -99,6 +103,7 @@ def tensorflow_side():
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)  # one product at a time (the module's docstring)
     found, most = {}, most_rows()
     for rows, k, n in cases():
         matrices = weights(k, n)
