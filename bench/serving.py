@@ -96,6 +96,7 @@ OURS = {  # name -> ServingOptions
     "fixed": dict(length_bucket=None), "dynamic": dict(jit_compile=False),
     "dynamic_plain": dict(jit_compile=False, skip_padding=False), "dynamic+xla": dict(jit_compile=True),
     "int8": dict(quantize="int8", jit_compile=False), "int8+xla": dict(quantize="int8", jit_compile=True),
+    "dynamic+consts": dict(jit_compile=False, constant_weights=True),  # the weights also as graph constants
 }
 XLA_PAIR = ("dynamic", "dynamic+xla")  # --save_defaults: our float export without XLA, with it
 VOCAB_SIZE = 30522

@@ -91,8 +91,8 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     given must be the run's), the others True and PREPROCESSOR_SEQ_LENGTH. `max_query_length`:
     squad's, default the run's. `serving`: how a task export runs its model (`ServingOptions`); the
     preprocessor takes its length_bucket alone, the encoder (ids in, any length) none of it."""
-    if export_type not in registry.KINDS and (serving.quantize or serving.jit_compile):
-        what = "quantize" if serving.quantize else "jit_compile"
+    if export_type not in registry.KINDS and (serving.quantize or serving.jit_compile or serving.constant_weights):
+        what = next(name for name in ("quantize", "jit_compile", "constant_weights") if getattr(serving, name))
         raise ValueError(f"{what}={getattr(serving, what)} is for the task exports ({', '.join(registry.KINDS)}), "
                          f"not export_type={export_type}")
     if export_type == "preprocessor":

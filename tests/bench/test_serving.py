@@ -28,7 +28,8 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
     speed_file.parent.mkdir()
     signature = speed.machine_signature("cpu")  # this machine's: the fine-tuning choice must be kept
     speed_file.write_text(json.dumps({"signature": signature, "choices": {"jit_compile": FINE_TUNING}}))
-    result = _bench("--smoke", "--intra_op_threads=1", "--save_defaults", "--ours=fixed,dynamic,dynamic+xla,int8",
+    ours = ("fixed", "dynamic", "dynamic+xla", "int8", "dynamic+consts")
+    result = _bench("--smoke", "--intra_op_threads=1", "--save_defaults", f"--ours={','.join(ours)}",
                     env={"BERT_TF_SPEED_FILE": str(speed_file)})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     out = result.stdout
@@ -36,12 +37,12 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
             "8 with it)") in out
     # Our side's own process reports the thread count it was given, and exports --ours: the flags reach it.
     assert re.search(r"^  ours: TensorFlow \S+, threads intra 1 inter 0$", out, re.M), out
-    exported = [out.index(f"exported {name} in ") for name in ("fixed", "dynamic", "dynamic+xla", "int8")]
+    exported = [out.index(f"exported {name} in ") for name in ours]
     assert exported == sorted(exported), out
     number = r"\d+\.\d"
     rows = {}
     for name, agrees in (("fixed", True), ("dynamic", True), ("dynamic+xla", True), ("int8", False),
-                         ("tokenize+pack", None)):
+                         ("dynamic+consts", True), ("tokenize+pack", None)):
         row = re.search(rf"^  {re.escape(name)} +({number}) +({number}) +({number}) *(\S*)$", out, re.M)
         assert row, (name, out)
         rows[name] = [float(row.group(i)) for i in (1, 3)]  # p50 ms, sequences/s

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
-from bert_tf.export.common import ServingOptions, model_runner
+from bert_tf.export.common import CONSTANT_WEIGHT_ROWS, ServingOptions, model_runner
 from bert_tf.export.preprocessor import PreprocessorSavedModel
 from bert_tf.preprocessing import text_preprocessing
 from bert_tf.tasks.classifier.export import ClassifierSavedModel, export_classifier
@@ -166,15 +166,15 @@ def test_an_xla_int8_export_serves_from_the_loaded_saved_model_as_its_model_in_p
     assert len([v for v in loaded.variables if v.dtype == tf.int8]) == 6 * tiny_config().num_hidden_layers + 2
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
         assert json.load(f) == {"seq_length": SEQ, "length_bucket": BUCKET, "jit_compile": True, "quantize": "int8",
-                                "skip_padding": False}
+                                "skip_padding": False, "constant_weights": False}
 
 
 def test_the_default_bucket_follows_the_serving_functions_xla_choice():
     assert ServingOptions().to_dict() == {"length_bucket": 1, "jit_compile": False, "quantize": None,
-                                          "skip_padding": True}
+                                          "skip_padding": True, "constant_weights": False}
     assert ServingOptions(jit_compile=True).length_bucket == 8  # one program per shape: few shapes
     assert ServingOptions(quantize="int8").to_dict() == {"length_bucket": 8, "jit_compile": True, "quantize": "int8",
-                                                         "skip_padding": False}
+                                                         "skip_padding": False, "constant_weights": False}
     assert ServingOptions(length_bucket=4, jit_compile=True).length_bucket == 4
     assert ServingOptions(length_bucket=None, jit_compile=True).length_bucket is None  # fixed length
     assert ServingOptions(length_bucket=None).skip_padding is False  # fixed shapes: the original's graph
@@ -201,3 +201,42 @@ def test_a_loaded_export_skips_the_padding_of_a_batch_and_serves_one_text_plainl
         np.testing.assert_allclose(served["probabilities"], fixed["probabilities"], atol=1e-5)
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
         assert json.load(f)["skip_padding"] is True
+
+
+def test_constant_weights_serve_a_few_rows_from_the_graphs_constants_and_other_requests_from_the_variables(
+        setup, tmp_path):
+    """Written and loaded as a user serves it. Before the variables change, every request gives
+    the fixed-length export's probabilities; after they change, a request of 7 to 80 token rows
+    still gives the old ones (it ran on the constants) and the others follow the new weights."""
+    model = BertClassifier(BertEncoder.from_bert_config(tiny_config()), num_classes=len(LABELS))
+    model.set_weights(setup.models["classifier"].get_weights())
+    low, high = CONSTANT_WEIGHT_ROWS
+    export_classifier(model, LABELS, "single", True, setup.vocab, True, SEQ, str(tmp_path / "constants"),
+                      serving=ServingOptions(constant_weights=True))
+    loaded = tf.saved_model.load(str(tmp_path / "constants"))
+    serve, fixed = loaded.signatures["serving_default"], setup.served["classifier", "fixed"]
+    short = {"text_a": ["hello"], "text_b": [""]}  # [CLS] hello [SEP] [SEP]: 4 rows
+    one = {"text_a": [" ".join(WORDS[:8])], "text_b": ["runs"]}  # 12 rows
+    batch = {"text_a": _texts(12, 9, 8, 12), "text_b": _texts(12, 10, 1, 3)}  # 12 texts, over 80 real rows
+    rows = {name: int(tf.reduce_sum(setup.packer([setup.tokenizer(tf.constant(r[k])) for k in ("text_a", "text_b")])[
+        "input_mask"])) for name, r in (("short", short), ("one", one), ("batch", batch))}
+    assert rows["short"] < low <= rows["one"] <= high < rows["batch"], rows
+    before = {}
+    for name, request in (("short", short), ("one", one), ("batch", batch)):
+        before[name] = _call(serve, request, slice(None))["probabilities"]
+        np.testing.assert_allclose(before[name], _call(fixed, request, slice(None))["probabilities"], atol=1e-5)
+    for v in loaded.trainable_variables:
+        v.assign(v * 0.5)
+    after = {name: _call(serve, r, slice(None))["probabilities"] for name, r in (("short", short), ("one", one),
+                                                                                   ("batch", batch))}
+    np.testing.assert_array_equal(after["one"], before["one"])  # the constants
+    for name in ("short", "batch"):  # the variables
+        assert np.abs(after[name] - before[name]).max() > 1e-3, name
+    # The graph holds the weights: saved_model.pb is larger than they are.
+    weights = sum(v.numpy().nbytes for v in model.weights)
+    assert (tmp_path / "constants" / "saved_model.pb").stat().st_size > weights
+    with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
+        assert json.load(f)["constant_weights"] is True
+    for refused in ({"jit_compile": True}, {"quantize": "int8"}):
+        with pytest.raises(ValueError, match="constant_weights=True is for float weights without XLA"):
+            ServingOptions(constant_weights=True, **refused)

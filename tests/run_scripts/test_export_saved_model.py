@@ -156,6 +156,10 @@ def exported(tmp_path_factory):
                           "--skip_padding", "--serving_jit_compile", f"--export_dir={out}/bad11"],
         "skip_preprocessor": ["--export_type=preprocessor", f"--vocab_file={g}/vocab.txt", "--noskip_padding",
                               f"--export_dir={out}/bad12"],
+        "constant_weights_int8": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                                  "--constant_weights", "--quantize=int8", f"--export_dir={out}/bad13"],
+        "constant_weights_encoder": ["--export_type=encoder", f"--init_checkpoint={g}/bert_model.ckpt",
+                                     "--constant_weights", f"--export_dir={out}/bad14"],
         "exists": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                    f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}"],
         "overwrite": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
@@ -361,13 +365,16 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "skip_with_xla": "--skip_padding needs a serving function without XLA (--noserving_jit_compile)",
         "skip_preprocessor": "--skip_padding is for the task exports (classifier, squad, ner, swag), not "
                              "--export_type=preprocessor",
+        "constant_weights_int8": "--constant_weights=True is for float weights without XLA",
+        "constant_weights_encoder": "--constant_weights=True is for the task exports (classifier, squad, ner, swag), "
+                                    "not export_type=encoder",
     }
     for case, words in expected.items():
         assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (
             case,
             outcomes[case],
         )
-    for bad in ("bad1", "bad2", "bad3", "bad4", "bad5", "bad6", "bad7", "bad8", "bad9", "bad10", "bad11", "bad12"):
+    for bad in (f"bad{i}" for i in range(1, 15)):
         assert not (exported.out / bad).exists(), bad
     # --overwrite replaced the older export whole; no temporary folder is left behind.
     occupied = exported.out / "occupied"
@@ -396,9 +403,10 @@ def test_exports_load_without_this_package_and_carry_their_files(exported, loade
         # and skips the padding of a batch.
         assert json.loads(loaded.results[f"{kind}/assets"]["serving_file"]) == {
             "seq_length": record["max_seq_length"], "length_bucket": 1, "jit_compile": False, "quantize": None,
-            "skip_padding": True}
+            "skip_padding": True, "constant_weights": False}
     assert json.loads(loaded.results["classifier_int8/assets"]["serving_file"]) == {
-        "seq_length": 16, "length_bucket": 4, "jit_compile": True, "quantize": "int8", "skip_padding": False}
+        "seq_length": 16, "length_bucket": 4, "jit_compile": True, "quantize": "int8", "skip_padding": False,
+        "constant_weights": False}
     assert json.loads(loaded.results["preprocessor/assets"]["serving_file"]) == {"seq_length": 16, "length_bucket": 1}
 
 
@@ -407,9 +415,9 @@ def test_a_float_export_takes_this_machines_measured_xla_choice_and_says_where_f
                                                                                        "squad_fixed")}
     # XLA-compiled, the default bucket is 8: one program per shape.
     assert assets["classifier_measured"] == {"seq_length": 16, "length_bucket": 8, "jit_compile": True,
-                                             "quantize": None, "skip_padding": False}
+                                             "quantize": None, "skip_padding": False, "constant_weights": False}
     assert assets["squad_fixed"] == {"seq_length": 20, "length_bucket": None, "jit_compile": False, "quantize": None,
-                                     "skip_padding": False}
+                                     "skip_padding": False, "constant_weights": False}
     # Compiled, the float model gives the same probabilities.
     np.testing.assert_allclose(loaded.results["classifier_measured/b64"]["probabilities"],
                                loaded.results["classifier/b64"]["probabilities"], atol=1e-5)
