@@ -50,11 +50,12 @@ class ServingOptions:
       used (not with fixed shapes: those are the original's graph); XLA cannot take it (a shape
       that depends on the data).
     constant_weights: the serving function also holds the model's weights as constants of its
-      graph, and runs a request of CONSTANT_WEIGHT_ROWS token rows (the rows its products take: a
-      text or a few, their real tokens where padding is skipped) on them, any other on the
-      variables. oneDNN lays a constant weight out for its kernel once and keeps it, where it
-      re-packs a variable on every call, a cost that does not shrink with the rows (BERT-Base on 2
-      AVX-512 cores, one text of 21 pieces: the model's call in 0.72-0.81x the time, batches of
+      graph, and runs a request of CONSTANT_WEIGHT_ROWS token rows (batch x length of its packed
+      inputs: a text, or a few) on them, any other on the variables; where padding is skipped, a
+      request with padding keeps the variables too (constants in both graphs would hold the
+      weights twice more). oneDNN lays a constant weight out for its kernel once and keeps it, where it
+      re-packs a variable on every call, a cost that does not shrink with the rows (bench/serving.py,
+      BERT-Base text in on 2 AVX-512 cores: batch-1 p50 33.5 against 42.7 ms, 0.78x; batches of
       32 unchanged). It keeps the layout of its first call only, and picks one layout for 7 to 80
       rows and another for other counts (oneDNN 3.7's inner product on AVX-512, on both machines
       measured), hence the window. The cost: saved_model.pb holds the weights (440 MB more for
@@ -110,14 +111,15 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     def call(inputs):
         return model(inputs, training=False)
 
+    few_rows = _constant_weights_for_few_rows if options.constant_weights else lambda call: call
     if options.jit_compile:
         # A nested tf.function keeps its compile attribute in the SavedModel: a loaded export
         # compiles it per input shape without this package.
         call = tf.function(call, jit_compile=True, autograph=False)
     elif options.skip_padding:
-        call = _padding_skipped_when_any(model, call)
-    if options.constant_weights:
-        call = _constant_weights_for_few_rows(call, options.skip_padding)
+        call = _padding_skipped_when_any(model, call, few_rows)
+    else:
+        call = few_rows(call)
 
     def run(inputs):
         return call(cut_padding(inputs, options.length_bucket, seq_axis_keys))
@@ -125,25 +127,31 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     return run
 
 
-def _padding_skipped_when_any(model, call):
+def _padding_skipped_when_any(model, call, few_rows):
     """`call` with the padding skipped when `inputs` has any; without, the plain graph (skipping
-    gathers and scatters every layer's rows for nothing there: one text at its exact length)."""
+    gathers and scatters every layer's rows for nothing there: one text at its exact length).
+    `few_rows` wraps the plain branch (`_constant_weights_for_few_rows`, or nothing): constants
+    for both would hold the weights twice more."""
 
     def skipped(inputs):
         with padding_skipped(model):  # the graph is traced here: it keeps skipping
             return call(inputs)
 
+    plain = few_rows(call)
+
     def run(inputs):
         no_padding = tf.reduce_all(tf.not_equal(inputs["input_mask"], 0))
-        return tf.cond(no_padding, lambda: call(inputs), lambda: skipped(inputs))
+        return tf.cond(no_padding, lambda: plain(inputs), lambda: skipped(inputs))
 
     return run
 
 
-def _constant_weights_for_few_rows(call, skip_padding):
+def _constant_weights_for_few_rows(call):
     """`call` on a copy of it whose variables are graph constants (ServingOptions.constant_weights)
-    when the request's token rows lie in CONSTANT_WEIGHT_ROWS; the copy is made once per input
-    structure, so that the export holds the constants once."""
+    when the request's token rows (its packed inputs' size) lie in CONSTANT_WEIGHT_ROWS;
+    the copy is made once per input structure, so that the export holds the constants once. `call`
+    must hold no control flow around the products: converted, a branch's weights become inputs of
+    its If, not constants of its graph, and oneDNN no longer sees them as constant."""
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     frozen = {}
@@ -159,8 +167,7 @@ def _constant_weights_for_few_rows(call, skip_padding):
         return tf.nest.pack_sequence_as(structure, function(*tf.nest.flatten(inputs)))
 
     def run(inputs):
-        mask = inputs["input_mask"]
-        rows = tf.reduce_sum(tf.cast(tf.not_equal(mask, 0), tf.int32)) if skip_padding else tf.size(mask)
+        rows = tf.size(inputs["input_mask"])
         low, high = CONSTANT_WEIGHT_ROWS
         few = tf.logical_and(rows >= low, rows <= high)
         return tf.cond(few, lambda: constant(inputs), lambda: call(inputs))
