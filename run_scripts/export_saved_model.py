@@ -39,7 +39,7 @@ from bert_tf.export import check_export_dir, exports
 from bert_tf.export.common import AUTO, QUANTIZE_MODES, ServingOptions
 from bert_tf.tasks import registry
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA
-from bert_tf.training.speed import choose_serving_jit_compile
+from bert_tf.training.speed import JitChoice, choose_serving_jit_compile
 from run_scripts.common_flags import fail, library_call, log_jit_choice
 
 FLAGS = flags.FLAGS
@@ -122,10 +122,11 @@ def main(argv):
     if FLAGS.export_type == "preprocessor" and not FLAGS.vocab_file:
         fail("--export_type=preprocessor needs --vocab_file")
     jit_compile = FLAGS.serving_jit_compile
-    if jit_compile is None and FLAGS.constant_weights and not FLAGS.quantize:
-        jit_compile = False  # XLA takes other kernels: this machine's XLA choice gives way
     if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
-        jit_compile = log_jit_choice("serving_jit_compile", choose_serving_jit_compile(jit_compile, FLAGS.quantize))
+        choice = choose_serving_jit_compile(jit_compile, FLAGS.quantize)
+        if jit_compile is None and FLAGS.constant_weights and not FLAGS.quantize:  # XLA takes other kernels
+            choice = JitChoice(False, "--constant_weights", None)
+        jit_compile = log_jit_choice("serving_jit_compile", choice)
     bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
     skip_padding = AUTO if FLAGS.skip_padding is None else FLAGS.skip_padding
     if FLAGS.skip_padding is not None and FLAGS.export_type not in registry.KINDS:  # no model run per request

@@ -8,6 +8,7 @@ the TF Hub KerasLayer path under tf-keras; a mixed-precision model; overwriting;
 before anything is written. The exports are written once, by the script, for all the tests."""
 
 import concurrent.futures
+import itertools
 import json
 import os
 import subprocess
@@ -176,6 +177,9 @@ def exported(tmp_path_factory):
         # second process's speed file); the preprocessor (no model part) logs no XLA choice.
         "classifier_measured": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
                                 "--verbosity=0", f"--export_dir={out}/classifier_measured"],
+        # The same with the weights as constants too: XLA off whatever the speed file says.
+        "classifier_constants": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                                 "--constant_weights", "--verbosity=0", f"--export_dir={out}/classifier_constants"],
     }
     cases["preprocessor"].append("--verbosity=0")
     # The second process reads a speed file saying "XLA on for float serving" for this machine, and
@@ -332,7 +336,7 @@ def loaded(request, exported):
     requests["encoder"] = {"b1": {k: v[:1] for k, v in packed.items()}, "b64": packed}
     requests["encoder_bf16"] = {"b64": packed}
     requests["squad_fixed"], requests["classifier_int8"] = requests["squad"], requests["classifier"]
-    requests["classifier_measured"] = requests["classifier"]
+    requests["classifier_measured"] = requests["classifier_constants"] = requests["classifier"]
     (exported.out / "requests.json").write_text(json.dumps(requests))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""}
     result = subprocess.run(
@@ -347,7 +351,7 @@ def loaded(request, exported):
 def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_written(exported):
     outcomes = exported.outcomes
     for kind in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag", "encoder_bf16", "encoder_from_run",
-                 "overwrite", "squad_fixed", "classifier_int8", "classifier_measured"):
+                 "overwrite", "squad_fixed", "classifier_int8", "classifier_measured", "classifier_constants"):
         assert outcomes[kind] == "ok", (kind, outcomes[kind])
     expected = {
         "config_mismatch": "checkpoint has shape (32,), model expects (16,)",
@@ -412,19 +416,25 @@ def test_exports_load_without_this_package_and_carry_their_files(exported, loade
 
 def test_a_float_export_takes_this_machines_measured_xla_choice_and_says_where_from(exported, loaded):
     assets = {k: json.loads(loaded.results[f"{k}/assets"]["serving_file"]) for k in ("classifier_measured",
-                                                                                       "squad_fixed")}
+                                                                                       "squad_fixed",
+                                                                                       "classifier_constants")}
     # XLA-compiled, the default bucket is 8: one program per shape.
     assert assets["classifier_measured"] == {"seq_length": 16, "length_bucket": 8, "jit_compile": True,
                                              "quantize": None, "skip_padding": False, "constant_weights": False}
     assert assets["squad_fixed"] == {"seq_length": 20, "length_bucket": None, "jit_compile": False, "quantize": None,
                                      "skip_padding": False, "constant_weights": False}
-    # Compiled, the float model gives the same probabilities.
-    np.testing.assert_allclose(loaded.results["classifier_measured/b64"]["probabilities"],
-                               loaded.results["classifier/b64"]["probabilities"], atol=1e-5)
-    # One line each for the two task exports logged (squad_fixed, then this one), none for the preprocessor.
+    assert assets["classifier_constants"] == {"seq_length": 16, "length_bucket": 1, "jit_compile": False,
+                                              "quantize": None, "skip_padding": True, "constant_weights": True}
+    # Compiled, or with the weights as constants, the float model gives the same probabilities.
+    for kind, size in itertools.product(("classifier_measured", "classifier_constants"), ("b1", "b64")):
+        np.testing.assert_allclose(loaded.results[f"{kind}/{size}"]["probabilities"],  # b1: 7 to 80 rows
+                                   loaded.results[f"classifier/{size}"]["probabilities"], atol=1e-5)
+    # One line each for the three task exports logged (squad_fixed, this one, the constants' one),
+    # none for the preprocessor.
     lines = [line for line in exported.log.read_text().splitlines() if "jit_compile" in line]
     assert lines == ["serving_jit_compile=False: given",
-                     f"serving_jit_compile=True: measured on this machine ({exported.speed_file})"], lines
+                     f"serving_jit_compile=True: measured on this machine ({exported.speed_file})",
+                     "serving_jit_compile=False: --constant_weights"], lines
 
 
 def test_saved_model_cli_lists_each_signature_with_names_dtypes_and_shapes(loaded):
