@@ -60,7 +60,9 @@ class ServingOptions:
       rows and another for other counts (oneDNN 3.7's inner product on AVX-512, on both machines
       measured), hence the window. The cost: saved_model.pb holds the weights (440 MB more for
       BERT-Base; protocol buffers stop at 2 GB) and a serving process holds them three times (the
-      variables, the constants, oneDNN's copy). Float weights without XLA only; off by default.
+      variables, the constants, oneDNN's copy); the constants are the weights at export time, so a
+      loaded export trained further through its variables serves those requests with the old
+      weights (export again instead). Float weights without XLA only; off by default.
     """
 
     length_bucket: int | None | str = AUTO
