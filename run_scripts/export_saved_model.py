@@ -123,9 +123,9 @@ def main(argv):
         fail("--export_type=preprocessor needs --vocab_file")
     jit_compile = FLAGS.serving_jit_compile
     if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
-        choice = choose_serving_jit_compile(jit_compile, FLAGS.quantize)
-        if jit_compile is None and FLAGS.constant_weights and not FLAGS.quantize:  # XLA takes other kernels
-            choice = JitChoice(False, "--constant_weights", None)
+        constant = jit_compile is None and FLAGS.constant_weights and not FLAGS.quantize  # XLA takes other kernels
+        choice = (JitChoice(False, "--constant_weights", None) if constant  # the speed file is not read for nothing
+                  else choose_serving_jit_compile(jit_compile, FLAGS.quantize))
         jit_compile = log_jit_choice("serving_jit_compile", choice)
     bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
     skip_padding = AUTO if FLAGS.skip_padding is None else FLAGS.skip_padding

@@ -159,7 +159,7 @@ def _constant_weights_for_few_rows(call):
     frozen = {}
 
     def constant(inputs):
-        specs = tf.nest.map_structure(lambda t: tf.TensorSpec([None] * t.shape.rank, t.dtype), inputs)
+        specs = {name: tf.TensorSpec([None] * t.shape.rank, t.dtype) for name, t in inputs.items()}
         key = tuple(sorted((name, spec.shape.rank, spec.dtype.name) for name, spec in specs.items()))
         if key not in frozen:
             with tf.init_scope():  # the variables' values are read eagerly, once
