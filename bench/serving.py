@@ -17,7 +17,9 @@ vocab size (data/vocab.txt padded with [unusedN] to 30,522). Ours: `export_class
 `ServingOptions` (fixed: --pad_to_max_seq_length's fixed shapes; dynamic: the request's length in
 buckets of --length_bucket, default each export's own (1 without XLA, 8 with), and a batch's padding
 skipped (the default without XLA); dynamic_plain: the same without skipping it; +xla: the model part
-jit-compiled; int8: Keras' int8 Dense kernels), loaded with `tf.saved_model.load` and called through
+jit-compiled; int8: Keras' int8 Dense kernels; dynamic+consts: the weights also as graph constants for
+a few rows, `constant_weights`; bf16: Keras' mixed_bfloat16 compute, with those constants, and bf16_vars
+without them, `mixed_precision="bf16"`), loaded with `tf.saved_model.load` and called through
 `serving_default` (tokenization and packing in the graph). "tokenize+pack" is the preprocessing
 alone (the preprocessor export's default call), so that its share of the text-in latency shows.
 
@@ -48,7 +50,7 @@ without / with) and its batch throughput gain (with / without) is above 1. expor
 then compiles float exports' serving function where --serving_jit_compile is not given (int8
 exports always are).
 
-What int8 costs in accuracy: bench/serving_int8_accuracy.py.
+What int8 and bf16 cost in accuracy: bench/serving_accuracy.py.
 """
 
 import importlib.util
@@ -97,6 +99,8 @@ OURS = {  # name -> ServingOptions
     "dynamic_plain": dict(jit_compile=False, skip_padding=False), "dynamic+xla": dict(jit_compile=True),
     "int8": dict(quantize="int8", jit_compile=False), "int8+xla": dict(quantize="int8", jit_compile=True),
     "dynamic+consts": dict(jit_compile=False, constant_weights=True),  # the weights also as graph constants
+    "bf16": dict(jit_compile=False, mixed_precision="bf16"),  # mixed_bfloat16, the weights also as constants
+    "bf16_vars": dict(jit_compile=False, mixed_precision="bf16", constant_weights=False),  # on the variables alone
 }
 XLA_PAIR = ("dynamic", "dynamic+xla")  # --save_defaults: our float export without XLA, with it
 VOCAB_SIZE = 30522

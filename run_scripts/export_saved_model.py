@@ -27,7 +27,8 @@ attention's scores (--skip_padding, on by default without XLA). --quantize=int8 
 --serving_jit_compile XLA-compiles the model part of the serving function; unset, it is on with int8
 and, for float weights, this machine's measured choice (`python bench/serving.py --save_defaults`,
 bert_tf.training.speed; off without one, on for a GPU), logged with where it came from.
---constant_weights also holds the weights as graph constants for one text's few rows. The
+--constant_weights also holds the weights as graph constants for one text's few rows;
+--mixed_precision=bf16 computes in bfloat16 (with constant weights unless --noconstant_weights). The
 export is written under a temporary name and renamed when complete; an existing --export_dir is
 replaced only with --overwrite.
 """
@@ -36,10 +37,10 @@ from absl import app, flags, logging
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.export import check_export_dir, exports
-from bert_tf.export.common import AUTO, QUANTIZE_MODES, ServingOptions
+from bert_tf.export.common import AUTO, MIXED_PRECISION, QUANTIZE_MODES, ServingOptions
 from bert_tf.tasks import registry
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA
-from bert_tf.training.speed import JitChoice, choose_serving_jit_compile
+from bert_tf.training.speed import choose_serving_jit_compile
 from run_scripts.common_flags import fail, library_call, log_jit_choice
 
 FLAGS = flags.FLAGS
@@ -93,9 +94,16 @@ flags.DEFINE_bool(
     "length is used; off with --serving_jit_compile (XLA takes no data-dependent shape) or --pad_to_max_seq_length.",
 )
 flags.DEFINE_bool(
-    "constant_weights", False,
+    "constant_weights", None,
     "Task exports, float weights without XLA (turns --serving_jit_compile's default off): the weights also as graph "
-    "constants, for requests of 7 to 80 token rows (CPU, batch 1: 0.78x the time; ServingOptions.constant_weights).",
+    "constants, for requests of 7 to 80 token rows (CPU, batch 1: 0.78x the time; ServingOptions.constant_weights). "
+    "Default: on with --mixed_precision=bf16, else off.",
+)
+flags.DEFINE_enum(
+    "mixed_precision", "none", ["none", *MIXED_PRECISION],
+    "Task exports: bf16 computes in Keras' mixed_bfloat16 policy, float32 weights, softmax, LayerNorms and outputs "
+    "(a precision change; fastest on CPUs with AVX512_BF16 or AMX; ServingOptions.mixed_precision). Turns "
+    "--serving_jit_compile's default off.",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 
@@ -121,11 +129,11 @@ def main(argv):
         fail(f"--max_query_length is for --export_type=squad, not {FLAGS.export_type}")
     if FLAGS.export_type == "preprocessor" and not FLAGS.vocab_file:
         fail("--export_type=preprocessor needs --vocab_file")
-    jit_compile = FLAGS.serving_jit_compile
+    jit_compile, mixed_precision = FLAGS.serving_jit_compile, None if FLAGS.mixed_precision == "none" else "bf16"
     if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
-        constant = jit_compile is None and FLAGS.constant_weights and not FLAGS.quantize  # XLA takes other kernels
-        choice = (JitChoice(False, "--constant_weights", None) if constant  # the speed file is not read for nothing
-                  else choose_serving_jit_compile(jit_compile, FLAGS.quantize))
+        without_xla = [f"--{name}" + ("" if value is True else f"={value}") for name, value in
+                       (("constant_weights", FLAGS.constant_weights), ("mixed_precision", mixed_precision)) if value]
+        choice = choose_serving_jit_compile(jit_compile, FLAGS.quantize, measured_without=without_xla)
         jit_compile = log_jit_choice("serving_jit_compile", choice)
     bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
     skip_padding = AUTO if FLAGS.skip_padding is None else FLAGS.skip_padding
@@ -135,8 +143,9 @@ def main(argv):
     if skip_padding is True and jit_compile:  # XLA may be on without the flag (int8, this machine's choice)
         fail(f"--skip_padding needs a serving function without XLA (--noserving_jit_compile): "
              f"{SKIP_PADDING_WITHOUT_XLA}")
-    serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize, skip_padding,
-                                                  FLAGS.constant_weights), "--")
+    constant_weights = AUTO if FLAGS.constant_weights is None else FLAGS.constant_weights
+    serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize, skip_padding, constant_weights,
+                                                  mixed_precision), "--")
     library_call(
         lambda: exports.check_casing(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)
     )

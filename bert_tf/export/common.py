@@ -1,6 +1,6 @@
 """What every export shares: the root object's variables, its assets, float32 outputs whatever
 the model's compute dtype, and how a text-in signature runs its model (`ServingOptions`: the
-request's length, XLA, int8 weights). The in-graph text preprocessing is
+request's length, XLA, int8 weights, bfloat16 compute). The in-graph text preprocessing is
 `bert_tf.preprocessing.text_preprocessing`."""
 
 import dataclasses
@@ -12,6 +12,7 @@ from bert_tf.models.bert_encoder import INPUT_NAMES, padding_skipped
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA, check_length_bucket, default_length_bucket
 
 QUANTIZE_MODES = ("int8",)
+MIXED_PRECISION = {"bf16": "mixed_bfloat16"}  # ServingOptions.mixed_precision -> Keras' dtype policy
 CONSTANT_WEIGHT_ROWS = (7, 80)  # ServingOptions.constant_weights: the rows that run on the constants
 AUTO = "auto"  # ServingOptions.length_bucket: the default for its XLA choice
 
@@ -62,14 +63,29 @@ class ServingOptions:
       BERT-Base; protocol buffers stop at 2 GB) and a serving process holds them three times (the
       variables, the constants, oneDNN's copy); the constants are the weights at export time, so a
       loaded export trained further through its variables serves those requests with the old
-      weights (export again instead). Float weights without XLA only; off by default.
+      weights (export again instead). Float weights without XLA only. AUTO (the default): on with
+      mixed_precision (where it is what makes bfloat16 pay: see there), else off.
+    mixed_precision: "bf16" runs the model in Keras' mixed_bfloat16 policy: products, GELU and
+      the like in bfloat16, the weights kept float32 in the export's variables and cast for the
+      products, the attention's softmax and the LayerNorms in float32 (as the layers do under
+      that policy), the outputs float32. A precision change, as int8 is: the probabilities move
+      by about 1e-3 (bench/serving_accuracy.py measures a fine-tuned task's). With the weights
+      as constants (constant_weights' default here) the casts are folded into bfloat16
+      constants once, and oneDNN's bfloat16 kernels halve the bytes each product reads: on a CPU
+      with bfloat16 instructions (AVX512_BF16 or AMX) this is the fastest float export
+      (bench/serving.py, BERT-Base on 2 AVX-512 cores with AVX512_BF16: batch-1 p50 below ONNX
+      Runtime fp32's, README "Speed on real text"). On the variables alone every call casts every
+      weight, slower at batch 1 than float32; on a CPU without bfloat16 instructions oneDNN
+      emulates them: measure there before serving it. None (the default): float32 throughout.
+      Not with int8 weights.
     """
 
     length_bucket: int | None | str = AUTO
     jit_compile: bool | None = None
     quantize: str | None = None
     skip_padding: bool | str = AUTO
-    constant_weights: bool = False
+    constant_weights: bool | str = AUTO
+    mixed_precision: str | None = None
 
     def __post_init__(self):
         if self.jit_compile is None:  # frozen: the defaults resolved once, here
@@ -84,6 +100,13 @@ class ServingOptions:
             object.__setattr__(self, "skip_padding", not self.jit_compile and self.length_bucket is not None)
         elif self.skip_padding and self.jit_compile:
             raise ValueError(f"skip_padding=True needs jit_compile=False: {SKIP_PADDING_WITHOUT_XLA}")
+        if self.mixed_precision is not None and self.mixed_precision not in MIXED_PRECISION:
+            raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {', '.join(MIXED_PRECISION)}")
+        if self.mixed_precision and self.quantize:
+            raise ValueError(f"mixed_precision={self.mixed_precision} is for float weights, not quantize="
+                             f"{self.quantize}: the int8 kernels take their inputs in float32")
+        if self.constant_weights == AUTO:
+            object.__setattr__(self, "constant_weights", bool(self.mixed_precision) and not self.jit_compile)
         if self.constant_weights and (self.jit_compile or self.quantize):
             raise ValueError("constant_weights=True is for float weights without XLA (jit_compile=False, "
                              "quantize=None): XLA and int8 take other kernels, where it was not measured")
@@ -101,6 +124,30 @@ def quantize_dense_layers(model, mode):
     import keras
 
     model.quantize(mode, filters=lambda layer: isinstance(layer, keras.layers.Dense))
+
+
+def in_precision(model, mixed_precision):
+    """`model` itself, or (`mixed_precision` set: ServingOptions.mixed_precision) a copy of it
+    built from its config in that Keras dtype policy, holding its weights: the model Keras builds
+    under that global policy, whose layers that always compute in float32 (the LayerNorms, the
+    heads' last products) stay so, as switching every layer's policy would not."""
+    if not mixed_precision:
+        return model
+    import keras
+
+    policy = keras.dtype_policies.serialize(keras.dtype_policies.get(MIXED_PRECISION[mixed_precision]))
+
+    def replaced(config):  # every "dtype" of the config: the model's and its parts' constructor arguments
+        if isinstance(config, list):
+            return [replaced(value) for value in config]
+        if not isinstance(config, dict):
+            return config
+        return {key: policy if key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy"
+                else replaced(value) for key, value in config.items()}
+
+    copy = type(model).from_config(replaced(model.get_config()))
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
@@ -222,12 +269,12 @@ def check_seq_length(seq_length, bert_config):
 def write_text_in_export(model, make_root, vocab_file, do_lower_case, seq_length, export_dir, task=None,
                          overwrite=False, serving=DEFAULT_SERVING):
     """What every task export does around its own serving function: checks `seq_length` against
-    `model`'s config, quantizes `model` in place when `serving.quantize` says so, builds the
-    in-graph tokenizer and packer, makes the root object with `make_root(tokenizer, packer,
-    run_model)` (`run_model = model_runner(model, serving)`; the root's `__call__` becomes
-    `serving_default`), attaches the assets (vocab, casing, config, the run record `task`, the
-    serving options with seq_length as `serving_file`) and writes it atomically. Returns
-    `export_dir`."""
+    `model`'s config, quantizes `model` in place when `serving.quantize` says so (or copies it
+    into `serving.mixed_precision`: `in_precision`), builds the in-graph tokenizer and packer,
+    makes the root object with `make_root(model, tokenizer, packer, run_model)` (that model;
+    `run_model = model_runner(model, serving)`; the root's `__call__` becomes `serving_default`),
+    attaches the assets (vocab, casing, config, the run record `task`, the serving options with
+    seq_length as `serving_file`) and writes it atomically. Returns `export_dir`."""
     from bert_tf.export.archive import ExportWriter
     from bert_tf.preprocessing import text_preprocessing
 
@@ -236,8 +283,9 @@ def write_text_in_export(model, make_root, vocab_file, do_lower_case, seq_length
     tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, seq_length, config.vocab_size)
     if serving.quantize:
         quantize_dense_layers(model, serving.quantize)
+    model = in_precision(model, serving.mixed_precision)
     with ExportWriter(export_dir, overwrite) as writer:
-        root = make_root(tokenizer, packer, model_runner(model, serving))
+        root = make_root(model, tokenizer, packer, model_runner(model, serving))
         root.attach_assets(writer, vocab_file, do_lower_case, config, task)
         root.serving_file = writer.asset_json({"seq_length": seq_length, **serving.to_dict()}, "serving.json")
         writer.save(root, {"serving_default": root.__call__})

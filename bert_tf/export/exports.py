@@ -18,7 +18,7 @@ import dataclasses
 
 from bert_tf import tokenization
 from bert_tf.checkpoints import hf, sources
-from bert_tf.export.common import DEFAULT_SERVING, check_seq_length
+from bert_tf.export.common import CONSTANT_WEIGHT_ROWS, DEFAULT_SERVING, MIXED_PRECISION, check_seq_length
 from bert_tf.export.encoder import export_encoder
 from bert_tf.export.preprocessor import export_preprocessor
 from bert_tf.tasks import record as run_record
@@ -78,6 +78,10 @@ def _described(serving):
         parts.append("XLA")
     if serving.quantize:
         parts.append(f"{serving.quantize} Dense weights")
+    if serving.mixed_precision:
+        parts.append(f"{MIXED_PRECISION[serving.mixed_precision]} compute")
+    if serving.constant_weights:
+        parts.append("the weights also as constants for {}-{} token rows".format(*CONSTANT_WEIGHT_ROWS))
     return ", ".join(parts)
 
 
@@ -91,8 +95,9 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     given must be the run's), the others True and PREPROCESSOR_SEQ_LENGTH. `max_query_length`:
     squad's, default the run's. `serving`: how a task export runs its model (`ServingOptions`); the
     preprocessor takes its length_bucket alone, the encoder (ids in, any length) none of it."""
-    if export_type not in registry.KINDS and (serving.quantize or serving.jit_compile or serving.constant_weights):
-        what = next(name for name in ("quantize", "jit_compile", "constant_weights") if getattr(serving, name))
+    model_options = ("quantize", "jit_compile", "mixed_precision", "constant_weights")  # of a model per request
+    if export_type not in registry.KINDS and any(getattr(serving, name) for name in model_options):
+        what = next(name for name in model_options if getattr(serving, name))
         raise ValueError(f"{what}={getattr(serving, what)} is for the task exports ({', '.join(registry.KINDS)}), "
                          f"not export_type={export_type}")
     if export_type == "preprocessor":

@@ -175,13 +175,18 @@ def choose_jit_compile(jit_compile, use_tpu=False, path=None, name="jit_compile"
                      f"the CPU default; measure this machine with `{MEASURED_BY[name]}`", warning)
 
 
-def choose_serving_jit_compile(jit_compile, quantize, path=None):
+def choose_serving_jit_compile(jit_compile, quantize, path=None, measured_without=()):
     """A JitChoice for a text-in export's serving function: `jit_compile` as given; unset, on with
-    int8 weights (`quantize` set: INT8_SOURCE says why), and with float weights the choice of
-    `choose_jit_compile` for "serving_jit_compile" (GPU: on; CPU: this machine's measured choice,
-    else off). The platform is the exporting process's: an export is taken to serve where it is made."""
+    int8 weights (`quantize` set: INT8_SOURCE says why); off where float weights come with options
+    measured without XLA (`measured_without`: their names, the choice's source; XLA takes other
+    kernels than those options were measured on, and the speed file is then not read); else the
+    choice of `choose_jit_compile` for "serving_jit_compile" (GPU: on; CPU: this machine's measured
+    choice, else off). The platform is the exporting process's: an export is taken to serve where
+    it is made."""
     if jit_compile is None and quantize is not None:
         return JitChoice(True, INT8_SOURCE, None)
+    if jit_compile is None and measured_without:
+        return JitChoice(False, " ".join(measured_without), None)
     return choose_jit_compile(jit_compile, path=path, name="serving_jit_compile")
 
 

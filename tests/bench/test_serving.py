@@ -1,8 +1,9 @@
 """bench/serving.py in its smoke size, run from the repository root as its docstring says: our
-exports at fixed length, at the request's length without and with XLA, and with int8 weights,
-each timed in a process of its own started with this run's flags, each agreeing with the
-fixed-length export; the peers skipped with a message (none installed here); --save_defaults
-saving XLA's choice for float exports where $BERT_TF_SPEED_FILE says, beside the fine-tuning one."""
+exports at fixed length, at the request's length without and with XLA, with int8 weights, with
+constant weights and in bfloat16, each timed in a process of its own started with this run's
+flags, each agreeing with the fixed-length export; the peers skipped with a message (none
+installed here); --save_defaults saving XLA's choice for float exports where $BERT_TF_SPEED_FILE
+says, beside the fine-tuning one."""
 
 import json
 import math
@@ -28,7 +29,7 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
     speed_file.parent.mkdir()
     signature = speed.machine_signature("cpu")  # this machine's: the fine-tuning choice must be kept
     speed_file.write_text(json.dumps({"signature": signature, "choices": {"jit_compile": FINE_TUNING}}))
-    ours = ("fixed", "dynamic", "dynamic+xla", "int8", "dynamic+consts")
+    ours = ("fixed", "dynamic", "dynamic+xla", "int8", "dynamic+consts", "bf16")
     result = _bench("--smoke", "--intra_op_threads=1", "--save_defaults", f"--ours={','.join(ours)}",
                     env={"BERT_TF_SPEED_FILE": str(speed_file)})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
@@ -42,11 +43,11 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
     number = r"\d+\.\d"
     rows = {}
     for name, agrees in (("fixed", True), ("dynamic", True), ("dynamic+xla", True), ("int8", False),
-                         ("dynamic+consts", True), ("tokenize+pack", None)):
+                         ("dynamic+consts", True), ("bf16", False), ("tokenize+pack", None)):
         row = re.search(rf"^  {re.escape(name)} +({number}) +({number}) +({number}) *(\S*)$", out, re.M)
         assert row, (name, out)
         rows[name] = [float(row.group(i)) for i in (1, 3)]  # p50 ms, sequences/s
-        if agrees is not None:  # probabilities against the fixed export: equal, or int8's rounding
+        if agrees is not None:  # probabilities against the fixed export: equal, or int8's / bfloat16's rounding
             difference = float(row.group(4))
             assert difference < 1e-5 if agrees else difference < 1e-2, (name, difference)
     assert "peers skipped" in out or "onnxruntime fp32" in out

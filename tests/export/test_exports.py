@@ -147,6 +147,8 @@ def test_serving_options_fail_with_the_setting_at_fault(places):
         exports.read("encoder", google, serving=ServingOptions(quantize="int8"))
     with pytest.raises(ValueError, match=r"^jit_compile=True is for the task exports .* not export_type=preprocessor$"):
         exports.read("preprocessor", vocab_file=vocab, serving=ServingOptions(jit_compile=True))
+    with pytest.raises(ValueError, match=r"^mixed_precision=bf16 is for the task exports .* not export_type=encoder$"):
+        exports.read("encoder", google, serving=ServingOptions(mixed_precision="bf16"))
 
 
 def test_a_task_export_checks_the_run_against_the_settings(places, tmp_path):

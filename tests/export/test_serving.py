@@ -3,17 +3,19 @@ default call) gives the outputs of today's fixed-length export within 1e-5, its 
 longest sequence rounded up to the bucket; the XLA and int8 options serve from a loaded
 SavedModel and record themselves in serving.json."""
 
+import collections
 import itertools
 import json
 import types
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
-from bert_tf.export.common import CONSTANT_WEIGHT_ROWS, ServingOptions, model_runner
+from bert_tf.export.common import CONSTANT_WEIGHT_ROWS, ServingOptions, in_precision, model_runner
 from bert_tf.export.preprocessor import PreprocessorSavedModel
 from bert_tf.preprocessing import text_preprocessing
 from bert_tf.tasks.classifier.export import ClassifierSavedModel, export_classifier
@@ -167,15 +169,16 @@ def test_an_xla_int8_export_serves_from_the_loaded_saved_model_as_its_model_in_p
     assert len([v for v in loaded.variables if v.dtype == tf.int8]) == 6 * tiny_config().num_hidden_layers + 2
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
         assert json.load(f) == {"seq_length": SEQ, "length_bucket": BUCKET, "jit_compile": True, "quantize": "int8",
-                                "skip_padding": False, "constant_weights": False}
+                                "skip_padding": False, "constant_weights": False, "mixed_precision": None}
 
 
 def test_the_default_bucket_follows_the_serving_functions_xla_choice():
     assert ServingOptions().to_dict() == {"length_bucket": 1, "jit_compile": False, "quantize": None,
-                                          "skip_padding": True, "constant_weights": False}
+                                          "skip_padding": True, "constant_weights": False, "mixed_precision": None}
     assert ServingOptions(jit_compile=True).length_bucket == 8  # one program per shape: few shapes
     assert ServingOptions(quantize="int8").to_dict() == {"length_bucket": 8, "jit_compile": True, "quantize": "int8",
-                                                         "skip_padding": False, "constant_weights": False}
+                                                         "skip_padding": False, "constant_weights": False,
+                                                         "mixed_precision": None}
     assert ServingOptions(length_bucket=4, jit_compile=True).length_bucket == 4
     assert ServingOptions(length_bucket=None, jit_compile=True).length_bucket is None  # fixed length
     assert ServingOptions(length_bucket=None).skip_padding is False  # fixed shapes: the original's graph
@@ -202,6 +205,27 @@ def test_a_loaded_export_skips_the_padding_of_a_batch_and_serves_one_text_plainl
         np.testing.assert_allclose(served["probabilities"], fixed["probabilities"], atol=1e-5)
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
         assert json.load(f)["skip_padding"] is True
+
+
+def _constant_kernel_products(export_dir, kernel):
+    """{dtype: count} of the products (MatMul) in the saved functions of `export_dir` whose weight
+    is a graph constant of shape `kernel`, reached through the Identity a variable's read became
+    and the Cast of a mixed-precision layer (both folded away by TensorFlow's optimizer)."""
+    saved = saved_model_pb2.SavedModel.FromString((export_dir / "saved_model.pb").read_bytes())
+    found = collections.Counter()
+    for function in saved.meta_graphs[0].graph_def.library.function:
+        nodes = {n.name: n for n in function.node_def}
+
+        def source(name, nodes=nodes):
+            node = nodes.get(name.split(":")[0])
+            return source(node.input[0]) if node is not None and node.op in ("Identity", "Cast") else node
+
+        for product in (n for n in function.node_def if n.op == "MatMul"):
+            origin = source(product.input[1])
+            if origin is not None and origin.op == "Const" and [
+                    d.size for d in origin.attr["value"].tensor.tensor_shape.dim] == kernel:
+                found[tf.dtypes.as_dtype(product.attr["T"].type).name] += 1
+    return dict(found)
 
 
 def test_constant_weights_serve_a_few_rows_from_the_graphs_constants_and_other_requests_from_the_variables(
@@ -239,23 +263,72 @@ def test_constant_weights_serve_a_few_rows_from_the_graphs_constants_and_other_r
     weights = sum(v.numpy().nbytes for v in model.weights)
     assert (tmp_path / "constants" / "saved_model.pb").stat().st_size > weights
     config = tiny_config()
-    kernel = [config.hidden_size, config.intermediate_size]
-    feeding = 0
-    saved = saved_model_pb2.SavedModel.FromString((tmp_path / "constants" / "saved_model.pb").read_bytes())
-    for function in saved.meta_graphs[0].graph_def.library.function:
-        nodes = {n.name: n for n in function.node_def}
-
-        def source(name, nodes=nodes):
-            node = nodes.get(name.split(":")[0])
-            return source(node.input[0]) if node is not None and node.op == "Identity" else node
-
-        for product in (n for n in function.node_def if n.op == "MatMul"):
-            origin = source(product.input[1])
-            shape = [d.size for d in origin.attr["value"].tensor.tensor_shape.dim] if origin is not None else None
-            feeding += origin is not None and origin.op == "Const" and shape == kernel
-    assert feeding == config.num_hidden_layers, feeding  # each layer's intermediate Dense
+    # Each layer's intermediate Dense, a float32 product.
+    assert _constant_kernel_products(tmp_path / "constants", [config.hidden_size, config.intermediate_size]) == {
+        "float32": config.num_hidden_layers}
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
         assert json.load(f)["constant_weights"] is True
     for refused in ({"jit_compile": True}, {"quantize": "int8"}):
         with pytest.raises(ValueError, match="constant_weights=True is for float weights without XLA"):
             ServingOptions(constant_weights=True, **refused)
+
+
+def test_a_bf16_export_computes_in_bfloat16_on_constant_weights_and_leaves_the_model_as_it_was(setup, tmp_path):
+    """Written and loaded as a user serves it: the products are bfloat16 ones on constant weights
+    for a text's few rows; float32 probabilities close to the float32 export's but not equal
+    (bfloat16's rounding) on the constants and on the variables (a batch past 80 rows) alike; the
+    model given is left float32, its weights untouched."""
+    model = setup.models["classifier"]
+    weights = [w.copy() for w in model.get_weights()]
+    export_classifier(model, LABELS, "single", True, setup.vocab, True, SEQ, str(tmp_path / "bf16"),
+                      serving=ServingOptions(mixed_precision="bf16"))
+    loaded = tf.saved_model.load(str(tmp_path / "bf16"))
+    one = {"text_a": [" ".join(WORDS[:8])], "text_b": ["runs"]}  # 12 rows: the constants
+    batch = {"text_a": _texts(12, 9, 8, 12), "text_b": _texts(12, 10, 1, 3)}  # over 80 rows: the variables
+    for request in (one, batch):
+        got = _call(loaded.signatures["serving_default"], request, slice(None))["probabilities"]
+        want = _call(setup.served["classifier", "fixed"], request, slice(None))["probabilities"]
+        assert got.dtype == np.float32
+        assert 0 < np.abs(got - want).max() < 0.05, np.abs(got - want).max()
+    config = tiny_config()
+    assert _constant_kernel_products(tmp_path / "bf16", [config.hidden_size, config.intermediate_size]) == {
+        "bfloat16": config.num_hidden_layers}
+    with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
+        assert json.load(f) == {"seq_length": SEQ, "length_bucket": 1, "jit_compile": False, "quantize": None,
+                                "skip_padding": True, "constant_weights": True, "mixed_precision": "bf16"}
+    assert {layer.dtype_policy.name for layer in model._flatten_layers()} == {"float32"}
+    for got, want in zip(model.get_weights(), weights, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_in_precision_copies_the_model_as_keras_builds_it_under_that_global_policy(setup):
+    """The copy's layers take the policies of the same model built under Keras' global
+    mixed_bfloat16 policy: the LayerNorms and the head's last product stay float32."""
+    model = setup.models["classifier"]
+    assert in_precision(model, None) is model
+    copy = in_precision(model, "bf16")
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        built = BertClassifier(BertEncoder.from_bert_config(tiny_config()), num_classes=len(LABELS))
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+    def policies(m):  # the int32 inputs' layers aside: no computation of theirs follows a policy
+        return [(type(layer).__name__, layer.dtype_policy.name) for layer in m._flatten_layers()
+                if not isinstance(layer, keras.layers.InputLayer)]
+
+    assert policies(copy) == policies(built)
+    assert ("LayerNormalization", "float32") in policies(copy) and ("Dense", "mixed_bfloat16") in policies(copy)
+    for got, want in zip(copy.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_mixed_precision_takes_constant_weights_by_default_and_refuses_what_it_was_not_measured_with():
+    assert ServingOptions(mixed_precision="bf16").constant_weights is True
+    assert ServingOptions(mixed_precision="bf16", constant_weights=False).constant_weights is False
+    assert ServingOptions(mixed_precision="bf16", jit_compile=True).constant_weights is False  # XLA's own kernels
+    with pytest.raises(ValueError, match=r"^mixed_precision='fp16' is not one of bf16$"):
+        ServingOptions(mixed_precision="fp16")
+    with pytest.raises(ValueError, match=r"^mixed_precision=bf16 is for float weights, not quantize=int8"):
+        ServingOptions(mixed_precision="bf16", quantize="int8")

@@ -161,6 +161,10 @@ def exported(tmp_path_factory):
                                   "--constant_weights", "--quantize=int8", f"--export_dir={out}/bad13"],
         "constant_weights_encoder": ["--export_type=encoder", f"--init_checkpoint={g}/bert_model.ckpt",
                                      "--constant_weights", f"--export_dir={out}/bad14"],
+        "bf16_int8": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                      "--mixed_precision=bf16", "--quantize=int8", f"--export_dir={out}/bad15"],
+        "bf16_encoder": ["--export_type=encoder", f"--init_checkpoint={g}/bert_model.ckpt", "--mixed_precision=bf16",
+                         f"--export_dir={out}/bad16"],
         "exists": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                    f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}"],
         "overwrite": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
@@ -180,6 +184,9 @@ def exported(tmp_path_factory):
         # The same with the weights as constants too: XLA off whatever the speed file says.
         "classifier_constants": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
                                  "--constant_weights", "--verbosity=0", f"--export_dir={out}/classifier_constants"],
+        # bfloat16 compute: XLA off too, the weights as constants by default.
+        "classifier_bf16": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                            "--mixed_precision=bf16", "--verbosity=0", f"--export_dir={out}/classifier_bf16"],
     }
     cases["preprocessor"].append("--verbosity=0")
     # The second process reads a speed file saying "XLA on for float serving" for this machine, and
@@ -336,7 +343,8 @@ def loaded(request, exported):
     requests["encoder"] = {"b1": {k: v[:1] for k, v in packed.items()}, "b64": packed}
     requests["encoder_bf16"] = {"b64": packed}
     requests["squad_fixed"], requests["classifier_int8"] = requests["squad"], requests["classifier"]
-    requests["classifier_measured"] = requests["classifier_constants"] = requests["classifier"]
+    for kind in ("classifier_measured", "classifier_constants", "classifier_bf16"):
+        requests[kind] = requests["classifier"]
     (exported.out / "requests.json").write_text(json.dumps(requests))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""}
     result = subprocess.run(
@@ -351,7 +359,8 @@ def loaded(request, exported):
 def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_written(exported):
     outcomes = exported.outcomes
     for kind in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag", "encoder_bf16", "encoder_from_run",
-                 "overwrite", "squad_fixed", "classifier_int8", "classifier_measured", "classifier_constants"):
+                 "overwrite", "squad_fixed", "classifier_int8", "classifier_measured", "classifier_constants",
+                 "classifier_bf16"):
         assert outcomes[kind] == "ok", (kind, outcomes[kind])
     expected = {
         "config_mismatch": "checkpoint has shape (32,), model expects (16,)",
@@ -372,13 +381,16 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "constant_weights_int8": "--constant_weights=True is for float weights without XLA",
         "constant_weights_encoder": "--constant_weights=True is for the task exports (classifier, squad, ner, swag), "
                                     "not export_type=encoder",
+        "bf16_int8": "--mixed_precision=bf16 is for float weights, not quantize=int8",
+        "bf16_encoder": "--mixed_precision=bf16 is for the task exports (classifier, squad, ner, swag), "
+                        "not export_type=encoder",
     }
     for case, words in expected.items():
         assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (
             case,
             outcomes[case],
         )
-    for bad in (f"bad{i}" for i in range(1, 15)):
+    for bad in (f"bad{i}" for i in range(1, 17)):
         assert not (exported.out / bad).exists(), bad
     # --overwrite replaced the older export whole; no temporary folder is left behind.
     occupied = exported.out / "occupied"
@@ -407,34 +419,43 @@ def test_exports_load_without_this_package_and_carry_their_files(exported, loade
         # and skips the padding of a batch.
         assert json.loads(loaded.results[f"{kind}/assets"]["serving_file"]) == {
             "seq_length": record["max_seq_length"], "length_bucket": 1, "jit_compile": False, "quantize": None,
-            "skip_padding": True, "constant_weights": False}
+            "skip_padding": True, "constant_weights": False, "mixed_precision": None}
     assert json.loads(loaded.results["classifier_int8/assets"]["serving_file"]) == {
         "seq_length": 16, "length_bucket": 4, "jit_compile": True, "quantize": "int8", "skip_padding": False,
-        "constant_weights": False}
+        "constant_weights": False, "mixed_precision": None}
     assert json.loads(loaded.results["preprocessor/assets"]["serving_file"]) == {"seq_length": 16, "length_bucket": 1}
 
 
 def test_a_float_export_takes_this_machines_measured_xla_choice_and_says_where_from(exported, loaded):
-    assets = {k: json.loads(loaded.results[f"{k}/assets"]["serving_file"]) for k in ("classifier_measured",
-                                                                                       "squad_fixed",
-                                                                                       "classifier_constants")}
+    assets = {k: json.loads(loaded.results[f"{k}/assets"]["serving_file"])
+              for k in ("classifier_measured", "squad_fixed", "classifier_constants", "classifier_bf16")}
+    float32 = {"quantize": None, "mixed_precision": None}
     # XLA-compiled, the default bucket is 8: one program per shape.
     assert assets["classifier_measured"] == {"seq_length": 16, "length_bucket": 8, "jit_compile": True,
-                                             "quantize": None, "skip_padding": False, "constant_weights": False}
-    assert assets["squad_fixed"] == {"seq_length": 20, "length_bucket": None, "jit_compile": False, "quantize": None,
-                                     "skip_padding": False, "constant_weights": False}
+                                             "skip_padding": False, "constant_weights": False, **float32}
+    assert assets["squad_fixed"] == {"seq_length": 20, "length_bucket": None, "jit_compile": False,
+                                     "skip_padding": False, "constant_weights": False, **float32}
     assert assets["classifier_constants"] == {"seq_length": 16, "length_bucket": 1, "jit_compile": False,
-                                              "quantize": None, "skip_padding": True, "constant_weights": True}
-    # Compiled, or with the weights as constants, the float model gives the same probabilities.
-    for kind, size in itertools.product(("classifier_measured", "classifier_constants"), ("b1", "b64")):
-        np.testing.assert_allclose(loaded.results[f"{kind}/{size}"]["probabilities"],  # b1: 7 to 80 rows
-                                   loaded.results[f"classifier/{size}"]["probabilities"], atol=1e-5)
-    # One line each for the three task exports logged (squad_fixed, this one, the constants' one),
-    # none for the preprocessor.
+                                              "skip_padding": True, "constant_weights": True, **float32}
+    assert assets["classifier_bf16"] == {"seq_length": 16, "length_bucket": 1, "jit_compile": False, "quantize": None,
+                                         "skip_padding": True, "constant_weights": True, "mixed_precision": "bf16"}
+    # Compiled, or with the weights as constants, the float model gives the same probabilities;
+    # bfloat16 close ones (its rounding), on the constants (b1: 7 to 80 rows) and the variables.
+    for kind, size in itertools.product(("classifier_measured", "classifier_constants", "classifier_bf16"),
+                                        ("b1", "b64")):
+        got = np.asarray(loaded.results[f"{kind}/{size}"]["probabilities"])
+        want = np.asarray(loaded.results[f"classifier/{size}"]["probabilities"])
+        if kind == "classifier_bf16":
+            assert 0 < np.abs(got - want).max() < 0.05, (size, np.abs(got - want).max())
+        else:
+            np.testing.assert_allclose(got, want, atol=1e-5)
+    # One line each for the four task exports logged (squad_fixed, this one, the constants' and
+    # bf16's), none for the preprocessor.
     lines = [line for line in exported.log.read_text().splitlines() if "jit_compile" in line]
     assert lines == ["serving_jit_compile=False: given",
                      f"serving_jit_compile=True: measured on this machine ({exported.speed_file})",
-                     "serving_jit_compile=False: --constant_weights"], lines
+                     "serving_jit_compile=False: --constant_weights",
+                     "serving_jit_compile=False: --mixed_precision=bf16"], lines
 
 
 def test_saved_model_cli_lists_each_signature_with_names_dtypes_and_shapes(loaded):

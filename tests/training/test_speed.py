@@ -209,6 +209,14 @@ class TestSeveralChoicesInOneFile:
         assert speed.choose_serving_jit_compile(True, None) == (True, "given", None)
         assert speed.choose_serving_jit_compile(None, "int8").warning is None
 
+    def test_options_measured_without_xla_turn_it_off_unless_given_without_reading_the_file(self, _speed_file):
+        _write(_speed_file, "{not json")  # read, it would warn
+        without = ["--constant_weights", "--mixed_precision=bf16"]
+        assert speed.choose_serving_jit_compile(None, None, measured_without=without) == (
+            False, "--constant_weights --mixed_precision=bf16", None)
+        assert speed.choose_serving_jit_compile(True, None, measured_without=without) == (True, "given", None)
+        assert speed.choose_serving_jit_compile(None, "int8", measured_without=without).value is True
+
     @pytest.mark.parametrize("text", ["{not json", '{"signature": {}, "choices": {"serving_jit_compile": {}}}',
                                       '{"signature": {}, "choices": {"serving_jit_compile": {"value": 1}}}'])
     def test_an_unreadable_file_warns_and_float_exports_keep_the_built_in_default(self, _speed_file, text):

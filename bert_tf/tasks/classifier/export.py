@@ -84,7 +84,7 @@ def export_classifier(model, labels, label_kind, pair, vocab_file, do_lower_case
         )
     return write_text_in_export(
         model,
-        lambda tokenizer, packer, run_model: ClassifierSavedModel(
+        lambda model, tokenizer, packer, run_model: ClassifierSavedModel(
             model, tokenizer, packer, run_model, labels, label_kind, pair
         ),
         vocab_file, do_lower_case, seq_length, export_dir, task, overwrite, serving,

@@ -130,7 +130,7 @@ def export_ner(model, labels, vocab_file, do_lower_case, seq_length, export_dir,
     if model.num_classes != len(labels):
         raise ValueError(f"the model has {model.num_classes} outputs, but there are {len(labels)} tags {list(labels)}")
 
-    def make_root(tokenizer, packer, run_model):
+    def make_root(model, tokenizer, packer, run_model):
         if "[UNK]" not in tokenizer.vocabulary:
             raise ValueError(f"vocab {vocab_file!r} has no [UNK]")
         return TokenClassifierSavedModel(model, tokenizer, packer, run_model, labels, window_context_words)

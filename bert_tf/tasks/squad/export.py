@@ -77,7 +77,7 @@ def export_squad(model, vocab_file, do_lower_case, seq_length, max_query_length,
         )
     return write_text_in_export(
         model,
-        lambda tokenizer, packer, run_model: SpanLabelerSavedModel(
+        lambda model, tokenizer, packer, run_model: SpanLabelerSavedModel(
             model, tokenizer, packer, run_model, max_query_length
         ),
         vocab_file, do_lower_case, seq_length, export_dir, task, overwrite, serving,

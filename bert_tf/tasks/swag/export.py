@@ -61,7 +61,7 @@ def export_swag(model, vocab_file, do_lower_case, seq_length, export_dir, task=N
     context and its `model.num_choices` choices as text (see the module's docstring); serving:
     how the model runs (`ServingOptions`). Returns `export_dir`."""
     return write_text_in_export(
-        model, lambda tokenizer, packer, run_model: MultipleChoiceSavedModel(model, tokenizer, packer, run_model),
+        model, MultipleChoiceSavedModel,  # called as make_root(model, tokenizer, packer, run_model)
         vocab_file, do_lower_case, seq_length, export_dir, task, overwrite, serving,
     )
 

@@ -1,10 +1,11 @@
-"""What `--quantize=int8` costs in accuracy (bench/serving.py measures what it buys in speed): a
-run_classifier.py output_dir (single sentences) is exported as export_saved_model.py does, in float
-and with int8 Dense kernels, and both exports classify a dev file: their accuracy, how many
-predictions differ, and the largest and mean probability difference.
+"""What the lower-precision exports cost in accuracy (bench/serving.py measures what they buy in
+speed): a run_classifier.py output_dir (single sentences) is exported as export_saved_model.py does,
+in float32, with int8 Dense kernels (`--quantize=int8`) and computing in bfloat16
+(`--mixed_precision=bf16`), and each export classifies a dev file: its accuracy, and for int8 and
+bf16 how many predictions differ from float32's and the largest and mean probability difference.
 
-    python bench/serving_int8_accuracy.py --run=RUN_DIR [--tsv=data/sentiment/dev.tsv]
-    python bench/serving_int8_accuracy.py --smoke  # fine-tunes the tiny config briefly first (the suite's)
+    python bench/serving_accuracy.py --run=RUN_DIR [--tsv=data/sentiment/dev.tsv]
+    python bench/serving_accuracy.py --smoke  # fine-tunes the tiny config briefly first (the suite's)
 
 --tsv: a GLUE SST-2 layout file (a header, then sentence TAB label). --smoke trains
 data/bert_config_tiny.json from random weights on data/sentiment for --smoke_epochs epochs with
@@ -20,7 +21,7 @@ import numpy as np
 from absl import app, flags, logging
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)  # run as `python bench/serving_int8_accuracy.py`: bert_tf from this checkout
+sys.path.insert(0, REPO)  # run as `python bench/serving_accuracy.py`: bert_tf from this checkout
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run", None, "A run_classifier.py output_dir (single sentences): its float and int8 exports.")
@@ -40,8 +41,11 @@ def read_tsv(path):
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
+EXPORTS = {"float32": {}, "int8": {"quantize": "int8"}, "bf16": {"mixed_precision": "bf16"}}  # -> ServingOptions
+
+
 def exported_outputs(run, texts):
-    """{"float32" | "int8": the serving signature's outputs on `texts`} of `run`'s two exports, each
+    """{name of EXPORTS: the serving signature's outputs on `texts`} of `run`'s exports, each
     written as export_saved_model.py writes it and loaded with TensorFlow alone."""
     import tensorflow as tf
 
@@ -50,23 +54,24 @@ def exported_outputs(run, texts):
 
     outputs = {}
     with tempfile.TemporaryDirectory() as directory:
-        for name, quantize in (("float32", None), ("int8", "int8")):
-            exports.read("classifier", run, serving=ServingOptions(quantize=quantize)).write(
-                os.path.join(directory, name))
+        for name, options in EXPORTS.items():
+            exports.read("classifier", run, serving=ServingOptions(**options)).write(os.path.join(directory, name))
             serve = tf.saved_model.load(os.path.join(directory, name)).signatures["serving_default"]
             outputs[name] = {k: np.asarray(v) for k, v in serve(text_a=tf.constant(texts)).items()}
     return outputs
 
 
 def report(outputs, labels):
-    """Prints each export's accuracy on `labels`, and how far int8's predictions are from float32's."""
+    """Prints each export's accuracy on `labels`, and how far the others' predictions are from float32's."""
     for name, out in outputs.items():
         correct = sum(label.decode() == want for label, want in zip(out["label"], labels, strict=True))
         print(f"  {name:8} dev accuracy {correct / len(labels):.4f} ({correct} of {len(labels)})")
-    changed = int((outputs["int8"]["label_id"] != outputs["float32"]["label_id"]).sum())
-    difference = np.abs(outputs["int8"]["probabilities"] - outputs["float32"]["probabilities"])
-    print(f"  int8 against float32: {changed} predictions differ; probabilities differ by {difference.max():.2e} "
-          f"at most, {difference.mean():.2e} on average")
+    reference = outputs["float32"]
+    for name in (n for n in outputs if n != "float32"):
+        changed = int((outputs[name]["label_id"] != reference["label_id"]).sum())
+        difference = np.abs(outputs[name]["probabilities"] - reference["probabilities"])
+        print(f"  {name} against float32: {changed} predictions differ; probabilities differ by "
+              f"{difference.max():.2e} at most, {difference.mean():.2e} on average")
 
 
 def smoke_run(directory):
