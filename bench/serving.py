@@ -17,9 +17,8 @@ vocab size (data/vocab.txt padded with [unusedN] to 30,522). Ours: `export_class
 `ServingOptions` (fixed: --pad_to_max_seq_length's fixed shapes; dynamic: the request's length in
 buckets of --length_bucket, default each export's own (1 without XLA, 8 with), and a batch's padding
 skipped (the default without XLA); dynamic_plain: the same without skipping it; +xla: the model part
-jit-compiled; int8: Keras' int8 Dense kernels; dynamic+consts: the weights also as graph constants for
-a few rows, `constant_weights`; bf16: Keras' mixed_bfloat16 compute, with those constants, and bf16_vars
-without them, `mixed_precision="bf16"`), loaded with `tf.saved_model.load` and called through
+jit-compiled; int8: Keras' int8 Dense kernels; bf16: bfloat16 weights and products,
+`mixed_precision="bf16"`), loaded with `tf.saved_model.load` and called through
 `serving_default` (tokenization and packing in the graph). "tokenize+pack" is the preprocessing
 alone (the preprocessor export's default call), so that its share of the text-in latency shows.
 
@@ -31,8 +30,12 @@ BertTokenizerFast from the same vocab.txt, padded to the request's longest (as i
 sequence axes, ORT_ENABLE_ALL); "onnxruntime int8" (that file through `quantize_dynamic`). Every
 path's probabilities are compared with ours at fixed length before timing.
 
-Each side (ours; torch eager; onnxruntime fp32; onnxruntime int8) runs in its own process (this
-script again, with --side), so that the thread pools of TensorFlow, PyTorch and ONNX Runtime never
+"+frozen": the same export (those without XLA, which takes no oneDNN kernel) loaded by a process of
+its own started with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1, which keeps oneDNN's weight layouts
+(`bert_tf.export.common.model_runner` says how and when that is safe); --nofrozen_weights leaves it out.
+
+Each side (ours; ours+frozen; torch eager; onnxruntime fp32; onnxruntime int8) runs in its own
+process (this script again, with --side), so that the thread pools of TensorFlow, PyTorch and ONNX Runtime never
 compete: in one process PyTorch's batch-1 p50 came out 10-25x its figure alone. Every side gets
 --intra_op_threads threads (0: the cores) and --inter_op_threads (0: the library's default), set as
 each library documents (tf.config.threading, torch.set_num_threads, ORT SessionOptions). The sides
@@ -82,10 +85,12 @@ flags.DEFINE_list("ours", ["fixed", "dynamic", "dynamic+xla", "int8", "int8+xla"
 flags.DEFINE_list("peer_dirs", [], "Folders holding torch, transformers, onnxruntime, onnx (appended to sys.path).")
 flags.DEFINE_integer("intra_op_threads", 0, "Every side's intra-op threads (0: the machine's cores).")
 flags.DEFINE_integer("inter_op_threads", 0, "Every side's inter-op threads (0: each library's default).")
+flags.DEFINE_bool("frozen_weights", True, "Also serve our exports without XLA from a process started with "
+                  "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (paths NAME+frozen).")
 flags.DEFINE_bool("smoke", False, "The tiny config, a few calls, no peers unless --peer_dirs names them.")
 flags.DEFINE_bool("save_defaults", False, "Save whether XLA made our float export faster here (--ours: dynamic and "
                   "dynamic+xla unless given) as this machine's serving_jit_compile default (bert_tf.training.speed).")
-flags.DEFINE_enum("side", None, ["ours", "torch", "ort_fp32", "ort_int8"],
+flags.DEFINE_enum("side", None, ["ours", "ours_frozen", "torch", "ort_fp32", "ort_int8"],
                   "Internal: serve this side's paths to the driving process over stdin/stdout.")
 flags.DEFINE_string("side_dir", None, "Internal: the folder the sides share (vocab, exports, HF folder, ONNX files).")
 
@@ -98,12 +103,12 @@ OURS = {  # name -> ServingOptions
     "fixed": dict(length_bucket=None), "dynamic": dict(jit_compile=False),
     "dynamic_plain": dict(jit_compile=False, skip_padding=False), "dynamic+xla": dict(jit_compile=True),
     "int8": dict(quantize="int8", jit_compile=False), "int8+xla": dict(quantize="int8", jit_compile=True),
-    "dynamic+consts": dict(jit_compile=False, constant_weights=True),  # the weights also as graph constants
-    "bf16": dict(jit_compile=False, mixed_precision="bf16"),  # mixed_bfloat16, the weights also as constants
-    "bf16_vars": dict(jit_compile=False, mixed_precision="bf16", constant_weights=False),  # on the variables alone
+    "bf16": dict(jit_compile=False, mixed_precision="bf16"),  # bfloat16 weights and products
 }
 XLA_PAIR = ("dynamic", "dynamic+xla")  # --save_defaults: our float export without XLA, with it
 VOCAB_SIZE = 30522
+# bert_tf.export.common.FROZEN_WEIGHTS_ENV, not imported: this driving process loads no TensorFlow.
+FROZEN_WEIGHTS_ENV = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 NOT_PROBABILITIES = {"tokenize+pack"}  # timed, but gives the input_mask
 
 
@@ -193,6 +198,28 @@ def our_side(directory):
     return paths, lines, one_per_shape(ones, pack) + one_per_shape(batches, pack)
 
 
+def frozen_side(directory):
+    """Our exports without XLA as our side wrote them, loaded in this process (started with
+    FROZEN_WEIGHTS_ENV=1): NAME+frozen -> fn(a, b)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 - the exports' tokenizer ops
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads())
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
+    paths = {}
+    for name in frozen_names():
+        serve = tf.saved_model.load(os.path.join(directory, name)).signatures["serving_default"]
+        paths[f"{name}+frozen"] = lambda a, b, serve=serve: serve(text_a=tf.constant(a),
+                                                                  text_b=tf.constant(b))["probabilities"]
+    return paths, [f"ours+frozen: the same exports, {FROZEN_WEIGHTS_ENV}={os.environ.get(FROZEN_WEIGHTS_ENV)}"], []
+
+
+def frozen_names():
+    """--ours without XLA (XLA runs no oneDNN kernel), when --frozen_weights."""
+    xla = {name: options.get("jit_compile", "quantize" in options) for name, options in OURS.items()}  # its default
+    return [name for name in FLAGS.ours if FLAGS.frozen_weights and not xla[name]]
+
+
 def hf_encode(directory):
     """fn(a, b, kind) -> transformers' encoding of a request, padded to its longest, cut at --seq_length."""
     import transformers
@@ -270,8 +297,8 @@ def serve_side():
     protocol = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # whatever the libraries print goes to stderr, not into the protocol
     peers_found()  # puts --peer_dirs on sys.path
-    build = {"ours": our_side, "torch": torch_side, "ort_fp32": lambda d: ort_side(d, False),
-             "ort_int8": lambda d: ort_side(d, True)}[FLAGS.side]
+    build = {"ours": our_side, "ours_frozen": frozen_side, "torch": torch_side,
+             "ort_fp32": lambda d: ort_side(d, False), "ort_int8": lambda d: ort_side(d, True)}[FLAGS.side]
     paths, lines, warm_up = build(FLAGS.side_dir)
     protocol.write(json.dumps({"lines": lines, "warm_up": warm_up}) + "\n")
     protocol.flush()
@@ -295,11 +322,11 @@ def serve_side():
 class Side:
     """A side's process (this script again, with this run's flags and --side) and its pipes."""
 
-    def __init__(self, side, directory):
+    def __init__(self, side, directory, env=None):
         argv = [a for a in sys.argv[1:] if not a.startswith("--side")]
         self.side, self.process = side, subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), *argv, f"--side={side}", f"--side_dir={directory}"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
         self.ready = self.ask()
 
     def ask(self, **command):
@@ -342,7 +369,9 @@ def one_per_shape(calls, pack):
 def start_sides(directory):
     """The sides' processes, ours first (it writes what the peers load), and the skipped peers' reasons."""
     torch_found, onnx_found = peers_found()
-    sides, skipped = [Side("ours", directory)], []
+    sides, skipped = [Side("ours", directory)], []  # ours first: the others load what it wrote
+    if frozen_names():
+        sides.append(Side("ours_frozen", directory, env={FROZEN_WEIGHTS_ENV: "1"}))
     if not torch_found:
         return sides, [f"PyTorch and ONNX Runtime peers skipped: torch or transformers not found in {FLAGS.peer_dirs} "
                        "(pip install --target DIR torch transformers onnxruntime onnx; --peer_dirs=DIR)"]

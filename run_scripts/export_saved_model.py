@@ -27,8 +27,9 @@ attention's scores (--skip_padding, on by default without XLA). --quantize=int8 
 --serving_jit_compile XLA-compiles the model part of the serving function; unset, it is on with int8
 and, for float weights, this machine's measured choice (`python bench/serving.py --save_defaults`,
 bert_tf.training.speed; off without one, on for a GPU), logged with where it came from.
---constant_weights also holds the weights as graph constants for one text's few rows;
---mixed_precision=bf16 computes in bfloat16 (with constant weights unless --noconstant_weights). The
+--mixed_precision=bf16 serves bfloat16 weights and products (float32 LayerNorms, softmax and
+outputs). A process serving a float export runs one text faster with the environment variable
+TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (bert_tf.export.common.model_runner says when it is safe). The
 export is written under a temporary name and renamed when complete; an existing --export_dir is
 replaced only with --overwrite.
 """
@@ -93,17 +94,11 @@ flags.DEFINE_bool(
     "scores) on its real tokens alone; outputs on real tokens are alike. Default: on without XLA where the request's "
     "length is used; off with --serving_jit_compile (XLA takes no data-dependent shape) or --pad_to_max_seq_length.",
 )
-flags.DEFINE_bool(
-    "constant_weights", None,
-    "Task exports, float weights without XLA (turns --serving_jit_compile's default off): the weights also as graph "
-    "constants, for requests of 7 to 80 token rows (CPU, batch 1: 0.78x the time; ServingOptions.constant_weights). "
-    "Default: on with --mixed_precision=bf16, else off.",
-)
 flags.DEFINE_enum(
     "mixed_precision", "none", ["none", *MIXED_PRECISION],
-    "Task exports: bf16 computes in Keras' mixed_bfloat16 policy, float32 weights, softmax, LayerNorms and outputs "
-    "(a precision change; fastest on CPUs with AVX512_BF16 or AMX; ServingOptions.mixed_precision). Turns "
-    "--serving_jit_compile's default off.",
+    "Task exports: bf16 holds bfloat16 weights and runs the products in bfloat16, the LayerNorms, softmax and outputs "
+    "in float32 (a precision change; fastest on CPUs with AVX512_BF16 or AMX; ServingOptions.mixed_precision). "
+    "Turns --serving_jit_compile's default off (measured without XLA).",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 
@@ -131,8 +126,7 @@ def main(argv):
         fail("--export_type=preprocessor needs --vocab_file")
     jit_compile, mixed_precision = FLAGS.serving_jit_compile, None if FLAGS.mixed_precision == "none" else "bf16"
     if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
-        without_xla = [f"--{name}" + ("" if value is True else f"={value}") for name, value in
-                       (("constant_weights", FLAGS.constant_weights), ("mixed_precision", mixed_precision)) if value]
+        without_xla = [f"--mixed_precision={mixed_precision}"] if mixed_precision else []
         choice = choose_serving_jit_compile(jit_compile, FLAGS.quantize, measured_without=without_xla)
         jit_compile = log_jit_choice("serving_jit_compile", choice)
     bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
@@ -143,9 +137,8 @@ def main(argv):
     if skip_padding is True and jit_compile:  # XLA may be on without the flag (int8, this machine's choice)
         fail(f"--skip_padding needs a serving function without XLA (--noserving_jit_compile): "
              f"{SKIP_PADDING_WITHOUT_XLA}")
-    constant_weights = AUTO if FLAGS.constant_weights is None else FLAGS.constant_weights
-    serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize, skip_padding, constant_weights,
-                                                  mixed_precision), "--")
+    serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize, skip_padding, mixed_precision),
+                           "--")
     library_call(
         lambda: exports.check_casing(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)
     )

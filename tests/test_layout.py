@@ -21,7 +21,7 @@ MAX_SCRIPT_LINES = 150
 LONGER_SCRIPTS = {
     "common_flags.py": 525, "run_pretraining.py": 200, "create_pretraining_data.py": 200,
     "quickstart.py": 200,  # a walk through five scripts, printing each one's figures
-    "export_saved_model.py": 170,  # issue 21's serving options: one flag each, checked by the library
+    "export_saved_model.py": 165,  # issue 21's serving options: one flag each, checked by the library
 }
 MAX_FUNCTION_LINES = 80
 # Longer functions that only declare (each line one argument, layer or field), not logic.

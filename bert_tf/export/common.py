@@ -12,8 +12,9 @@ from bert_tf.models.bert_encoder import INPUT_NAMES, padding_skipped
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA, check_length_bucket, default_length_bucket
 
 QUANTIZE_MODES = ("int8",)
-MIXED_PRECISION = {"bf16": "mixed_bfloat16"}  # ServingOptions.mixed_precision -> Keras' dtype policy
-CONSTANT_WEIGHT_ROWS = (7, 80)  # ServingOptions.constant_weights: the rows that run on the constants
+MIXED_PRECISION = {"bf16": "bfloat16"}  # ServingOptions.mixed_precision -> the copy's Keras dtype policy
+LAYOUT_ROWS = (7, 80)  # oneDNN's weight layout for 7 to 80 rows, another for other counts (model_runner)
+FROZEN_WEIGHTS_ENV = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"  # a serving process's setting (model_runner)
 AUTO = "auto"  # ServingOptions.length_bucket: the default for its XLA choice
 
 
@@ -50,41 +51,24 @@ class ServingOptions:
       runs the plain graph. AUTO (the default): on without XLA where the request's length is
       used (not with fixed shapes: those are the original's graph); XLA cannot take it (a shape
       that depends on the data).
-    constant_weights: the serving function also holds the model's weights as constants of its
-      graph, and runs a request of CONSTANT_WEIGHT_ROWS token rows (batch x length of its packed
-      inputs: a text, or a few) on them, any other on the variables; where padding is skipped, a
-      request with padding keeps the variables too (constants in both graphs would hold the
-      weights twice more). oneDNN lays a constant weight out for its kernel once and keeps it, where it
-      re-packs a variable on every call, a cost that does not shrink with the rows (bench/serving.py,
-      BERT-Base text in on 2 AVX-512 cores: batch-1 p50 33.5 against 42.7 ms, 0.78x; batches of
-      32 unchanged). It keeps the layout of its first call only, and picks one layout for 7 to 80
-      rows and another for other counts (oneDNN 3.7's inner product on AVX-512, on both machines
-      measured), hence the window. The cost: saved_model.pb holds the weights (440 MB more for
-      BERT-Base; protocol buffers stop at 2 GB) and a serving process holds them three times (the
-      variables, the constants, oneDNN's copy); the constants are the weights at export time, so a
-      loaded export trained further through its variables serves those requests with the old
-      weights (export again instead). Float weights without XLA only. AUTO (the default): on with
-      mixed_precision (where it is what makes bfloat16 pay: see there), else off.
-    mixed_precision: "bf16" runs the model in Keras' mixed_bfloat16 policy: products, GELU and
-      the like in bfloat16, the weights kept float32 in the export's variables and cast for the
-      products, the attention's softmax and the LayerNorms in float32 (as the layers do under
-      that policy), the outputs float32. A precision change, as int8 is: the probabilities move
-      by about 1e-3 (bench/serving_accuracy.py measures a fine-tuned task's). With the weights
-      as constants (constant_weights' default here) the casts are folded into bfloat16
-      constants once, and oneDNN's bfloat16 kernels halve the bytes each product reads: on a CPU
-      with bfloat16 instructions (AVX512_BF16 or AMX) this is the fastest float export
-      (bench/serving.py, BERT-Base on 2 AVX-512 cores with AVX512_BF16: batch-1 p50 below ONNX
-      Runtime fp32's, README "Speed on real text"). On the variables alone every call casts every
-      weight, slower at batch 1 than float32; on a CPU without bfloat16 instructions oneDNN
-      emulates them: measure there before serving it. None (the default): float32 throughout.
-      Not with int8 weights.
+    mixed_precision: "bf16" runs the model on bfloat16 weights: the export holds a copy of the
+      model built from its config in Keras' "bfloat16" dtype policy (`in_precision`), so its
+      Dense kernels, embeddings and biases are bfloat16 variables (half the bytes to store and
+      for each product to read) and its products, GELU and residual sums run in bfloat16, while
+      the layers that always compute in float32 stay so (the LayerNorms, the attention's softmax,
+      the heads' last products) and the outputs are float32. A precision change, as int8 is: the
+      probabilities move by about 1e-3 (bench/serving_accuracy.py measures a fine-tuned task's).
+      Fastest on CPUs with bfloat16 instructions (AVX512_BF16, AMX), above all in a process that
+      keeps oneDNN's weight layouts (FROZEN_WEIGHTS_ENV, see `model_runner`): bench/serving.py,
+      BERT-Base text in on 2 AVX-512 cores with AVX512_BF16, README "Speed on real text". Where
+      oneDNN emulates bfloat16 (no such instructions) it is slower: measure before serving it.
+      None (the default): float32 throughout. Not with int8 weights.
     """
 
     length_bucket: int | None | str = AUTO
     jit_compile: bool | None = None
     quantize: str | None = None
     skip_padding: bool | str = AUTO
-    constant_weights: bool | str = AUTO
     mixed_precision: str | None = None
 
     def __post_init__(self):
@@ -105,11 +89,6 @@ class ServingOptions:
         if self.mixed_precision and self.quantize:
             raise ValueError(f"mixed_precision={self.mixed_precision} is for float weights, not quantize="
                              f"{self.quantize}: the int8 kernels take their inputs in float32")
-        if self.constant_weights == AUTO:
-            object.__setattr__(self, "constant_weights", bool(self.mixed_precision) and not self.jit_compile)
-        if self.constant_weights and (self.jit_compile or self.quantize):
-            raise ValueError("constant_weights=True is for float weights without XLA (jit_compile=False, "
-                             "quantize=None): XLA and int8 take other kernels, where it was not measured")
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -155,20 +134,34 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     `[..., seq_length]` tensors) cut to the request's bucketed length when `options.length_bucket`
     is set, XLA-compiled when `options.jit_compile`, skipping a request's padding when
     `options.skip_padding`. Outputs that follow the sequence axis come out as long as the cut
-    inputs."""
+    inputs.
+
+    Without XLA, the model's graph is there twice for each way of running it (plain, padding
+    skipped): one copy for requests whose products take LAYOUT_ROWS rows, one for the others
+    (`_routed_by_rows`). That costs nothing where each call re-packs the weights for oneDNN, as
+    TensorFlow does by default; but a serving process started with the environment variable
+    FROZEN_WEIGHTS_ENV=1 (TensorFlow's: oneDNN then takes every product's weights as constant)
+    lays each product's weights out once, on its first call, and keeps that layout, and oneDNN's
+    inner product picks one layout for 7 to 80 rows and another for other counts (oneDNN 3.7 on
+    AVX-512, on both machines measured; `bench/matmul_rows.py`): in one copy a first batch would
+    leave every later one-text call re-laying the weights, 2x slower than not keeping them. With
+    the copies, each keeps its own, and one text at batch 1 runs faster (bench/serving.py, BERT-Base
+    on 2 AVX-512 cores, README "Speed on real text"). The variable is a process's promise that no
+    weight changes (TensorFlow reads it once; set it before TensorFlow starts): only in a process
+    that serves, never in one that trains, and only for graphs whose products all multiply by
+    weights, as these exports' do."""
 
     def call(inputs):
         return model(inputs, training=False)
 
-    few_rows = _constant_weights_for_few_rows if options.constant_weights else lambda call: call
     if options.jit_compile:
         # A nested tf.function keeps its compile attribute in the SavedModel: a loaded export
         # compiles it per input shape without this package.
         call = tf.function(call, jit_compile=True, autograph=False)
     elif options.skip_padding:
-        call = _padding_skipped_when_any(model, call, few_rows)
+        call = _padding_skipped_when_any(model, call)
     else:
-        call = few_rows(call)
+        call = _routed_by_rows(call, lambda inputs: tf.size(inputs["input_mask"]))
 
     def run(inputs):
         return call(cut_padding(inputs, options.length_bucket, seq_axis_keys))
@@ -176,17 +169,18 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     return run
 
 
-def _padding_skipped_when_any(model, call, few_rows):
+def _padding_skipped_when_any(model, call):
     """`call` with the padding skipped when `inputs` has any; without, the plain graph (skipping
     gathers and scatters every layer's rows for nothing there: one text at its exact length).
-    `few_rows` wraps the plain branch (`_constant_weights_for_few_rows`, or nothing): constants
-    for both would hold the weights twice more."""
+    Each routed by the rows its products take (`_routed_by_rows`): all the packed inputs' rows in
+    the plain graph, the real tokens alone where the padding is skipped."""
 
     def skipped(inputs):
         with padding_skipped(model):  # the graph is traced here: it keeps skipping
             return call(inputs)
 
-    plain = few_rows(call)
+    plain = _routed_by_rows(call, lambda inputs: tf.size(inputs["input_mask"]))
+    skipped = _routed_by_rows(skipped, lambda inputs: tf.math.count_nonzero(inputs["input_mask"], dtype=tf.int32))
 
     def run(inputs):
         no_padding = tf.reduce_all(tf.not_equal(inputs["input_mask"], 0))
@@ -195,31 +189,16 @@ def _padding_skipped_when_any(model, call, few_rows):
     return run
 
 
-def _constant_weights_for_few_rows(call):
-    """`call` on a copy of it whose variables are graph constants (ServingOptions.constant_weights)
-    when the request's token rows (its packed inputs' size) lie in CONSTANT_WEIGHT_ROWS;
-    the copy is made once per input structure, so that the export holds the constants once. `call`
-    must hold no control flow around the products: converted, a branch's weights become inputs of
-    its If, not constants of its graph, and oneDNN no longer sees them as constant."""
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
-
-    frozen = {}
-
-    def constant(inputs):
-        specs = {name: tf.TensorSpec([None] * t.shape.rank, t.dtype) for name, t in inputs.items()}
-        key = tuple(sorted((name, spec.shape.rank, spec.dtype.name) for name, spec in specs.items()))
-        if key not in frozen:
-            with tf.init_scope():  # the variables' values are read eagerly, once
-                traced = tf.function(call, autograph=False).get_concrete_function(specs)
-                frozen[key] = (traced.structured_outputs, convert_variables_to_constants_v2(traced))
-        structure, function = frozen[key]
-        return tf.nest.pack_sequence_as(structure, function(*tf.nest.flatten(inputs)))
+def _routed_by_rows(call, rows_of):
+    """`call` through two copies of its graph, each a function of its own (its own kernels, so
+    its own kept layouts; `model_runner`): one for requests whose products take LAYOUT_ROWS rows
+    (`rows_of(inputs)`), one for the others."""
+    few_rows, other_rows = (tf.function(call, autograph=False) for _ in range(2))
 
     def run(inputs):
-        rows = tf.size(inputs["input_mask"])
-        low, high = CONSTANT_WEIGHT_ROWS
-        few = tf.logical_and(rows >= low, rows <= high)
-        return tf.cond(few, lambda: constant(inputs), lambda: call(inputs))
+        rows = rows_of(inputs)
+        low, high = LAYOUT_ROWS
+        return tf.cond(tf.logical_and(rows >= low, rows <= high), lambda: few_rows(inputs), lambda: other_rows(inputs))
 
     return run
 

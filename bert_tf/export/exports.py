@@ -18,7 +18,7 @@ import dataclasses
 
 from bert_tf import tokenization
 from bert_tf.checkpoints import hf, sources
-from bert_tf.export.common import CONSTANT_WEIGHT_ROWS, DEFAULT_SERVING, MIXED_PRECISION, check_seq_length
+from bert_tf.export.common import DEFAULT_SERVING, MIXED_PRECISION, check_seq_length
 from bert_tf.export.encoder import export_encoder
 from bert_tf.export.preprocessor import export_preprocessor
 from bert_tf.tasks import record as run_record
@@ -79,9 +79,7 @@ def _described(serving):
     if serving.quantize:
         parts.append(f"{serving.quantize} Dense weights")
     if serving.mixed_precision:
-        parts.append(f"{MIXED_PRECISION[serving.mixed_precision]} compute")
-    if serving.constant_weights:
-        parts.append("the weights also as constants for {}-{} token rows".format(*CONSTANT_WEIGHT_ROWS))
+        parts.append(f"{MIXED_PRECISION[serving.mixed_precision]} weights and products")
     return ", ".join(parts)
 
 
@@ -95,7 +93,7 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     given must be the run's), the others True and PREPROCESSOR_SEQ_LENGTH. `max_query_length`:
     squad's, default the run's. `serving`: how a task export runs its model (`ServingOptions`); the
     preprocessor takes its length_bucket alone, the encoder (ids in, any length) none of it."""
-    model_options = ("quantize", "jit_compile", "mixed_precision", "constant_weights")  # of a model per request
+    model_options = ("quantize", "jit_compile", "mixed_precision")  # of a model run per request
     if export_type not in registry.KINDS and any(getattr(serving, name) for name in model_options):
         what = next(name for name in model_options if getattr(serving, name))
         raise ValueError(f"{what}={getattr(serving, what)} is for the task exports ({', '.join(registry.KINDS)}), "

@@ -1,9 +1,9 @@
 """bench/serving.py in its smoke size, run from the repository root as its docstring says: our
-exports at fixed length, at the request's length without and with XLA, with int8 weights, with
-constant weights and in bfloat16, each timed in a process of its own started with this run's
-flags, each agreeing with the fixed-length export; the peers skipped with a message (none
-installed here); --save_defaults saving XLA's choice for float exports where $BERT_TF_SPEED_FILE
-says, beside the fine-tuning one."""
+exports at fixed length, at the request's length without and with XLA, with int8 weights and in
+bfloat16, each timed in a process of its own started with this run's flags, and those without XLA
+again from a process keeping oneDNN's weight layouts, each agreeing with the fixed-length export;
+the peers skipped with a message (none installed here); --save_defaults saving XLA's choice for
+float exports where $BERT_TF_SPEED_FILE says, beside the fine-tuning one."""
 
 import json
 import math
@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from bert_tf.export.common import FROZEN_WEIGHTS_ENV
 from bert_tf.training import speed
 from tests.bench.smoke import finished_bench
 
@@ -29,7 +30,7 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
     speed_file.parent.mkdir()
     signature = speed.machine_signature("cpu")  # this machine's: the fine-tuning choice must be kept
     speed_file.write_text(json.dumps({"signature": signature, "choices": {"jit_compile": FINE_TUNING}}))
-    ours = ("fixed", "dynamic", "dynamic+xla", "int8", "dynamic+consts", "bf16")
+    ours = ("fixed", "dynamic", "dynamic+xla", "int8", "bf16")
     result = _bench("--smoke", "--intra_op_threads=1", "--save_defaults", f"--ours={','.join(ours)}",
                     env={"BERT_TF_SPEED_FILE": str(speed_file)})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
@@ -38,12 +39,15 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
             "8 with it)") in out
     # Our side's own process reports the thread count it was given, and exports --ours: the flags reach it.
     assert re.search(r"^  ours: TensorFlow \S+, threads intra 1 inter 0$", out, re.M), out
+    # The exports without XLA again, in a process started with the library's variable set.
+    assert f"  ours+frozen: the same exports, {FROZEN_WEIGHTS_ENV}=1" in out
     exported = [out.index(f"exported {name} in ") for name in ours]
     assert exported == sorted(exported), out
     number = r"\d+\.\d"
     rows = {}
     for name, agrees in (("fixed", True), ("dynamic", True), ("dynamic+xla", True), ("int8", False),
-                         ("dynamic+consts", True), ("bf16", False), ("tokenize+pack", None)):
+                         ("bf16", False), ("fixed+frozen", True), ("dynamic+frozen", True), ("bf16+frozen", False),
+                         ("tokenize+pack", None)):
         row = re.search(rf"^  {re.escape(name)} +({number}) +({number}) +({number}) *(\S*)$", out, re.M)
         assert row, (name, out)
         rows[name] = [float(row.group(i)) for i in (1, 3)]  # p50 ms, sequences/s

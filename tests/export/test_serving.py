@@ -6,6 +6,10 @@ SavedModel and record themselves in serving.json."""
 import collections
 import itertools
 import json
+import os
+import re
+import subprocess
+import sys
 import types
 
 import keras
@@ -15,7 +19,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
-from bert_tf.export.common import CONSTANT_WEIGHT_ROWS, ServingOptions, in_precision, model_runner
+from bert_tf.export.common import FROZEN_WEIGHTS_ENV, LAYOUT_ROWS, ServingOptions, in_precision, model_runner
 from bert_tf.export.preprocessor import PreprocessorSavedModel
 from bert_tf.preprocessing import text_preprocessing
 from bert_tf.tasks.classifier.export import ClassifierSavedModel, export_classifier
@@ -169,16 +173,15 @@ def test_an_xla_int8_export_serves_from_the_loaded_saved_model_as_its_model_in_p
     assert len([v for v in loaded.variables if v.dtype == tf.int8]) == 6 * tiny_config().num_hidden_layers + 2
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
         assert json.load(f) == {"seq_length": SEQ, "length_bucket": BUCKET, "jit_compile": True, "quantize": "int8",
-                                "skip_padding": False, "constant_weights": False, "mixed_precision": None}
+                                "skip_padding": False, "mixed_precision": None}
 
 
 def test_the_default_bucket_follows_the_serving_functions_xla_choice():
     assert ServingOptions().to_dict() == {"length_bucket": 1, "jit_compile": False, "quantize": None,
-                                          "skip_padding": True, "constant_weights": False, "mixed_precision": None}
+                                          "skip_padding": True, "mixed_precision": None}
     assert ServingOptions(jit_compile=True).length_bucket == 8  # one program per shape: few shapes
     assert ServingOptions(quantize="int8").to_dict() == {"length_bucket": 8, "jit_compile": True, "quantize": "int8",
-                                                         "skip_padding": False, "constant_weights": False,
-                                                         "mixed_precision": None}
+                                                         "skip_padding": False, "mixed_precision": None}
     assert ServingOptions(length_bucket=4, jit_compile=True).length_bucket == 4
     assert ServingOptions(length_bucket=None, jit_compile=True).length_bucket is None  # fixed length
     assert ServingOptions(length_bucket=None).skip_padding is False  # fixed shapes: the original's graph
@@ -207,108 +210,57 @@ def test_a_loaded_export_skips_the_padding_of_a_batch_and_serves_one_text_plainl
         assert json.load(f)["skip_padding"] is True
 
 
-def _constant_kernel_products(export_dir, kernel):
-    """{dtype: count} of the products (MatMul) in the saved functions of `export_dir` whose weight
-    is a graph constant of shape `kernel`, reached through the Identity a variable's read became
-    and the Cast of a mixed-precision layer (both folded away by TensorFlow's optimizer)."""
+def _product_dtypes(export_dir):
+    """{dtype: count} of the products (MatMul) in the saved functions of `export_dir`."""
     saved = saved_model_pb2.SavedModel.FromString((export_dir / "saved_model.pb").read_bytes())
-    found = collections.Counter()
-    for function in saved.meta_graphs[0].graph_def.library.function:
-        nodes = {n.name: n for n in function.node_def}
-
-        def source(name, nodes=nodes):
-            node = nodes.get(name.split(":")[0])
-            return source(node.input[0]) if node is not None and node.op in ("Identity", "Cast") else node
-
-        for product in (n for n in function.node_def if n.op == "MatMul"):
-            origin = source(product.input[1])
-            if origin is not None and origin.op == "Const" and [
-                    d.size for d in origin.attr["value"].tensor.tensor_shape.dim] == kernel:
-                found[tf.dtypes.as_dtype(product.attr["T"].type).name] += 1
-    return dict(found)
+    return dict(collections.Counter(tf.dtypes.as_dtype(node.attr["T"].type).name
+                                    for function in saved.meta_graphs[0].graph_def.library.function
+                                    for node in function.node_def if node.op == "MatMul"))
 
 
-def test_constant_weights_serve_a_few_rows_from_the_graphs_constants_and_other_requests_from_the_variables(
-        setup, tmp_path):
-    """Written and loaded as a user serves it. Before the variables change, every request gives
-    the fixed-length export's probabilities; after they change, a request of 7 to 80 token rows
-    still gives the old ones (it ran on the constants) and the others follow the new weights."""
-    model = BertClassifier(BertEncoder.from_bert_config(tiny_config()), num_classes=len(LABELS))
-    model.set_weights(setup.models["classifier"].get_weights())
-    low, high = CONSTANT_WEIGHT_ROWS
-    export_classifier(model, LABELS, "single", True, setup.vocab, True, SEQ, str(tmp_path / "constants"),
-                      serving=ServingOptions(constant_weights=True))
-    loaded = tf.saved_model.load(str(tmp_path / "constants"))
-    serve, fixed = loaded.signatures["serving_default"], setup.served["classifier", "fixed"]
-    short = {"text_a": ["hello"], "text_b": [""]}  # [CLS] hello [SEP] [SEP]: 4 rows
-    one = {"text_a": [" ".join(WORDS[:8])], "text_b": ["runs"]}  # 12 rows
-    batch = {"text_a": _texts(12, 9, 8, 12), "text_b": _texts(12, 10, 1, 3)}  # 12 texts, over 80 real rows
-    rows = {name: int(tf.reduce_sum(setup.packer([setup.tokenizer(tf.constant(r[k])) for k in ("text_a", "text_b")])[
-        "input_mask"])) for name, r in (("short", short), ("one", one), ("batch", batch))}
-    assert rows["short"] < low <= rows["one"] <= high < rows["batch"], rows
-    before = {}
-    for name, request in (("short", short), ("one", one), ("batch", batch)):
-        before[name] = _call(serve, request, slice(None))["probabilities"]
-        np.testing.assert_allclose(before[name], _call(fixed, request, slice(None))["probabilities"], atol=1e-5)
-    for v in loaded.trainable_variables:
-        v.assign(v * 0.5)
-    after = {name: _call(serve, r, slice(None))["probabilities"] for name, r in (("short", short), ("one", one),
-                                                                                   ("batch", batch))}
-    np.testing.assert_array_equal(after["one"], before["one"])  # the constants
-    for name in ("short", "batch"):  # the variables
-        assert np.abs(after[name] - before[name]).max() > 1e-3, name
-    # The graph holds the weights, as constants that feed its products (through the Identity a
-    # variable's read became, which TensorFlow's optimizer removes): oneDNN keeps a laid-out copy
-    # of those alone, and a constant passed into an If would reach the product as an input.
-    weights = sum(v.numpy().nbytes for v in model.weights)
-    assert (tmp_path / "constants" / "saved_model.pb").stat().st_size > weights
-    config = tiny_config()
-    # Each layer's intermediate Dense, a float32 product.
-    assert _constant_kernel_products(tmp_path / "constants", [config.hidden_size, config.intermediate_size]) == {
-        "float32": config.num_hidden_layers}
-    with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
-        assert json.load(f)["constant_weights"] is True
-    for refused in ({"jit_compile": True}, {"quantize": "int8"}):
-        with pytest.raises(ValueError, match="constant_weights=True is for float weights without XLA"):
-            ServingOptions(constant_weights=True, **refused)
-
-
-def test_a_bf16_export_computes_in_bfloat16_on_constant_weights_and_leaves_the_model_as_it_was(setup, tmp_path):
-    """Written and loaded as a user serves it: the products are bfloat16 ones on constant weights
-    for a text's few rows; float32 probabilities close to the float32 export's but not equal
-    (bfloat16's rounding) on the constants and on the variables (a batch past 80 rows) alike; the
-    model given is left float32, its weights untouched."""
+def test_a_bf16_export_holds_bfloat16_weights_and_products_and_leaves_the_model_as_it_was(setup, tmp_path):
+    """Written and loaded as a user serves it: bfloat16 kernels and products, float32 LayerNorms
+    and head; float32 probabilities close to the float32 export's but not equal (bfloat16's
+    rounding), for one text and for a batch with padding; the model given is left float32, its
+    weights untouched."""
     model = setup.models["classifier"]
     weights = [w.copy() for w in model.get_weights()]
     export_classifier(model, LABELS, "single", True, setup.vocab, True, SEQ, str(tmp_path / "bf16"),
                       serving=ServingOptions(mixed_precision="bf16"))
     loaded = tf.saved_model.load(str(tmp_path / "bf16"))
-    one = {"text_a": [" ".join(WORDS[:8])], "text_b": ["runs"]}  # 12 rows: the constants
-    batch = {"text_a": _texts(12, 9, 8, 12), "text_b": _texts(12, 10, 1, 3)}  # over 80 rows: the variables
+    one = {"text_a": [" ".join(WORDS[:8])], "text_b": ["runs"]}
+    batch = {"text_a": _texts(12, 9, 8, 12), "text_b": _texts(12, 10, 1, 3)}
     for request in (one, batch):
         got = _call(loaded.signatures["serving_default"], request, slice(None))["probabilities"]
         want = _call(setup.served["classifier", "fixed"], request, slice(None))["probabilities"]
         assert got.dtype == np.float32
         assert 0 < np.abs(got - want).max() < 0.05, np.abs(got - want).max()
     config = tiny_config()
-    assert _constant_kernel_products(tmp_path / "bf16", [config.hidden_size, config.intermediate_size]) == {
-        "bfloat16": config.num_hidden_layers}
+    hidden, layers = config.hidden_size, config.num_hidden_layers
+    dtypes = collections.Counter((tuple(v.shape), v.dtype.name) for v in loaded.variables)
+    assert dtypes[(hidden, config.intermediate_size), "bfloat16"] == layers  # the intermediate Dense kernels
+    assert dtypes[(hidden, hidden), "bfloat16"] == 4 * layers + 1  # query, key, value, output; the pooler
+    assert dtypes[(hidden,), "float32"] == 2 * (2 * layers + 1)  # the LayerNorms' gamma and beta
+    assert dtypes[(hidden, len(LABELS)), "float32"] == 1  # the head's Dense
+    products = _product_dtypes(tmp_path / "bf16")
+    assert set(products) == {"bfloat16", "float32"} and products["bfloat16"] >= 6 * layers, products
     with open(loaded.serving_file.asset_path.numpy().decode(), encoding="utf-8") as f:
         assert json.load(f) == {"seq_length": SEQ, "length_bucket": 1, "jit_compile": False, "quantize": None,
-                                "skip_padding": True, "constant_weights": True, "mixed_precision": "bf16"}
+                                "skip_padding": True, "mixed_precision": "bf16"}
     assert {layer.dtype_policy.name for layer in model._flatten_layers()} == {"float32"}
     for got, want in zip(model.get_weights(), weights, strict=True):
         np.testing.assert_array_equal(got, want)
 
 
 def test_in_precision_copies_the_model_as_keras_builds_it_under_that_global_policy(setup):
-    """The copy's layers take the policies of the same model built under Keras' global
-    mixed_bfloat16 policy: the LayerNorms and the head's last product stay float32."""
+    """The copy's layers take the policies of the same model built under Keras' global bfloat16
+    policy: the LayerNorms and the head's last product stay float32; its weights are the model's,
+    rounded to bfloat16 where the copy holds them so."""
     model = setup.models["classifier"]
     assert in_precision(model, None) is model
     copy = in_precision(model, "bf16")
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("mixed_bfloat16")
+    keras.config.set_dtype_policy("bfloat16")
     try:
         built = BertClassifier(BertEncoder.from_bert_config(tiny_config()), num_classes=len(LABELS))
     finally:
@@ -319,16 +271,69 @@ def test_in_precision_copies_the_model_as_keras_builds_it_under_that_global_poli
                 if not isinstance(layer, keras.layers.InputLayer)]
 
     assert policies(copy) == policies(built)
-    assert ("LayerNormalization", "float32") in policies(copy) and ("Dense", "mixed_bfloat16") in policies(copy)
+    assert ("LayerNormalization", "float32") in policies(copy) and ("Dense", "bfloat16") in policies(copy)
     for got, want in zip(copy.get_weights(), model.get_weights(), strict=True):
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want.astype(got.dtype), np.float32))
 
 
-def test_mixed_precision_takes_constant_weights_by_default_and_refuses_what_it_was_not_measured_with():
-    assert ServingOptions(mixed_precision="bf16").constant_weights is True
-    assert ServingOptions(mixed_precision="bf16", constant_weights=False).constant_weights is False
-    assert ServingOptions(mixed_precision="bf16", jit_compile=True).constant_weights is False  # XLA's own kernels
+def test_mixed_precision_refuses_what_it_is_not_for():
     with pytest.raises(ValueError, match=r"^mixed_precision='fp16' is not one of bf16$"):
         ServingOptions(mixed_precision="fp16")
     with pytest.raises(ValueError, match=r"^mixed_precision=bf16 is for float weights, not quantize=int8"):
         ServingOptions(mixed_precision="bf16", quantize="int8")
+
+
+_FROZEN_SERVER = r"""
+import json, os, sys
+import numpy as np, tensorflow as tf
+import tensorflow_text  # noqa: F401 - the export's tokenizer ops
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+requests = json.loads(open(sys.argv[2]).read())
+got = []
+for turn in range(2):
+    print("TURN", turn, flush=True)  # ONEDNN_VERBOSE's lines go to stdout too, between these
+    got.append([serve(**{k: tf.constant(v) for k, v in r.items()})["probabilities"].numpy().tolist() for r in requests])
+with open(sys.argv[3], "w") as f:
+    json.dump(got, f)
+"""
+
+
+def test_a_process_keeping_onednns_layouts_serves_every_row_class_exactly_and_lays_each_weight_out_once(
+        setup, tmp_path):
+    """A loaded float export in a process started with FROZEN_WEIGHTS_ENV=1, as model_runner
+    describes: one text of each row class (LAYOUT_ROWS and outside it) and batches with padding of
+    each class, twice over. Every answer equals the fixed-length export's; and where this
+    machine's oneDNN lays weights out by rows as LAYOUT_ROWS says, the second turn re-lays no
+    weight (each class has its own copy of the graph: in one copy, the first class's layout
+    would be re-laid for the other's on every call)."""
+    export_classifier(setup.models["classifier"], LABELS, "single", True, setup.vocab, True, SEQ,
+                      str(tmp_path / "float"))
+    low, high = LAYOUT_ROWS
+    requests = [  # one text in the window and one below it; batches with padding, few real tokens and many
+        {"text_a": [" ".join(WORDS[:9])], "text_b": [""]}, {"text_a": ["runs"], "text_b": [""]},
+        {"text_a": _texts(8, 11, 1, 3), "text_b": [""] * 8},
+        {"text_a": [" ".join(WORDS[:20])] * 7 + ["runs"], "text_b": [""] * 8},
+    ]
+    rows = [int(tf.reduce_sum(setup.packer([setup.tokenizer(tf.constant(r[k])) for k in ("text_a", "text_b")])[
+        "input_mask"])) for r in requests]  # the products' rows: packed at exact length, or the real tokens
+    assert low <= rows[0] <= high and rows[1] < low and low <= rows[2] <= high < rows[3], rows
+    (tmp_path / "requests.json").write_text(json.dumps(requests))
+    env = {**os.environ, FROZEN_WEIGHTS_ENV: "1", "ONEDNN_VERBOSE": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, "-c", _FROZEN_SERVER, str(tmp_path / "float"),
+                             str(tmp_path / "requests.json"), str(tmp_path / "got.json")],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    turns = json.loads((tmp_path / "got.json").read_text())
+    for turn in turns:
+        for request, got in zip(requests, turn, strict=True):
+            want = _call(setup.served["classifier", "fixed"], request, slice(None))["probabilities"]
+            np.testing.assert_allclose(got, want, atol=1e-5)
+    first, second = result.stdout.split("TURN 1")
+    products = [line for line in first.splitlines() if ",exec,cpu,inner_product," in line]
+    assert products, "no oneDNN inner product ran: TensorFlow without oneDNN?"
+    layouts = {re.search(r"wei:f32:a:blocked:(\w+)", line).group(1) for line in products
+               if re.search(r"wei:f32:a:blocked:\w+", line)}
+    if layouts != {"AB16b32a", "AB16b64a"}:  # the window LAYOUT_ROWS was measured with
+        pytest.skip(f"this machine's oneDNN lays the weights out as {sorted(layouts)}, not by LAYOUT_ROWS {low}-{high}")
+    relaid = [line for line in second.splitlines() if ",exec,cpu,reorder," in line and "dst:f32::blocked:AB" in line]
+    assert not relaid, relaid

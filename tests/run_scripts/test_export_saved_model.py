@@ -157,14 +157,10 @@ def exported(tmp_path_factory):
                           "--skip_padding", "--serving_jit_compile", f"--export_dir={out}/bad11"],
         "skip_preprocessor": ["--export_type=preprocessor", f"--vocab_file={g}/vocab.txt", "--noskip_padding",
                               f"--export_dir={out}/bad12"],
-        "constant_weights_int8": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
-                                  "--constant_weights", "--quantize=int8", f"--export_dir={out}/bad13"],
-        "constant_weights_encoder": ["--export_type=encoder", f"--init_checkpoint={g}/bert_model.ckpt",
-                                     "--constant_weights", f"--export_dir={out}/bad14"],
         "bf16_int8": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
-                      "--mixed_precision=bf16", "--quantize=int8", f"--export_dir={out}/bad15"],
+                      "--mixed_precision=bf16", "--quantize=int8", f"--export_dir={out}/bad13"],
         "bf16_encoder": ["--export_type=encoder", f"--init_checkpoint={g}/bert_model.ckpt", "--mixed_precision=bf16",
-                         f"--export_dir={out}/bad16"],
+                         f"--export_dir={out}/bad14"],
         "exists": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                    f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}"],
         "overwrite": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
@@ -181,10 +177,7 @@ def exported(tmp_path_factory):
         # second process's speed file); the preprocessor (no model part) logs no XLA choice.
         "classifier_measured": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
                                 "--verbosity=0", f"--export_dir={out}/classifier_measured"],
-        # The same with the weights as constants too: XLA off whatever the speed file says.
-        "classifier_constants": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
-                                 "--constant_weights", "--verbosity=0", f"--export_dir={out}/classifier_constants"],
-        # bfloat16 compute: XLA off too, the weights as constants by default.
+        # bfloat16 weights and products: XLA off whatever the speed file says.
         "classifier_bf16": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
                             "--mixed_precision=bf16", "--verbosity=0", f"--export_dir={out}/classifier_bf16"],
     }
@@ -343,7 +336,7 @@ def loaded(request, exported):
     requests["encoder"] = {"b1": {k: v[:1] for k, v in packed.items()}, "b64": packed}
     requests["encoder_bf16"] = {"b64": packed}
     requests["squad_fixed"], requests["classifier_int8"] = requests["squad"], requests["classifier"]
-    for kind in ("classifier_measured", "classifier_constants", "classifier_bf16"):
+    for kind in ("classifier_measured", "classifier_bf16"):
         requests[kind] = requests["classifier"]
     (exported.out / "requests.json").write_text(json.dumps(requests))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""}
@@ -359,8 +352,7 @@ def loaded(request, exported):
 def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_written(exported):
     outcomes = exported.outcomes
     for kind in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag", "encoder_bf16", "encoder_from_run",
-                 "overwrite", "squad_fixed", "classifier_int8", "classifier_measured", "classifier_constants",
-                 "classifier_bf16"):
+                 "overwrite", "squad_fixed", "classifier_int8", "classifier_measured", "classifier_bf16"):
         assert outcomes[kind] == "ok", (kind, outcomes[kind])
     expected = {
         "config_mismatch": "checkpoint has shape (32,), model expects (16,)",
@@ -378,9 +370,6 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "skip_with_xla": "--skip_padding needs a serving function without XLA (--noserving_jit_compile)",
         "skip_preprocessor": "--skip_padding is for the task exports (classifier, squad, ner, swag), not "
                              "--export_type=preprocessor",
-        "constant_weights_int8": "--constant_weights=True is for float weights without XLA",
-        "constant_weights_encoder": "--constant_weights=True is for the task exports (classifier, squad, ner, swag), "
-                                    "not export_type=encoder",
         "bf16_int8": "--mixed_precision=bf16 is for float weights, not quantize=int8",
         "bf16_encoder": "--mixed_precision=bf16 is for the task exports (classifier, squad, ner, swag), "
                         "not export_type=encoder",
@@ -390,7 +379,7 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
             case,
             outcomes[case],
         )
-    for bad in (f"bad{i}" for i in range(1, 17)):
+    for bad in (f"bad{i}" for i in range(1, 15)):
         assert not (exported.out / bad).exists(), bad
     # --overwrite replaced the older export whole; no temporary folder is left behind.
     occupied = exported.out / "occupied"
@@ -419,42 +408,37 @@ def test_exports_load_without_this_package_and_carry_their_files(exported, loade
         # and skips the padding of a batch.
         assert json.loads(loaded.results[f"{kind}/assets"]["serving_file"]) == {
             "seq_length": record["max_seq_length"], "length_bucket": 1, "jit_compile": False, "quantize": None,
-            "skip_padding": True, "constant_weights": False, "mixed_precision": None}
+            "skip_padding": True, "mixed_precision": None}
     assert json.loads(loaded.results["classifier_int8/assets"]["serving_file"]) == {
         "seq_length": 16, "length_bucket": 4, "jit_compile": True, "quantize": "int8", "skip_padding": False,
-        "constant_weights": False, "mixed_precision": None}
+        "mixed_precision": None}
     assert json.loads(loaded.results["preprocessor/assets"]["serving_file"]) == {"seq_length": 16, "length_bucket": 1}
 
 
 def test_a_float_export_takes_this_machines_measured_xla_choice_and_says_where_from(exported, loaded):
     assets = {k: json.loads(loaded.results[f"{k}/assets"]["serving_file"])
-              for k in ("classifier_measured", "squad_fixed", "classifier_constants", "classifier_bf16")}
+              for k in ("classifier_measured", "squad_fixed", "classifier_bf16")}
     float32 = {"quantize": None, "mixed_precision": None}
     # XLA-compiled, the default bucket is 8: one program per shape.
     assert assets["classifier_measured"] == {"seq_length": 16, "length_bucket": 8, "jit_compile": True,
-                                             "skip_padding": False, "constant_weights": False, **float32}
+                                             "skip_padding": False, **float32}
     assert assets["squad_fixed"] == {"seq_length": 20, "length_bucket": None, "jit_compile": False,
-                                     "skip_padding": False, "constant_weights": False, **float32}
-    assert assets["classifier_constants"] == {"seq_length": 16, "length_bucket": 1, "jit_compile": False,
-                                              "skip_padding": True, "constant_weights": True, **float32}
+                                     "skip_padding": False, **float32}
     assert assets["classifier_bf16"] == {"seq_length": 16, "length_bucket": 1, "jit_compile": False, "quantize": None,
-                                         "skip_padding": True, "constant_weights": True, "mixed_precision": "bf16"}
-    # Compiled, or with the weights as constants, the float model gives the same probabilities;
-    # bfloat16 close ones (its rounding), on the constants (b1: 7 to 80 rows) and the variables.
-    for kind, size in itertools.product(("classifier_measured", "classifier_constants", "classifier_bf16"),
-                                        ("b1", "b64")):
+                                         "skip_padding": True, "mixed_precision": "bf16"}
+    # Compiled, the float model gives the same probabilities; bfloat16 close ones (its rounding).
+    for kind, size in itertools.product(("classifier_measured", "classifier_bf16"), ("b1", "b64")):
         got = np.asarray(loaded.results[f"{kind}/{size}"]["probabilities"])
         want = np.asarray(loaded.results[f"classifier/{size}"]["probabilities"])
         if kind == "classifier_bf16":
             assert 0 < np.abs(got - want).max() < 0.05, (size, np.abs(got - want).max())
         else:
             np.testing.assert_allclose(got, want, atol=1e-5)
-    # One line each for the four task exports logged (squad_fixed, this one, the constants' and
-    # bf16's), none for the preprocessor.
+    # One line each for the three task exports logged (squad_fixed, this one, bf16's), none for
+    # the preprocessor.
     lines = [line for line in exported.log.read_text().splitlines() if "jit_compile" in line]
     assert lines == ["serving_jit_compile=False: given",
                      f"serving_jit_compile=True: measured on this machine ({exported.speed_file})",
-                     "serving_jit_compile=False: --constant_weights",
                      "serving_jit_compile=False: --mixed_precision=bf16"], lines
 
 
