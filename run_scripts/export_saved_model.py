@@ -128,7 +128,7 @@ def main(argv):
     if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
         without_xla = [f"--mixed_precision={mixed_precision}"] if mixed_precision else []
         choice = choose_serving_jit_compile(jit_compile, FLAGS.quantize, measured_without=without_xla)
-        jit_compile = log_jit_choice("serving_jit_compile", choice)
+        jit_compile = choice.value  # logged once the options and the run are accepted
     bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
     skip_padding = AUTO if FLAGS.skip_padding is None else FLAGS.skip_padding
     if FLAGS.skip_padding is not None and FLAGS.export_type not in registry.KINDS:  # no model run per request
@@ -149,6 +149,8 @@ def main(argv):
         ),
         "--",
     )
+    if FLAGS.export_type in registry.KINDS:
+        log_jit_choice("serving_jit_compile", choice)
     for warning in export.warnings:
         logging.warning("--%s", warning)
     try:

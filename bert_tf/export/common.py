@@ -57,7 +57,9 @@ class ServingOptions:
       for each product to read) and its products, GELU and residual sums run in bfloat16, while
       the layers that always compute in float32 stay so (the LayerNorms, the attention's softmax,
       the heads' last products) and the outputs are float32. A precision change, as int8 is: the
-      probabilities move by about 1e-3 (bench/serving_accuracy.py measures a fine-tuned task's).
+      probabilities move by about 1e-3 (bench/serving_accuracy.py measures a fine-tuned task's),
+      and a text's may differ by as much between a request of its own and a batch (the plain and
+      the padding-skipped graph round in different places), where float32's agree within 1e-7.
       Fastest on CPUs with bfloat16 instructions (AVX512_BF16, AMX), above all in a process that
       keeps oneDNN's weight layouts (FROZEN_WEIGHTS_ENV, see `model_runner`): bench/serving.py,
       BERT-Base text in on 2 AVX-512 cores with AVX512_BF16, README "Speed on real text". Where
@@ -124,7 +126,13 @@ def in_precision(model, mixed_precision):
         return {key: policy if key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy"
                 else replaced(value) for key, value in config.items()}
 
-    copy = type(model).from_config(replaced(model.get_config()))
+    name = MIXED_PRECISION[mixed_precision]
+    try:
+        copy = type(model).from_config(replaced(model.get_config()))
+    except Exception as e:  # noqa: BLE001 - a layer that cannot be made in that dtype, e.g. an LSTM's initializer
+        reason = str(e).strip().splitlines()[0]
+        raise ValueError(f"mixed_precision={mixed_precision}: a {type(model).__name__} cannot be built in Keras' "
+                         f"{name} policy ({type(e).__name__}: {reason})") from e
     copy.set_weights(model.get_weights())
     return copy
 

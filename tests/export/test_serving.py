@@ -85,7 +85,7 @@ def setup(tmp_path_factory):
         "ner": {"text": _texts(5, 5, 1, 12) + [" ".join(_texts(1, 6, 40, 41))]},  # the last one takes windows
         "swag": {"context": _texts(6, 7, 1, 4), "choices": np.reshape(_texts(12, 8, 1, 6), (6, 2)).tolist()},
     }
-    return types.SimpleNamespace(vocab=vocab, models=models, served=served, requests=requests,
+    return types.SimpleNamespace(vocab=vocab, models=models, served=served, requests=requests, roots=roots,
                                  full=FullTokenizer(vocab, do_lower_case=True), tokenizer=tokenizer, packer=packer)
 
 
@@ -274,6 +274,32 @@ def test_in_precision_copies_the_model_as_keras_builds_it_under_that_global_poli
     assert ("LayerNormalization", "float32") in policies(copy) and ("Dense", "bfloat16") in policies(copy)
     for got, want in zip(copy.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want.astype(got.dtype), np.float32))
+
+
+@pytest.mark.parametrize("kind", ["classifier", "squad", "ner", "swag"])
+def test_every_task_serves_bf16_close_to_its_float_export(setup, kind):
+    """Each task's serving function on the bfloat16 copy (as write_text_in_export runs it): the
+    float32 outputs of the float export with the same options within bfloat16's rounding."""
+    copy = in_precision(setup.models[kind], "bf16")
+    run = model_runner(copy, ServingOptions(length_bucket=BUCKET, mixed_precision="bf16"))
+    float32 = _call(setup.served[kind, "dynamic"], setup.requests[kind], slice(None))
+    served = _call(setup.roots[kind](run).__call__, setup.requests[kind], slice(None))
+    floats = [name for name, want in float32.items() if want.dtype.kind == "f"]
+    assert floats
+    for name in floats:
+        got, want = served[name], float32[name]
+        assert got.dtype == np.float32 and got.shape == want.shape, name
+        assert 0 < np.abs(got - want).max() < 0.1, (name, np.abs(got - want).max())
+
+
+def test_a_model_that_cannot_be_built_in_bfloat16_is_refused_by_name():
+    from bert_tf.models import BertFeatureTagger
+
+    encoder = BertEncoder.from_bert_config(tiny_config(num_hidden_layers=4))
+    tagger = BertFeatureTagger(encoder, 3, "weighted_sum_last_four", lstm_units=4)
+    with pytest.raises(ValueError, match=r"^mixed_precision=bf16: a BertFeatureTagger cannot be built in Keras' "
+                                         r"bfloat16 policy \(\w+"):
+        in_precision(tagger, "bf16")
 
 
 def test_mixed_precision_refuses_what_it_is_not_for():
