@@ -25,7 +25,8 @@ process: 33.9, 33.6, 23.4, 35.8, 23.4, 35.4), which its median mixes and its fas
 not; it is measured `--hub_fits_per_round` times per round to catch its fast speed.
 
 With transformers and torch installed, also trains BertForPreTraining's layers on PyTorch (CPU,
-eager, fp32 only, its default attention) on the same shapes: the masked-LM head reads the 20
+eager, its default attention; bf16: under bf16 autocast, as transformers' Trainer trains on a CPU
+with `bf16=True`) on the same shapes: the masked-LM head reads the 20
 gathered positions as ours does (not all 128), the next-sentence head the pooled output, summed
 cross-entropies, torch.optim.AdamW (weight decay 0.01) with the gradient clipped to norm 1 as
 ours. It runs in a process of its own (bench/pretraining_pytorch_peer.py; bench/peer_process.py
@@ -78,7 +79,7 @@ flags.DEFINE_integer("peak_size", 2048, "Matrix size of the matmul peak measurem
 flags.DEFINE_boolean("smoke", False, "Tiny config, one round of a few steps: checks that the bench still runs.")
 
 SMOKE = {**model_shape.SMOKE, "seq_length": 32, "predictions": 5, "batch_size": 8, "steps": 10, "rounds": 1,
-         "hub_fits_per_round": 1, "peak_size": 256, "dtypes": ["float32"], "xla": ["false"]}
+         "hub_fits_per_round": 1, "peak_size": 256, "dtypes": ["float32", "bfloat16"], "xla": ["false"]}
 
 
 def train_flops_per_sequence():
@@ -191,13 +192,15 @@ def keras_hub_baseline(xla, dtype):
     return measure
 
 
-def pytorch_peer(directory, processes):
+def pytorch_peer(directory, processes, dtype):
     """A function measuring transformers' BertForPreTraining on PyTorch once (sequences/s), in a
-    process of its own (bench/pretraining_pytorch_peer.py: the step), started and warmed up here."""
+    process of its own (bench/pretraining_pytorch_peer.py: the step), started and warmed up here;
+    bfloat16: under bf16 autocast, as transformers' Trainer trains on a CPU with `bf16=True`."""
     spec = dict(peer_dirs=FLAGS.peer_dirs, threads=FLAGS.threads, vocab_size=FLAGS.vocab_size,
                 num_layers=FLAGS.num_layers, hidden_size=FLAGS.hidden_size, num_heads=FLAGS.num_heads,
                 intermediate_size=FLAGS.intermediate_size, seq_length=FLAGS.seq_length,
-                predictions=FLAGS.predictions, batch_size=FLAGS.batch_size, steps=FLAGS.steps)
+                predictions=FLAGS.predictions, batch_size=FLAGS.batch_size, steps=FLAGS.steps,
+                bfloat16=dtype == "bfloat16")
     return peer_process.start("pretraining_pytorch_peer.py", spec, directory, processes, "PyTorch")
 
 
@@ -219,8 +222,7 @@ def installed_peers(directory, processes):
             print(f"transformers or torch is not installed (no {', '.join(missing)}): no comparison with PyTorch "
                   "(see --peer_dirs)")
         else:
-            # fp32 only: PyTorch's CPU training in bf16 autocast is not the configuration users run.
-            builders["PyTorch eager"] = lambda dtype: pytorch_peer(directory, processes) if dtype == "float32" else None
+            builders["PyTorch eager"] = lambda dtype: pytorch_peer(directory, processes, dtype)
     return builders
 
 

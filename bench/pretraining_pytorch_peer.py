@@ -9,9 +9,9 @@ adds "device" ("cuda"), "bfloat16" and "attention_probs_dropout_prob". The step:
 BertForPreTraining's layers on PyTorch (eager, its default attention: SDPA) on one batch of
 full-length synthetic instances; the masked-LM head reads the gathered positions only (as ours and
 the original's do, not all --seq_length), the next-sentence head the pooled output; summed
-cross-entropies, torch.optim.AdamW (weight decay 0.01), the gradient clipped to norm 1 as ours. On
-the CPU: fp32. On a GPU, as transformers' Trainer runs with `bf16=True`: bf16 autocast and the
-fused AdamW (its default optimizer there), the time read after the device has finished.
+cross-entropies, torch.optim.AdamW (weight decay 0.01), the gradient clipped to norm 1 as ours.
+"bfloat16", as transformers' Trainer runs with `bf16=True`: bf16 autocast (on the CPU too); on a
+GPU also the fused AdamW (its default optimizer there), the time read after the device has finished.
 """
 
 import contextlib
