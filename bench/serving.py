@@ -44,6 +44,11 @@ requests, so that a change in the machine's load falls on all alike. Yet PyTorch
 suffer most on a machine loaded past its cores (load 7 on 2 cores: batch-1 p50 0.3-1.6 s at 2 threads,
 0.10 s at 1): read its figures with the printed load, or compare all sides at --intra_op_threads=1.
 
+The last line gives each side's peak resident memory (its process's, all of its paths' exports
+or models loaded together; ours also built and exported them): with --ours=NAME alone, "ours" and
+"ours_frozen" hold one export each, and the two figures compare the process that keeps oneDNN's
+layouts with the one that does not.
+
 --save_defaults measures our float export at the request's length without XLA and with it
 ("dynamic", "dynamic+xla": --ours is those two unless given) and saves XLA on for float exports on
 this machine (`serving_jit_compile` in bert_tf.training.speed's per-machine file,
@@ -60,6 +65,7 @@ import importlib.util
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -308,6 +314,8 @@ def serve_side():
         if command["op"] == "agree":
             reply = {name: [np.asarray(fn(a, b)).tolist() for a, b in command["requests"]]
                      for name, fn in paths.items() if name not in NOT_PROBABILITIES}
+        elif command["op"] == "memory":  # this process's peak resident memory so far (Linux: KiB)
+            reply = {"peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
         elif command["op"] == "warm":  # untimed: the first call of each shape (XLA compiles, caches fill)
             reply = {name: timed(fn, command["requests"], len(command["requests"]), 0) for name, fn in paths.items()}
         else:  # "round": every path's batch-1 and batch calls of round `round`, one path after the other
@@ -465,6 +473,7 @@ def main(argv):
                 print(f"  {line}")
             differences = agreement(sides, ones[:8] + batches[:2])
             rows = measure(sides, sides[0].ready["warm_up"])
+            memory = {side.side: side.ask(op="memory")["peak_gib"] for side in sides}
         finally:
             for side in sides:
                 side.process.stdin.close()
@@ -473,6 +482,8 @@ def main(argv):
           f"{FLAGS.batch_size}: {FLAGS.rounds * FLAGS.throughput_calls} batches; {FLAGS.rounds} rounds; "
           f"load average {os.getloadavg()[0]:.1f}; max |dp|: probabilities against {FLAGS.ours[0]}")
     report(rows, differences)
+    print("  peak memory per side (its paths' exports or models loaded together): "
+          + ", ".join(f"{side} {gib:.2f} GiB" for side, gib in memory.items()))
     if FLAGS.save_defaults:
         save_defaults(rows)
 

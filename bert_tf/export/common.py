@@ -153,8 +153,12 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     inner product picks one layout for 7 to 80 rows and another for other counts (oneDNN 3.7 on
     AVX-512, on both machines measured; `bench/matmul_rows.py`): in one copy a first batch would
     leave every later one-text call re-laying the weights, 2x slower than not keeping them. With
-    the copies, each keeps its own, and one text at batch 1 runs faster (bench/serving.py, BERT-Base
-    on 2 AVX-512 cores, README "Speed on real text"). The variable is a process's promise that no
+    the copies, each keeps its own for the products over its token rows, and one text at batch 1
+    runs faster (bench/serving.py, BERT-Base on 2 AVX-512 cores, README "Speed on real text"). The
+    products that take one row per text (the last layer's on the [CLS] rows, the pooler, the
+    head) follow the batch size instead, and the last layer's key and value products the padded
+    rows: a service whose batch sizes straddle 7 re-lays those few weights on the calls of the
+    other class (a service of one text per request never does). The variable is a process's promise that no
     weight changes (TensorFlow reads it once; set it before TensorFlow starts): only in a process
     that serves, never in one that trains, and only for graphs whose products all multiply by
     weights, as these exports' do."""

@@ -55,6 +55,8 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
             difference = float(row.group(4))
             assert difference < 1e-5 if agrees else difference < 1e-2, (name, difference)
     assert "peers skipped" in out or "onnxruntime fp32" in out
+    memory = re.search(r"^  peak memory per side \(.*\): ours ([\d.]+) GiB, ours_frozen ([\d.]+) GiB", out, re.M)
+    assert memory and all(0.1 < float(gib) < 64 for gib in memory.groups()), out
     # --save_defaults: XLA on for float exports when sqrt(p50 without / p50 with x throughput with /
     # throughput without) > 1, from the printed figures (rounded to 0.1: the bounds of what they can be).
     (p50_off, rate_off), (p50_on, rate_on) = rows["dynamic"], rows["dynamic+xla"]

@@ -234,7 +234,7 @@ def test_a_bf16_export_holds_bfloat16_weights_and_products_and_leaves_the_model_
         got = _call(loaded.signatures["serving_default"], request, slice(None))["probabilities"]
         want = _call(setup.served["classifier", "fixed"], request, slice(None))["probabilities"]
         assert got.dtype == np.float32
-        assert 0 < np.abs(got - want).max() < 0.05, np.abs(got - want).max()
+        assert 0 < np.abs(got - want).max() < 0.02, np.abs(got - want).max()  # 1.0e-2 measured
     config = tiny_config()
     hidden, layers = config.hidden_size, config.num_hidden_layers
     dtypes = collections.Counter((tuple(v.shape), v.dtype.name) for v in loaded.variables)
@@ -276,12 +276,14 @@ def test_in_precision_copies_the_model_as_keras_builds_it_under_that_global_poli
         np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want.astype(got.dtype), np.float32))
 
 
-@pytest.mark.parametrize("kind", ["classifier", "squad", "ner", "swag"])
-def test_every_task_serves_bf16_close_to_its_float_export(setup, kind):
-    """Each task's serving function on the bfloat16 copy (as write_text_in_export runs it): the
-    float32 outputs of the float export with the same options within bfloat16's rounding."""
+@pytest.mark.parametrize("kind, xla", [("classifier", False), ("squad", False), ("ner", False), ("swag", False),
+                                       ("classifier", True)])
+def test_every_task_serves_bf16_close_to_its_float_export(setup, kind, xla):
+    """Each task's serving function on the bfloat16 copy (as write_text_in_export runs it; XLA
+    too, which the export allows when asked): the float32 outputs of the float export with the same
+    options within bfloat16's rounding (measured: probabilities 1e-2, logits 1.6% of the largest)."""
     copy = in_precision(setup.models[kind], "bf16")
-    run = model_runner(copy, ServingOptions(length_bucket=BUCKET, mixed_precision="bf16"))
+    run = model_runner(copy, ServingOptions(length_bucket=BUCKET, mixed_precision="bf16", jit_compile=xla))
     float32 = _call(setup.served[kind, "dynamic"], setup.requests[kind], slice(None))
     served = _call(setup.roots[kind](run).__call__, setup.requests[kind], slice(None))
     floats = [name for name, want in float32.items() if want.dtype.kind == "f"]
@@ -289,7 +291,8 @@ def test_every_task_serves_bf16_close_to_its_float_export(setup, kind):
     for name in floats:
         got, want = served[name], float32[name]
         assert got.dtype == np.float32 and got.shape == want.shape, name
-        assert 0 < np.abs(got - want).max() < 0.1, (name, np.abs(got - want).max())
+        bound = 0.03 * np.abs(want).max() if "logits" in name else 0.02
+        assert 0 < np.abs(got - want).max() < bound, (name, np.abs(got - want).max(), bound)
 
 
 def test_a_model_that_cannot_be_built_in_bfloat16_is_refused_by_name():

@@ -431,7 +431,7 @@ def test_a_float_export_takes_this_machines_measured_xla_choice_and_says_where_f
         got = np.asarray(loaded.results[f"{kind}/{size}"]["probabilities"])
         want = np.asarray(loaded.results[f"classifier/{size}"]["probabilities"])
         if kind == "classifier_bf16":
-            assert 0 < np.abs(got - want).max() < 0.05, (size, np.abs(got - want).max())
+            assert 0 < np.abs(got - want).max() < 0.04, (size, np.abs(got - want).max())  # 0.022 measured
         else:
             np.testing.assert_allclose(got, want, atol=1e-5)
     # One line each for the three task exports logged (squad_fixed, this one, bf16's), none for
