@@ -45,9 +45,9 @@ suffer most on a machine loaded past its cores (load 7 on 2 cores: batch-1 p50 0
 0.10 s at 1): read its figures with the printed load, or compare all sides at --intra_op_threads=1.
 
 The last line gives each side's peak resident memory (its process's, all of its paths' exports
-or models loaded together; ours also built and exported them): with --ours=NAME alone, "ours" and
-"ours_frozen" hold one export each, and the two figures compare the process that keeps oneDNN's
-layouts with the one that does not.
+or models loaded together): "ours" also built and exported them, while "ours_frozen" only loads
+and serves, so with --ours=NAME alone the latter is what a serving process of that export takes
+when it keeps oneDNN's layouts.
 
 --save_defaults measures our float export at the request's length without XLA and with it
 ("dynamic", "dynamic+xla": --ours is those two unless given) and saves XLA on for float exports on
