@@ -30,13 +30,14 @@ BertTokenizerFast from the same vocab.txt, padded to the request's longest (as i
 sequence axes, ORT_ENABLE_ALL); "onnxruntime int8" (that file through `quantize_dynamic`). Every
 path's probabilities are compared with ours at fixed length before timing.
 
-"+frozen": the same export (those without XLA, which takes no oneDNN kernel) loaded by a process of
-its own started with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1, which keeps oneDNN's weight layouts
-(`bert_tf.export.common.model_runner` says how and when that is safe); --nofrozen_weights leaves it out.
+"+frozen": the same export (those without XLA, which takes no oneDNN kernel) loaded by a process
+of its own started with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1, which keeps oneDNN's weight layouts
+(`bert_tf.export.common.model_runner` says how and when that is safe); --nofrozen_weights leaves
+it out.
 
 Each side (ours; ours+frozen; torch eager; onnxruntime fp32; onnxruntime int8) runs in its own
-process (this script again, with --side), so that the thread pools of TensorFlow, PyTorch and ONNX Runtime never
-compete: in one process PyTorch's batch-1 p50 came out 10-25x its figure alone. Every side gets
+process (this script again, with --side), so that the thread pools of TensorFlow, PyTorch and
+ONNX Runtime never compete: in one process PyTorch's batch-1 p50 came out 10-25x its figure alone. Every side gets
 --intra_op_threads threads (0: the cores) and --inter_op_threads (0: the library's default), set as
 each library documents (tf.config.threading, torch.set_num_threads, ORT SessionOptions). The sides
 stay loaded and take turns for --rounds rounds (the idle ones wait on a pipe), each timing the same
@@ -105,8 +106,8 @@ CONFIGS = {
     "small": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
     "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
 }
-OURS = {  # name -> ServingOptions
-    "fixed": dict(length_bucket=None), "dynamic": dict(jit_compile=False),
+OURS = {  # name -> ServingOptions, each with its XLA choice given (frozen_names reads it)
+    "fixed": dict(length_bucket=None, jit_compile=False), "dynamic": dict(jit_compile=False),
     "dynamic_plain": dict(jit_compile=False, skip_padding=False), "dynamic+xla": dict(jit_compile=True),
     "int8": dict(quantize="int8", jit_compile=False), "int8+xla": dict(quantize="int8", jit_compile=True),
     "bf16": dict(jit_compile=False, mixed_precision="bf16"),  # bfloat16 weights and products
@@ -157,15 +158,13 @@ def our_side(directory):
     """Our exports and the preprocessor's tokenize+pack, loaded as a user would: name -> fn(a, b),
     lines to print, and the warm-up requests (one per shape the dynamic exports meet). Also writes
     the Hugging Face folder of the same weights when the PyTorch peer will run."""
-    import tensorflow as tf  # in this side's process only: the peers' processes never load TensorFlow
+    tf = tensorflow_with_threads()  # in this side's process only: the peers' processes never load TensorFlow
 
     from bert_tf import BertClassifier, BertConfig, BertEncoder
     from bert_tf.export.common import AUTO, DEFAULT_SERVING, ServingOptions
     from bert_tf.export.preprocessor import export_preprocessor
     from bert_tf.tasks.classifier.export import export_classifier
 
-    tf.config.threading.set_intra_op_parallelism_threads(threads())
-    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
     config = BertConfig(vocab_size=VOCAB_SIZE, **CONFIGS[FLAGS.config])
     model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
     # Biases and LayerNorms off their initial zeros and ones, as a trained model's: a zero bias is
@@ -184,9 +183,8 @@ def our_side(directory):
         copy = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)  # int8 quantizes it in place
         copy.set_weights(weights)
         export_classifier(copy, ["0", "1"], "single", True, vocab, True, FLAGS.seq_length, export_dir, serving=serving)
-        serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+        paths[name] = served_probabilities(tf, export_dir)
         lines.append(f"exported {name} in {time.perf_counter() - start:.1f} s")
-        paths[name] = lambda a, b, serve=serve: serve(text_a=tf.constant(a), text_b=tf.constant(b))["probabilities"]
     preprocessor_dir = os.path.join(directory, "preprocessor")
     export_preprocessor(vocab, True, preprocessor_dir, FLAGS.seq_length,
                         length_bucket=DEFAULT_SERVING.length_bucket if bucket == AUTO else bucket)
@@ -204,26 +202,34 @@ def our_side(directory):
     return paths, lines, one_per_shape(ones, pack) + one_per_shape(batches, pack)
 
 
-def frozen_side(directory):
-    """Our exports without XLA as our side wrote them, loaded in this process (started with
-    FROZEN_WEIGHTS_ENV=1): NAME+frozen -> fn(a, b)."""
+def tensorflow_with_threads():
+    """TensorFlow, its threads set from the flags (before its runtime starts), in a side's process."""
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401 - the exports' tokenizer ops
 
     tf.config.threading.set_intra_op_parallelism_threads(threads())
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
-    paths = {}
-    for name in frozen_names():
-        serve = tf.saved_model.load(os.path.join(directory, name)).signatures["serving_default"]
-        paths[f"{name}+frozen"] = lambda a, b, serve=serve: serve(text_a=tf.constant(a),
-                                                                  text_b=tf.constant(b))["probabilities"]
+    return tf
+
+
+def served_probabilities(tf, export_dir):
+    """fn(a, b) -> the probabilities of the loaded export's serving_default on texts a, b."""
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    return lambda a, b: serve(text_a=tf.constant(a), text_b=tf.constant(b))["probabilities"]
+
+
+def frozen_side(directory):
+    """Our exports without XLA as our side wrote them, loaded in this process (started with
+    FROZEN_WEIGHTS_ENV=1): NAME+frozen -> fn(a, b)."""
+    import tensorflow_text  # noqa: F401 - the exports' tokenizer ops
+
+    tf = tensorflow_with_threads()
+    paths = {f"{name}+frozen": served_probabilities(tf, os.path.join(directory, name)) for name in frozen_names()}
     return paths, [f"ours+frozen: the same exports, {FROZEN_WEIGHTS_ENV}={os.environ.get(FROZEN_WEIGHTS_ENV)}"], []
 
 
 def frozen_names():
     """--ours without XLA (XLA runs no oneDNN kernel), when --frozen_weights."""
-    xla = {name: options.get("jit_compile", "quantize" in options) for name, options in OURS.items()}  # its default
-    return [name for name in FLAGS.ours if FLAGS.frozen_weights and not xla[name]]
+    return [name for name in FLAGS.ours if FLAGS.frozen_weights and not OURS[name]["jit_compile"]]
 
 
 def hf_encode(directory):

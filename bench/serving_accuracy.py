@@ -24,7 +24,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/serving_accuracy.py`: bert_tf from this checkout
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("run", None, "A run_classifier.py output_dir (single sentences): its float and int8 exports.")
+flags.DEFINE_string("run", None, "A run_classifier.py output_dir (single sentences): its float32, int8, bf16 exports.")
 flags.DEFINE_string("tsv", os.path.join(REPO, "data", "sentiment", "dev.tsv"), "sentence TAB label, after a header.")
 flags.DEFINE_bool("smoke", False, "Fine-tune the tiny config on data/sentiment first, and measure that run.")
 flags.DEFINE_integer("smoke_epochs", 3, "--smoke's training epochs.")

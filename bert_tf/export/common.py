@@ -116,7 +116,8 @@ def in_precision(model, mixed_precision):
         return model
     import keras
 
-    policy = keras.dtype_policies.serialize(keras.dtype_policies.get(MIXED_PRECISION[mixed_precision]))
+    name = MIXED_PRECISION[mixed_precision]
+    policy = keras.dtype_policies.serialize(keras.dtype_policies.get(name))
 
     def replaced(config):  # every "dtype" of the config: the model's and its parts' constructor arguments
         if isinstance(config, list):
@@ -126,7 +127,6 @@ def in_precision(model, mixed_precision):
         return {key: policy if key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy"
                 else replaced(value) for key, value in config.items()}
 
-    name = MIXED_PRECISION[mixed_precision]
     try:
         copy = type(model).from_config(replaced(model.get_config()))
     except Exception as e:  # noqa: BLE001 - a layer that cannot be made in that dtype, e.g. an LSTM's initializer
@@ -158,10 +158,10 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     products that take one row per text (the last layer's on the [CLS] rows, the pooler, the
     head) follow the batch size instead, and the last layer's key and value products the padded
     rows: a service whose batch sizes straddle 7 re-lays those few weights on the calls of the
-    other class (a service of one text per request never does). The variable is a process's promise that no
-    weight changes (TensorFlow reads it once; set it before TensorFlow starts): only in a process
-    that serves, never in one that trains, and only for graphs whose products all multiply by
-    weights, as these exports' do."""
+    other class (a service of one text per request never does). The variable is a process's
+    promise that no weight changes (TensorFlow reads it once; set it before TensorFlow starts):
+    only in a process that serves, never in one that trains, and only for graphs whose products
+    all multiply by weights, as these exports' do."""
 
     def call(inputs):
         return model(inputs, training=False)
@@ -173,7 +173,7 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     elif options.skip_padding:
         call = _padding_skipped_when_any(model, call)
     else:
-        call = _routed_by_rows(call, lambda inputs: tf.size(inputs["input_mask"]))
+        call = _routed_by_rows(call, _packed_rows)
 
     def run(inputs):
         return call(cut_padding(inputs, options.length_bucket, seq_axis_keys))
@@ -187,18 +187,27 @@ def _padding_skipped_when_any(model, call):
     Each routed by the rows its products take (`_routed_by_rows`): all the packed inputs' rows in
     the plain graph, the real tokens alone where the padding is skipped."""
 
-    def skipped(inputs):
+    def skipping(inputs):
         with padding_skipped(model):  # the graph is traced here: it keeps skipping
             return call(inputs)
 
-    plain = _routed_by_rows(call, lambda inputs: tf.size(inputs["input_mask"]))
-    skipped = _routed_by_rows(skipped, lambda inputs: tf.math.count_nonzero(inputs["input_mask"], dtype=tf.int32))
+    plain, skipped = _routed_by_rows(call, _packed_rows), _routed_by_rows(skipping, _real_tokens)
 
     def run(inputs):
         no_padding = tf.reduce_all(tf.not_equal(inputs["input_mask"], 0))
         return tf.cond(no_padding, lambda: plain(inputs), lambda: skipped(inputs))
 
     return run
+
+
+def _packed_rows(inputs):
+    """The rows a plain graph's products take: every packed position of the request."""
+    return tf.size(inputs["input_mask"])
+
+
+def _real_tokens(inputs):
+    """The rows a padding-skipping graph's products take: the request's real tokens."""
+    return tf.math.count_nonzero(inputs["input_mask"], dtype=tf.int32)
 
 
 def _routed_by_rows(call, rows_of):
