@@ -243,18 +243,20 @@ _NOTHING_TO_DO = {
 
 
 def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
-    """What a fine-tuning script checks before reading any input: something to do, the LoRA
-    flags, the casing against the checkpoint's name, the config (a Hugging Face folder's:
-    `hf_folder_flags`), max_seq_length against it, warmup_proportion, a model to restore when not
-    training. Splits the CPU as --num_cpu_devices asks (before TensorFlow starts). Returns the
-    BertConfig."""
+    """What a fine-tuning script checks before reading any input: something to do, a process that
+    can train when training (`check_weights_may_change`), the LoRA flags, the casing against the
+    checkpoint's name, the config (a Hugging Face folder's: `hf_folder_flags`), max_seq_length
+    against it, warmup_proportion, a model to restore when not training. Splits the CPU as
+    --num_cpu_devices asks (before TensorFlow starts). Returns the BertConfig."""
     from bert_tf import tokenization
     from bert_tf.checkpoints import sources
-    from bert_tf.training import distribution
+    from bert_tf.training import distribution, settings
 
     f = flag_values
     if not any(getattr(f, name) for name in actions):
         fail(_NOTHING_TO_DO[tuple(actions)])
+    if f.do_train:
+        library_call(settings.check_weights_may_change)
     distribution.split_cpu(f.num_cpu_devices)
     lora_settings(f)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))

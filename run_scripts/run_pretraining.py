@@ -24,6 +24,7 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.io_utils import check_keras_file, check_output_dir, error_line, expand_patterns, is_disk_full
 from bert_tf.training import distribution
+from bert_tf.training.settings import check_weights_may_change
 from run_scripts import common_flags
 from run_scripts.common_flags import fail
 
@@ -90,6 +91,8 @@ def main(argv):
     del argv
     if not FLAGS.do_train and not FLAGS.do_eval:
         fail("At least one of `do_train` or `do_eval` must be True.")
+    if FLAGS.do_train:
+        common_flags.library_call(check_weights_may_change)
     distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
     config = common_flags.hf_folder_flags(FLAGS) or common_flags.load_bert_config(FLAGS.bert_config_file)
     try:

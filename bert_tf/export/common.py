@@ -9,12 +9,16 @@ import tensorflow as tf
 
 from bert_tf.data.lengths import cut_padding
 from bert_tf.models.bert_encoder import INPUT_NAMES, padding_skipped
-from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA, check_length_bucket, default_length_bucket
+from bert_tf.training.settings import (
+    FROZEN_WEIGHTS_ENV,  # noqa: F401 - here too: a serving process's setting (model_runner)
+    SKIP_PADDING_WITHOUT_XLA,
+    check_length_bucket,
+    default_length_bucket,
+)
 
 QUANTIZE_MODES = ("int8",)
 MIXED_PRECISION = {"bf16": "bfloat16"}  # ServingOptions.mixed_precision -> the copy's Keras dtype policy
 LAYOUT_ROWS = (7, 80)  # oneDNN's weight layout for 7 to 80 rows, another for other counts (model_runner)
-FROZEN_WEIGHTS_ENV = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"  # a serving process's setting (model_runner)
 AUTO = "auto"  # ServingOptions.length_bucket: the default for its XLA choice
 
 

@@ -2,6 +2,13 @@
 before any work."""
 
 import dataclasses
+import os
+
+# TensorFlow's variable for serving processes (bert_tf.export.common.model_runner), read once per
+# process: oneDNN then takes every product's weights as constant, lays them out on the product's
+# first call and goes on using that copy. A training step would then multiply by weights that no
+# longer are the model's (a toy Keras fit with it set: loss 0.66 after 5 epochs against 0.41).
+FROZEN_WEIGHTS_ENV = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 
 
 def check_batch_sizes(settings, replicas):
@@ -15,6 +22,19 @@ def check_batch_sizes(settings, replicas):
         value = getattr(settings, name, None)
         if value is not None and value >= 1 and value % divisor:
             raise ValueError(f"{name}={value} is not divisible by {what}")
+
+
+def check_weights_may_change(environ=None):
+    """A ValueError naming FROZEN_WEIGHTS_ENV when it is on in `environ` (default: this process's
+    environment), as TensorFlow reads it ("1" or "true", in any case): training must not run
+    where oneDNN keeps its first call's weights."""
+    value = (os.environ if environ is None else environ).get(FROZEN_WEIGHTS_ENV)
+    if value is not None and value.lower() in ("1", "true"):
+        raise ValueError(
+            f"{FROZEN_WEIGHTS_ENV}={value} is set in this environment: TensorFlow's oneDNN products then keep "
+            "the weights of their first call, so training would not see its own updates. Unset it to train "
+            "(it is for processes that only serve exports)"
+        )
 
 
 def lora_settings(lora_rank=0, lora_alpha=None):

@@ -25,7 +25,7 @@ from bert_tf.io_utils import atomic_write
 from bert_tf.models import lora, padding_skipped
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.restore_status import INITIALISED, RANDOM, RESUMED, RestoreStatus
-from bert_tf.training.settings import TrainingSettings, check_batch_sizes
+from bert_tf.training.settings import TrainingSettings, check_batch_sizes, check_weights_may_change
 
 __all__ = ["CLIP_NORM", "RestoreStatus", "Trainer", "TrainingSettings", "check_batch_sizes"]
 
@@ -275,7 +275,9 @@ class Trainer:
         exactly where it was. `on_log(step, logs)` receives the task's metrics, the learning
         rate and examples/s after each execution; `on_start()` is called once the model is ready,
         before the first step. A non-finite loss stops the run with an error naming the step; the
-        last checkpoint is the last good one."""
+        last checkpoint is the last good one. Refused (a ValueError) in a process whose oneDNN
+        keeps its products' first weights (`check_weights_may_change`)."""
+        check_weights_may_change()
         s = self.settings
         started = self.restore(init_checkpoint)
         manager = self.manager()

@@ -26,8 +26,8 @@ def google_model_dir(tmp_path):
     return types.SimpleNamespace(path=d, config=config, weights=weights, prefix=str(d / "bert_model.ckpt"))
 
 
-def run_script(name, *flags, timeout=300):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
+def run_script(name, *flags, timeout=300, env=None):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow", **(env or {})}
     return subprocess.run(
         [sys.executable, os.path.join(REPO, "run_scripts", name), *flags],
         capture_output=True,

@@ -15,6 +15,9 @@ from tests.tasks.classifier.test_inputs import original_features
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
 
+# TensorFlow's own name for its frozen-weights switch, spelt here rather than taken from bert_tf.
+TENSORFLOWS_SWITCH = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
+
 pytestmark = pytest.mark.slow
 
 FILL = ["the", "a", "sat", "on", "mat", "red", "blue", "is", "big", "small", "and", "running", "runs"]
@@ -313,9 +316,16 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         assert outcome.startswith("run_classifier.py: error: ")
         assert not os.path.exists(out(i) / "checkpoint")
         assert not os.path.exists(out(i) / "fine_tuning_task.json")  # a failed start leaves nothing
-    # A subprocess as a user sees it: exit status 1 and the one line.
-    result = run_script("run_classifier.py", *_flags(model_dir, bad["label"], out(99)))
-    assert result.returncode == 1 and result.stderr.strip().splitlines()[-1].startswith("run_classifier.py: error: ")
+    # A subprocess as a user sees it: exit status 1 and the one line. Here the environment is at fault,
+    # TensorFlow's frozen-weights switch for serving, where training would not see its own updates; it is
+    # checked before any input is read (the bad label file is never reached).
+    result = run_script("run_classifier.py", *_flags(model_dir, bad["label"], out(99)), env={TENSORFLOWS_SWITCH: "1"})
+    assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (
+        "run_classifier.py: error: TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 is set in this environment: TensorFlow's oneDNN "
+        "products then keep the weights of their first call, so training would not see its own updates. Unset it "
+        "to train (it is for processes that only serve exports)"
+    )
+    assert not os.path.exists(out(99))
     # Without a Hugging Face folder, --bert_config_file is required as before (absl's check and words).
     result = run_script("run_classifier.py", *_flags(model_dir, data, out(98), bert_config_file=None))
     assert result.returncode == 1 and "Flag --bert_config_file must have a value other than None." in result.stderr

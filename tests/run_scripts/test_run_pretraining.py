@@ -184,6 +184,21 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
     )
 
 
+def test_training_is_refused_where_tensorflow_keeps_its_products_first_weights(tmp_path):
+    """TensorFlow's frozen-weights switch, which serving processes may set (README), is refused
+    before anything is written: training there would go on multiplying by its first weights."""
+    config_file, data = _setup(tmp_path)
+    out = tmp_path / "out"
+    switch = {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "True"}  # TensorFlow's name, spelt here; any case of true
+    result = run_script("run_pretraining.py", *_flags(config_file, data, out), env=switch)
+    assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (
+        "run_pretraining.py: error: TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=True is set in this environment: TensorFlow's "
+        "oneDNN products then keep the weights of their first call, so training would not see its own updates. "
+        "Unset it to train (it is for processes that only serve exports)"
+    )
+    assert not out.exists()
+
+
 def test_no_nsp_trains_the_masked_lm_alone_on_single_segments_and_fine_tuning_starts_from_it(tmp_path):
     """§5.1's "No NSP" from the embedded corpus: single-segment records, pre-training without the
     next-sentence head, then a classifier initialised from the run's checkpoint."""

@@ -3,9 +3,11 @@ it promises back (restore status, predictions trimmed to the examples, resumable
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
+from bert_tf.training.settings import check_weights_may_change
 from bert_tf.training.task import Task
 from bert_tf.training.trainer import INITIALISED, RANDOM, RESUMED, Trainer, TrainingSettings
 
@@ -71,6 +73,26 @@ def test_trains_evaluates_and_predicts_every_example_once_in_order(tmp_path):
     assert predicted.shape == (10,)
     kernel = trainer.model.layers[-1].kernel.numpy()[:, 0]  # the rows in input order, nothing else
     np.testing.assert_allclose(predicted, test["x"] @ kernel, rtol=1e-5, atol=1e-5)
+
+
+def test_refuses_to_train_where_tensorflow_keeps_its_products_first_weights(tmp_path, monkeypatch):
+    """TensorFlow reads its switch as a bool: "1" or "true" in any case on, "0" or "false" off (a
+    serving process's setting: README). Training is refused before anything is written. Nothing here
+    runs a product while the switch is set: TensorFlow reads it once, at its first oneDNN product,
+    and this process's later tests train."""
+    switch = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"  # TensorFlow's name, spelt here
+    for value in ("0", "false", "False"):
+        check_weights_may_change({switch: value})
+    check_weights_may_change({})
+    trainer = _trainer(tmp_path / "run")
+    for value in ("1", "true", "TRUE"):
+        with pytest.raises(ValueError, match=f"^{switch}={value} is set in this environment: .* training would "
+                           "not see its own updates. Unset it to train"):
+            check_weights_may_change({switch: value})
+        monkeypatch.setenv(switch, value)
+        with pytest.raises(ValueError, match=f"^{switch}={value} is set"):
+            trainer.train(_data(64))
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
 
 
 def test_restore_says_what_it_did(tmp_path):
