@@ -4,7 +4,8 @@ PyTorch (and keras-hub when installed); LoRA beside full fine-tuning.
 
     python bench/finetuning.py [--num_layers=4 --hidden_size=256 --num_heads=4 --intermediate_size=1024
                                 --seq_length=128 --batch_size=32 --steps=30 --rounds=3]
-                               [--text=single,pairs] [--peer_path=DIR] [--lora_rank=8] [--threads=N]
+                               [--text=single,pairs] [--peer_path=DIR] [--lora_rank=8]
+                               [--threads=N --inter_op_threads=N]
     python bench/finetuning.py --save_defaults [--rounds=2 --steps=20]  # this machine's jit_compile
     python bench/finetuning.py --smoke [--lora_rank=4]  # tiny config, a few steps (the suite's)
 
@@ -101,6 +102,9 @@ flags.DEFINE_bool("save_defaults", False, "Measure XLA on and off at the default
                   "the faster as this machine's jit_compile default (bert_tf.training.speed).")
 flags.DEFINE_integer("threads", os.cpu_count(), "Threads of each side (TensorFlow's intra- and inter-op pools, "
                      "torch's), one side at a time.")
+flags.DEFINE_integer("inter_op_threads", None, "TensorFlow's inter-op pool alone (default: --threads; TensorFlow's "
+                     "own default, which the scripts keep, is about one per core); 1 runs one op at a time.",
+                     lower_bound=1)
 flags.DEFINE_bool("smoke", False, "A tiny config and a few steps (flags given still win).")
 
 # --smoke: what a quick check of every code path needs.
@@ -443,14 +447,15 @@ def main(argv):
                 FLAGS[name].value = value
     # TensorFlow's documented thread settings (before its runtime starts); the PyTorch peer sets the same count.
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads or FLAGS.threads)
     if FLAGS.peer_path:
         sys.path.append(FLAGS.peer_path)  # after ours: the peers' own numpy must not shadow ours
     print(
         f"config: {model_shape.described()} seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
         f"length_bucket={described_bucket()}, "
         "fp32, real-length text; batches cut by "
-        f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}; {FLAGS.threads} threads",
+        f"{'ClassifierTask' if LIBRARY_CUTS else 'the bench (bert_tf.data.lengths)'}; {FLAGS.threads} threads"
+        + (f" (TensorFlow's inter-op: {FLAGS.inter_op_threads})" if FLAGS.inter_op_threads else ""),
         flush=True,
     )
     datas = {kind: texts(kind) for kind in FLAGS.text}

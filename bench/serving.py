@@ -20,8 +20,8 @@ skipped (the default without XLA); dynamic_plain: the same without skipping it; 
 jit-compiled; int8: Keras' int8 Dense kernels; bf16: bfloat16 weights and products,
 `mixed_precision="bf16"`), loaded with `tf.saved_model.load` and called through
 `serving_default` (tokenization and packing in the graph). "tokenize+pack" is the preprocessing
-alone (the preprocessor export's tokenize and bert_pack_inputs, called in one graph as the text-in
-exports call them), so that its share of the text-in latency shows.
+alone (the preprocessor export's tokenize and bert_pack_inputs, called in one graph, as the text-in
+exports tokenize and pack inside theirs), so that its share of the text-in latency shows.
 
 Peers (never dependencies: `pip install --target DIR torch transformers onnxruntime onnx`, then
 --peer_dirs=DIR; skipped with a message when missing): the same weights as a Hugging Face folder
@@ -190,8 +190,8 @@ def our_side(directory):
     export_preprocessor(vocab, True, preprocessor_dir, FLAGS.seq_length,
                         length_bucket=DEFAULT_SERVING.length_bucket if bucket == AUTO else bucket)
     preprocessor = tf.saved_model.load(preprocessor_dir)
-    # One graph, as the text-in exports run it: three calls of the loaded functions, each its own
-    # call from Python, took 2.3 ms where their graph takes about 1.
+    # One graph, as the text-in exports tokenize and pack inside theirs: the loaded functions called
+    # one by one from Python took 2.3 ms where their graph takes about 1.
     tokenize_and_pack = tf.function(lambda a, b: preprocessor.bert_pack_inputs(
         [preprocessor.tokenize(a), preprocessor.tokenize(b)], seq_length=tf.constant(FLAGS.seq_length),
     )["input_mask"], input_signature=[tf.TensorSpec([None], tf.string)] * 2)

@@ -243,20 +243,17 @@ _NOTHING_TO_DO = {
 
 
 def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
-    """What a fine-tuning script checks before reading any input: something to do, a process that
-    can train when training (`check_weights_may_change`), the LoRA flags, the casing against the
-    checkpoint's name, the config (a Hugging Face folder's: `hf_folder_flags`), max_seq_length
-    against it, warmup_proportion, a model to restore when not training. Splits the CPU as
-    --num_cpu_devices asks (before TensorFlow starts). Returns the BertConfig."""
+    """What a fine-tuning script checks before reading any input: something to do, the LoRA flags,
+    the casing against the checkpoint's name, the config (a Hugging Face folder's: `hf_folder_flags`),
+    max_seq_length against it, warmup_proportion, a model to restore when not training. Splits the
+    CPU as --num_cpu_devices asks (before TensorFlow starts). Returns the BertConfig."""
     from bert_tf import tokenization
     from bert_tf.checkpoints import sources
-    from bert_tf.training import distribution, settings
+    from bert_tf.training import distribution
 
     f = flag_values
     if not any(getattr(f, name) for name in actions):
         fail(_NOTHING_TO_DO[tuple(actions)])
-    if f.do_train:
-        library_call(settings.check_weights_may_change)
     distribution.split_cpu(f.num_cpu_devices)
     lora_settings(f)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))
@@ -449,9 +446,12 @@ def define_search_flags():
 def run_or_search(f, run, evaluation="do_eval"):
     """`run()` with the flags' values; for a search (lists, --restarts>1: `bert_tf.training.search`)
     `run()` per run with the flags set to its values and subfolder, then --do_predict with the
-    chosen run. `evaluation`: the flag whose action writes the dev figures."""
-    from bert_tf.training import search
+    chosen run. `evaluation`: the flag whose action writes the dev figures. Training needs a process
+    that can train (`check_weights_may_change`), checked before anything is read or written."""
+    from bert_tf.training import search, settings
 
+    if f.do_train:
+        library_call(settings.check_weights_may_change)
     names = ("output_dir", "random_seed", "learning_rate", "train_batch_size", "num_train_epochs", "restarts")
     runs = library_call(lambda: search.grid(
         f.learning_rate, f.train_batch_size, f.num_train_epochs, f.restarts, f.random_seed), flag_names=names)

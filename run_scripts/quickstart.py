@@ -24,6 +24,7 @@ from absl import app, flags
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.io_utils import check_output_dir
+from bert_tf.training.settings import check_weights_may_change
 from run_scripts import hide_startup_lines, min_log_level
 from run_scripts.common_flags import fail
 
@@ -114,7 +115,8 @@ def main(argv):
     start, out = time.time(), FLAGS.output_dir
     if FLAGS.num_train_steps < 1:
         fail(f"--num_train_steps={FLAGS.num_train_steps} must be at least 1")
-    try:  # before any work: a bad folder would otherwise fail in the first step
+    try:  # before any work: a bad folder, or an environment that cannot train, would fail in a later step
+        check_weights_may_change()
         check_output_dir(out)
         os.makedirs(out, exist_ok=True)
     except (ValueError, OSError) as e:

@@ -25,16 +25,23 @@ def check_batch_sizes(settings, replicas):
 
 
 def check_weights_may_change(environ=None):
-    """A ValueError naming FROZEN_WEIGHTS_ENV when it is on in `environ` (default: this process's
-    environment), as TensorFlow reads it ("1" or "true", in any case): training must not run
-    where oneDNN keeps its first call's weights."""
+    """A ValueError naming FROZEN_WEIGHTS_ENV unless it is unset or off in `environ` (default: this
+    process's environment). TensorFlow reads it as a bool, "1" or "true" on and "0" or "false"
+    off, in any case, and aborts at its first product on any other value (an empty one too):
+    training must run neither where oneDNN keeps its first call's weights nor where it aborts."""
     value = (os.environ if environ is None else environ).get(FROZEN_WEIGHTS_ENV)
-    if value is not None and value.lower() in ("1", "true"):
+    if value is None or value.lower() in ("0", "false"):
+        return
+    if value.lower() in ("1", "true"):
         raise ValueError(
             f"{FROZEN_WEIGHTS_ENV}={value} is set in this environment: TensorFlow's oneDNN products then keep "
             "the weights of their first call, so training would not see its own updates. Unset it to train "
             "(it is for processes that only serve exports)"
         )
+    raise ValueError(
+        f"{FROZEN_WEIGHTS_ENV}={value!r} is set in this environment, but TensorFlow reads it as 1, true, 0 or "
+        "false (in any case) and aborts at its first product on anything else. Unset it to train"
+    )
 
 
 def lora_settings(lora_rank=0, lora_alpha=None):

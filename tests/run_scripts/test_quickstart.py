@@ -11,7 +11,7 @@ import pytest
 
 from bert_tf import tokenization
 from bert_tf.tasks.classifier import catalog
-from tests.run_scripts.conftest import REPO
+from tests.run_scripts.conftest import REPO, run_script
 from tests.run_scripts.script_cases import run_cases
 
 TASK = os.path.join(REPO, "data", "sentiment")
@@ -139,3 +139,9 @@ def test_bad_flags_fail_before_any_work_and_a_failed_step_is_one_line(tmp_path):
     # The step's own one-line error is shown, and no traceback from either process.
     assert re.search(r"create_pretraining_data.py: error: --output_file=.*train.tfrecord is a directory", stderr)
     assert "Traceback" not in stderr
+    # TensorFlow's frozen-weights switch (serving's) would make its training steps wrong: refused first.
+    frozen = run_script("quickstart.py", f"--output_dir={tmp_path / 'frozen'}",
+                        env={"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "true"})
+    assert frozen.returncode == 1 and frozen.stderr.strip().splitlines()[-1].startswith(
+        f"{error}TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=true is set in this environment: ")
+    assert not (tmp_path / "frozen").exists()

@@ -318,8 +318,10 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         assert not os.path.exists(out(i) / "fine_tuning_task.json")  # a failed start leaves nothing
     # A subprocess as a user sees it: exit status 1 and the one line. Here the environment is at fault,
     # TensorFlow's frozen-weights switch for serving, where training would not see its own updates; it is
-    # checked before any input is read (the bad label file is never reached).
-    result = run_script("run_classifier.py", *_flags(model_dir, bad["label"], out(99)), env={TENSORFLOWS_SWITCH: "1"})
+    # checked before anything is read or written: the bad label file is never reached, and the search (a
+    # list of learning rates) writes no folder.
+    searched = _flags(model_dir, bad["label"], out(99), learning_rate="3e-3,1e-3")
+    result = run_script("run_classifier.py", *searched, env={TENSORFLOWS_SWITCH: "1"})
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (
         "run_classifier.py: error: TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 is set in this environment: TensorFlow's oneDNN "
         "products then keep the weights of their first call, so training would not see its own updates. Unset it "

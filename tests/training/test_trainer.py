@@ -76,10 +76,10 @@ def test_trains_evaluates_and_predicts_every_example_once_in_order(tmp_path):
 
 
 def test_refuses_to_train_where_tensorflow_keeps_its_products_first_weights(tmp_path, monkeypatch):
-    """TensorFlow reads its switch as a bool: "1" or "true" in any case on, "0" or "false" off (a
-    serving process's setting: README). Training is refused before anything is written. Nothing here
-    runs a product while the switch is set: TensorFlow reads it once, at its first oneDNN product,
-    and this process's later tests train."""
+    """TensorFlow reads its switch as a bool: "1" or "true" in any case on, "0" or "false" off, and
+    aborts on anything else (a serving process's setting: README). Training is refused before
+    anything is written. Nothing here runs a product while the switch is set: TensorFlow reads it
+    once, at its first oneDNN product, and this process's later tests train."""
     switch = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"  # TensorFlow's name, spelt here
     for value in ("0", "false", "False"):
         check_weights_may_change({switch: value})
@@ -91,6 +91,13 @@ def test_refuses_to_train_where_tensorflow_keeps_its_products_first_weights(tmp_
             check_weights_may_change({switch: value})
         monkeypatch.setenv(switch, value)
         with pytest.raises(ValueError, match=f"^{switch}={value} is set"):
+            trainer.train(_data(64))
+    # Values TensorFlow cannot read as a bool abort the process at its first product: refused too.
+    for value in ("yes", "", " 1"):
+        with pytest.raises(ValueError, match=f"^{switch}={value!r} is set .* reads it as 1, true, 0 or false"):
+            check_weights_may_change({switch: value})
+        monkeypatch.setenv(switch, value)
+        with pytest.raises(ValueError, match="aborts at its first product on anything else. Unset it to train$"):
             trainer.train(_data(64))
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
 
