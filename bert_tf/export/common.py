@@ -164,8 +164,9 @@ def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
     rows: a service whose batch sizes straddle 7 re-lays those few weights on the calls of the
     other class (a service of one text per request never does). The variable is a process's
     promise that no weight changes (TensorFlow reads it once; set it before TensorFlow starts):
-    only in a process that serves, never in one that trains, and only for graphs whose products
-    all multiply by weights, as these exports' do."""
+    only in a process that serves, never in one that trains (`Trainer.train` and the training
+    scripts refuse to: `bert_tf.training.settings.check_weights_may_change`), and only for graphs
+    whose products all multiply by weights, as these exports' do."""
 
     def call(inputs):
         return model(inputs, training=False)
