@@ -124,8 +124,8 @@ def main(argv):
         fail(f"--max_query_length is for --export_type=squad, not {FLAGS.export_type}")
     if FLAGS.export_type == "preprocessor" and not FLAGS.vocab_file:
         fail("--export_type=preprocessor needs --vocab_file")
-    jit_compile, mixed_precision = FLAGS.serving_jit_compile, {"none": None}.get(FLAGS.mixed_precision,
-                                                                                   FLAGS.mixed_precision)
+    jit_compile = FLAGS.serving_jit_compile
+    mixed_precision = None if FLAGS.mixed_precision == "none" else FLAGS.mixed_precision
     if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
         without_xla = [f"--mixed_precision={mixed_precision}"] if mixed_precision else []
         choice = choose_serving_jit_compile(jit_compile, FLAGS.quantize, measured_without=without_xla)
