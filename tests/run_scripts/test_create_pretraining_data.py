@@ -386,6 +386,8 @@ def test_the_papers_ablations_are_flags_and_bad_shares_fail_before_any_work(tmp_
     cases = [
         [*common, f"--output_file={bad}", "--mask_token_prob=-0.1"],
         [*common, f"--output_file={bad}", "--mask_token_prob=0.9", "--random_token_prob=0.2"],
+        # An excess that six digits would round away: the sum is printed with enough to show it.
+        [*common, f"--output_file={bad}", "--mask_token_prob=0.7", "--random_token_prob=0.3000001"],
         # Every chosen token kept (no [MASK], no random id: the inputs are the labels), and
         # single segments, for "No NSP".
         [*common, f"--output_file={out}", "--mask_token_prob=0", "--random_token_prob=0", "--next_sentence=false",
@@ -396,6 +398,7 @@ def test_the_papers_ablations_are_flags_and_bad_shares_fail_before_any_work(tmp_
     assert outcomes == [
         f"{error}--mask_token_prob=-0.1 must be in [0, 1]",
         f"{error}--mask_token_prob=0.9 + --random_token_prob=0.2 = 1.1 is above 1",
+        f"{error}--mask_token_prob=0.7 + --random_token_prob=0.3000001 = 1.0000001 is above 1",
         "ok",
     ]
     assert sorted(os.listdir(tmp_path)) == ["o.tfrecord"]

@@ -44,8 +44,18 @@ def check_replacement_split(mask_token_prob, random_token_prob):
     if mask_token_prob + random_token_prob > 1 + 1e-9:
         raise ValueError(
             f"mask_token_prob={mask_token_prob} + random_token_prob={random_token_prob} = "
-            f"{mask_token_prob + random_token_prob:g} is above 1"
+            f"{_above_one(mask_token_prob + random_token_prob)} is above 1"
         )
+
+
+def _above_one(total):
+    """`total` (> 1) with the fewest significant digits that still show it above 1: `%g`'s six
+    digits print 1.0000001 as 1."""
+    for digits in range(6, 18):
+        shown = f"{total:.{digits}g}"
+        if float(shown) > 1:
+            return shown
+    return repr(total)
 
 
 def flatten_documents(documents):
