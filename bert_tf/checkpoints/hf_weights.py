@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from bert_tf.checkpoints.original import LoadReport, original_variable_map, original_weights
+from bert_tf.checkpoints.original import LoadReport, check_finite, original_variable_map, original_weights
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.tasks import registry
 
@@ -234,10 +234,11 @@ def load_weights(model, folder, architecture):
     """Loads the weights of the Hugging Face folder `folder` (of transformers' class
     `architecture`) into `model`; returns the `LoadReport`, in transformers' names.
 
-    Every weight `model` needs must be there with its shape, and every encoder weight there must
-    be one `model` has: otherwise nothing is assigned and a one-line ValueError names the
-    offending weights. Heads `model` lacks (pre-training heads when fine-tuning) are reported unused, in a
-    warning too; a task model's head absent from the folder is left as initialised (`not_found`).
+    Every weight `model` needs must be there with its shape and finite values, and every encoder
+    weight there must be one `model` has: otherwise nothing is assigned and a one-line ValueError
+    names the offending weights. Heads `model` lacks (pre-training heads when fine-tuning) are
+    reported unused, in a warning too; a task model's head absent from the folder is left as
+    initialised (`not_found`).
     """
     path, stored = read_weights(folder)
     variables = original_variable_map(model)
@@ -266,6 +267,7 @@ def load_weights(model, folder, architecture):
         values = {name: stored[name].read() for name in plan}  # every value read before any is assigned
     except Exception as e:  # noqa: BLE001 - as in read_weights
         raise _damaged(path, e) from None
+    check_finite({stored[name].name: value for name, value in values.items()}, path)
     for name, (entry, transposed) in plan.items():
         value = values[name].T if transposed else values[name]  # the original layout's
         entry.variable.assign(value.T if entry.transpose else value)

@@ -150,6 +150,20 @@ def damaged(checkpoint_path, error):
     )
 
 
+def check_finite(values, source):
+    """A ValueError naming `source` (the file read) and the first weight of `values` (name ->
+    array) that holds NaN or infinity: a model with one computes NaN, and what a script writes
+    from it (features as JSON) is no longer valid. Loads check before assigning anything."""
+    for name, value in values.items():
+        value = np.asarray(value)
+        if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all():
+            bad = value.size - np.count_nonzero(np.isfinite(value))
+            raise ValueError(
+                f"{source}: weight {name} holds NaN or infinity ({bad} of {value.size} values): the file is damaged "
+                "or the training that wrote it diverged"
+            )
+
+
 def list_original_variables(checkpoint_path) -> dict:
     """Name -> shape of every variable in a checkpoint."""
     return dict(_open_reader(checkpoint_path).get_variable_to_shape_map())
@@ -166,7 +180,8 @@ def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
     Every variable the model needs must be present with the original's shape; otherwise nothing
     is assigned and a ValueError names each offending variable with both shapes. A task head
     (the classifier's `output_weights`/`output_bias`) is loaded when present, with the same
-    shape check, and otherwise keeps its initialisation (`LoadReport.not_found`). Optimizer slots
+    shape check, and otherwise keeps its initialisation (`LoadReport.not_found`). A weight holding
+    NaN or infinity is a ValueError naming it (`check_finite`), nothing assigned. Optimizer slots
     (`*/adam_m`, `*/adam_v`) and `global_step` are skipped; any other variable the model does
     not use is reported in a warning and in the returned `LoadReport.unused`.
     """
@@ -197,6 +212,7 @@ def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
             values[name] = reader.get_tensor(name)
         except READ_ERRORS as e:
             raise damaged(checkpoint_path, e) from None
+    check_finite(values, checkpoint_path)
     for name, entry in mapping.items():
         entry.variable.assign(values[name].T if entry.transpose else values[name])
 

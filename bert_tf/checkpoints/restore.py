@@ -16,7 +16,7 @@ import secrets
 import keras
 
 from bert_tf.checkpoints import hf
-from bert_tf.checkpoints.original import LoadReport, damaged, load_original_checkpoint
+from bert_tf.checkpoints.original import LoadReport, check_finite, damaged, load_original_checkpoint
 from bert_tf.io_utils import owner_is_gone, owner_tag
 from bert_tf.models import lora
 from bert_tf.models.bert_encoder import BertEncoder
@@ -51,10 +51,18 @@ def save_keras_model(model, path):
 
 
 def load_keras_model(path):
-    """Loads a `.keras` file written by this package (an encoder, pretrainer or task model)."""
+    """Loads a `.keras` file written by this package (an encoder, pretrainer or task model); a
+    weight holding NaN or infinity is a ValueError naming the file and the weight."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Keras model file {path!r} does not exist")
-    return keras.saving.load_model(path, compile=False)
+    model = keras.saving.load_model(path, compile=False)
+    _check_finite(model, path)
+    return model
+
+
+def _check_finite(model, source):
+    """`check_finite` on the weights of `model`, read from `source`, by their Keras paths."""
+    check_finite({w.path: keras.ops.convert_to_numpy(w) for w in model.weights}, source)
 
 
 def _encoder_of(model):
@@ -82,7 +90,8 @@ def _restore_training_checkpoint(model, path):
     """The whole model when the checkpoint holds it (e.g. a fine-tuned classifier), else its
     encoder alone (a pre-training checkpoint starting a fine-tuning run, or any of our
     checkpoints into a bare encoder): the loop saves every model as "model", and the object
-    graph reaches the encoder as `model.encoder` whatever the heads."""
+    graph reaches the encoder as `model.encoder` whatever the heads. Values are checked after
+    restoring (`check_finite`): reading the checkpoint twice would cost more than the check."""
     import tensorflow as tf
 
     if not isinstance(model, BertEncoder):
@@ -91,6 +100,7 @@ def _restore_training_checkpoint(model, path):
             raise ValueError(f"checkpoint {path!r} holds a {type(model).__name__} of other shapes: {problem}")
         try:
             status.assert_existing_objects_matched()
+            _check_finite(model, path)
             return None
         except AssertionError:
             if isinstance(model, BertPretrainer):
@@ -102,6 +112,7 @@ def _restore_training_checkpoint(model, path):
         status.assert_existing_objects_matched()
     except AssertionError as e:
         raise ValueError(f"checkpoint {path!r} does not hold this model: {e}") from None
+    _check_finite(_encoder_of(model), path)
     return None if isinstance(model, BertEncoder) else _head_not_found(model)
 
 
@@ -134,7 +145,8 @@ def restore(model, path):
     (a run's latest checkpoint, the bert_model.ckpt of Google's download, or a Hugging Face
     folder) or a `.keras` file.
     Returns a `LoadReport` when something was left out, else None. A truncated or corrupted
-    checkpoint is a ValueError saying so.
+    checkpoint is a ValueError saying so, and so is a weight holding NaN or infinity (named with
+    the file: `original.check_finite`).
 
     A task model takes its head too when the source has one of the same kind and shape (a
     fine-tuned model); otherwise only the encoder is loaded and the head keeps its

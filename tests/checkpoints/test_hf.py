@@ -264,6 +264,7 @@ def _bad_folders(tmp_path):
         "missing": {k: v for k, v in tensors.items() if k != "encoder.layer.1.output.dense.bias"},
         "extra_layer": {**tensors, "encoder.layer.2.output.dense.bias": np.zeros(32, np.float32)},
         "twice": {**tensors, "bert.pooler.dense.bias": tensors["pooler.dense.bias"]},
+        "nan": {**tensors, "encoder.layer.1.output.dense.bias": np.full(32, np.nan, np.float32)},
     }
     folders = {"no_config": no_config, "no_weights": no_weights, "torch_only": torch_only}
     for name, values in variants.items():
@@ -283,6 +284,7 @@ BAD = [
     ("missing", ValueError, "encoder.layer.1.output.dense.bias is missing (model expects (32,))"),
     ("extra_layer", ValueError, "encoder.layer.2.output.dense.bias is not a weight of BertEncoder"),
     ("twice", ValueError, "holds pooler.dense.bias twice"),
+    ("nan", ValueError, "model.safetensors: weight encoder.layer.1.output.dense.bias holds NaN or infinity (32 of 32"),
     ("damaged", ValueError, "model.safetensors is damaged or not a model.safetensors"),
 ]
 

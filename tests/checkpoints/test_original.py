@@ -158,3 +158,16 @@ def test_save_removes_the_temporary_folder_a_killed_save_left(tmp_path, config):
     save_original_checkpoint(BertEncoder.from_bert_config(config), str(tmp_path / "bert_model.ckpt"))
     assert not left.exists() and alive.exists()
     assert (tmp_path / "bert_model.ckpt.index").exists()
+
+
+def test_a_weight_holding_nan_or_infinity_is_named_and_nothing_is_assigned(tmp_path, config):
+    weights = random_weights(original_shapes(config, with_heads=False))
+    weights["bert/encoder/layer_1/attention/self/key/bias"][[3, 5]] = [np.nan, np.inf]
+    prefix = write_tf1_checkpoint(tmp_path / "m.ckpt", weights)
+    encoder = BertEncoder.from_bert_config(config)
+    before = [np.array(w) for w in encoder.get_weights()]
+    with pytest.raises(ValueError, match=r"m.ckpt: weight bert/encoder/layer_1/attention/self/key/bias holds NaN or "
+                                         r"infinity \(2 of 32 values\)"):
+        load_original_checkpoint(encoder, prefix)
+    for b, a in zip(before, encoder.get_weights(), strict=True):
+        np.testing.assert_array_equal(b, a)

@@ -111,3 +111,21 @@ def test_the_encoder_and_the_task_model_of_each_source(tmp_path):
     with pytest.raises(ValueError, match=r"bert_model.ckpt has no trained BertClassifier head \(output_bias, "
                                          r"output_weights\): use the output folder of a fine-tuning run"):
         sources.task_model(google, record, config)
+
+
+def test_a_weight_holding_nan_in_a_keras_file_or_a_training_checkpoint_is_named(tmp_path):
+    config = tiny_config()
+    broken = BertEncoder.from_bert_config(config)
+    kernel = broken.pooler_dense.kernel
+    kernel.assign(np.where(np.arange(kernel.shape[1]) == 2, np.nan, np.asarray(kernel)))
+    tuned = BertClassifier(broken, num_classes=3)  # saved as the loop saves a fine-tuned model
+    ckpt = tf.train.Checkpoint(model=tuned).save(str(tmp_path / "run" / "ckpt"))
+    keras_file = save_keras_model(tuned, str(tmp_path / "broken.keras"))
+    record = RunRecord(kind="classifier", task_name="mnli", labels=("a", "b", "c"))
+    for source in (ckpt, keras_file):
+        for read, arguments in ((sources.encoder, (config,)), (sources.task_model, (record, config))):
+            with pytest.raises(ValueError) as error:
+                read(source, *arguments)
+            assert str(error.value).startswith(f"{source}: weight ") and "\n" not in str(error.value)
+            assert "pooler_dense/kernel holds NaN or infinity (32 of 1024 values)" in str(error.value)
+
