@@ -49,6 +49,11 @@ _FIXED = {
     "position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False,
     "tie_word_embeddings": True, "layer_norm_eps": LAYER_NORM_EPSILON,
 }
+# The fields without which the weights cannot be read: their shapes (and how the hidden size
+# splits into heads). transformers writes them all; a default for one (its 768 hidden units, 12
+# heads) would only turn into a puzzling shape mismatch.
+_REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+             "max_position_embeddings", "type_vocab_size")
 # The fields that decide what loaded weights compute (the others: dropout, initialisation).
 _FORWARD = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
             "hidden_act", "max_position_embeddings", "type_vocab_size")
@@ -101,6 +106,10 @@ def read_config(folder):
         number = isinstance(value, float) and isinstance(given, (int, float))
         if given != value and not (number and math.isclose(given, value, rel_tol=1e-6)):
             raise refuse(field, f"is not supported (only {value!r})")
+    missing = [name for name in _REQUIRED if name not in values]
+    if missing:
+        raise ValueError(f"{path}: missing {', '.join(missing)} (needed to read the weights; transformers always "
+                         "writes them)")
     if values.get("hidden_act", "gelu") not in _ACTIVATIONS:
         raise refuse("hidden_act", f"is not supported (one of {', '.join(_ACTIVATIONS)})")
     fields = {name: values.get(name, default) for name, default in _DEFAULTS.items()}

@@ -209,13 +209,13 @@ def test_config_json_maps_onto_bert_config_with_transformers_defaults(tmp_path):
     (folder / "config.json").write_text(json.dumps({
         "architectures": ["BertForSequenceClassification"], "model_type": "bert", "vocab_size": 25, "hidden_size": 32,
         "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "hidden_act": "gelu",
-        "max_position_embeddings": 24, "id2label": {"1": "yes", "0": "no"},
+        "max_position_embeddings": 24, "type_vocab_size": 2, "id2label": {"1": "yes", "0": "no"},
         "problem_type": "single_label_classification",
         "gradient_checkpointing": False, "classifier_dropout": None, "transformers_version": "4.44.0",
     }))
     found = hf.read_config(str(folder))
     assert found.bert_config.hidden_act == "gelu_exact"  # transformers' "gelu" is the erf one
-    assert found.bert_config.type_vocab_size == 2 and found.bert_config.initializer_range == 0.02
+    assert found.bert_config.initializer_range == 0.02 and found.bert_config.hidden_dropout_prob == 0.1
     assert found.architecture == "BertForSequenceClassification" and found.labels == ("no", "yes")
     record = hf.run_record(str(folder))
     assert (record.kind, record.labels, record.label_kind, record.do_lower_case) == ("classifier", ("no", "yes"),
@@ -247,6 +247,18 @@ def test_a_config_we_cannot_compute_is_refused_naming_the_file_field_and_value(t
     assert "\n" not in str(error.value)
     for a, b in zip(before, _numpy(model), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_config_without_a_field_the_weights_shapes_need_names_it(tmp_path):
+    folder = write_folder(tmp_path / "hf", _weights("BertModel"), CONFIG, "BertModel")
+    values = json.loads((folder / "config.json").read_text())
+    for gone, message in ((["num_attention_heads"], "missing num_attention_heads"),
+                          (["hidden_size", "type_vocab_size"], "missing hidden_size, type_vocab_size")):
+        (folder / "config.json").write_text(json.dumps({k: v for k, v in values.items() if k not in gone}))
+        with pytest.raises(ValueError) as error:
+            restore(BertEncoder.from_bert_config(CONFIG), str(folder))
+        assert str(error.value).startswith(f"{folder / 'config.json'}: {message} (needed to read the weights")
+        assert "\n" not in str(error.value)
 
 
 def _bad_folders(tmp_path):
