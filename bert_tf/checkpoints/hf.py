@@ -26,6 +26,7 @@ from bert_tf.layers.common import LAYER_NORM_EPSILON
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.tasks import registry
 from bert_tf.tasks.record import RunRecord
+from bert_tf.tokenization import load_vocab
 
 CONFIG = "config.json"
 VOCAB = "vocab.txt"
@@ -189,6 +190,8 @@ def folder_settings(folder, config=None, config_file=None, needs_vocab=False, vo
         raise ValueError(
             f"do_lower_case={do_lower_case}, but {os.path.join(folder, TOKENIZER_CONFIG)} has do_lower_case={lower}"
         )
+    if vocab_file:
+        check_same_vocab(vocab_file, folder)
     vocab = vocab_file or (os.path.join(folder, VOCAB) if os.path.isfile(os.path.join(folder, VOCAB)) else None)
     if vocab is None and needs_vocab:  # transformers 5 saves the vocabulary in tokenizer.json only
         raise FileNotFoundError(
@@ -196,6 +199,31 @@ def folder_settings(folder, config=None, config_file=None, needs_vocab=False, vo
             "tokenizer.json only; write its model.vocab out one token a line, in id order)"
         )
     return FolderSettings(config or found.bert_config, vocab, lower)
+
+
+def check_same_vocab(vocab_file, folder):
+    """A ValueError starting `vocab_file=...` unless `vocab_file` holds the tokens of `folder`'s
+    vocab.txt (when it has one) in the same order: the rows of the folder's word embeddings are
+    its tokens, and another list gives other features silently. Tokens are compared as the
+    tokenizer reads them (`tokenization.load_vocab` strips each line: CRLF or LF, spaces around
+    a token do not matter)."""
+    own = os.path.join(folder, VOCAB)
+    if not os.path.isfile(own):
+        return
+    if not os.path.isfile(vocab_file):
+        raise FileNotFoundError(f"vocab_file={vocab_file}: no such file")
+    try:
+        given = list(load_vocab(vocab_file))
+    except ValueError as e:  # e.g. a token twice
+        raise ValueError(f"vocab_file={vocab_file}: {e}") from None
+    found = list(load_vocab(own))
+    if given == found:
+        return
+    where = [f"{len(given)} tokens vs {len(found)}"] if len(given) != len(found) else []
+    line = next((i for i, (a, b) in enumerate(zip(given, found, strict=False)) if a != b), None)
+    if line is not None:
+        where.append(f"line {line + 1} is {given[line]!r} vs {found[line]!r}")
+    raise ValueError(f"vocab_file={vocab_file} is not the vocabulary of {own}: {', '.join(where)}")
 
 
 def task_architectures():

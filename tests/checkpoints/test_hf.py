@@ -319,7 +319,18 @@ def test_the_tokenizer_settings_and_what_a_script_takes_from_a_folder(tmp_path):
     folder = write_folder(tmp_path / "hf", _weights("BertModel"), CONFIG, "BertModel", vocab=VOCAB, do_lower_case=False)
     found = hf.folder_settings(str(folder))
     assert (found.config, found.vocab_file, found.do_lower_case) == (CONFIG, str(folder / "vocab.txt"), False)
-    assert hf.folder_settings(str(folder), vocab_file="mine.txt", do_lower_case=False).vocab_file == "mine.txt"
+    mine = tmp_path / "mine.txt"  # the same tokens as the tokenizer reads them: other line ends, spaces
+    mine.write_bytes(("\r\n".join(VOCAB[:3] + [f" {VOCAB[3]} "] + VOCAB[4:])).encode())
+    assert hf.folder_settings(str(folder), vocab_file=str(mine), do_lower_case=False).vocab_file == str(mine)
+    for tokens, where in ((VOCAB[:7] + ["other"] + VOCAB[8:], f"line 8 is 'other' vs {VOCAB[7]!r}"),
+                          (VOCAB + ["extra"], "26 tokens vs 25"),
+                          (VOCAB[:-1] + ["x", "y"], f"26 tokens vs 25, line 25 is 'x' vs {VOCAB[-1]!r}")):
+        mine.write_text("\n".join(tokens) + "\n")
+        with pytest.raises(ValueError) as error:
+            hf.folder_settings(str(folder), vocab_file=str(mine))
+        assert str(error.value) == f"vocab_file={mine} is not the vocabulary of {folder / 'vocab.txt'}: {where}"
+    with pytest.raises(FileNotFoundError, match=r"^vocab_file=absent.txt: no such file$"):
+        hf.folder_settings(str(folder), vocab_file="absent.txt")
     with pytest.raises(ValueError, match=r"^do_lower_case=True, but .*/tokenizer_config.json has do_lower_case=False$"):
         hf.folder_settings(str(folder), do_lower_case=True)
     with pytest.raises(ValueError, match=r"^bert_config_file=b.json: it does not match .* hidden_size 64 vs 32, hi"):

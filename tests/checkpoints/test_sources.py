@@ -129,3 +129,17 @@ def test_a_weight_holding_nan_in_a_keras_file_or_a_training_checkpoint_is_named(
             assert str(error.value).startswith(f"{source}: weight ") and "\n" not in str(error.value)
             assert "pooler_dense/kernel holds NaN or infinity (32 of 1024 values)" in str(error.value)
 
+
+def test_a_vocabulary_named_for_a_hugging_face_folder_must_be_its_own(tmp_path):
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")  # a Hugging Face folder (its config is not read here)
+    write_vocab(folder / "vocab.txt")
+    same = write_vocab(tmp_path / "same.txt")
+    other = write_vocab(tmp_path / "other.txt", ["[PAD]", "[CLS]", "[UNK]"])
+    for checkpoint in (str(tmp_path / "run"), str(folder)):  # beside a run's checkpoint, another is taken
+        assert sources.named_or_beside(same, "vocab_file", checkpoint, "vocab.txt") == same
+    assert sources.named_or_beside(other, "vocab_file", str(tmp_path / "run"), "vocab.txt") == other
+    with pytest.raises(ValueError, match=rf"^vocab_file={other} is not the vocabulary of {folder / 'vocab.txt'}: 3 "
+                                         r"tokens vs 25, line 2 is '\[CLS\]' vs '\[UNK\]'$"):
+        sources.named_or_beside(other, "vocab_file", str(folder), "vocab.txt")
