@@ -243,8 +243,8 @@ _NOTHING_TO_DO = {
 
 
 def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
-    """What a fine-tuning script checks before reading any input: something to do, the LoRA flags,
-    the casing against the checkpoint's name, the config (a Hugging Face folder's: `hf_folder_flags`),
+    """What a fine-tuning script checks before reading any input: something to do, the LoRA flags
+    (the rank below the model's widths), the casing against the checkpoint's name, the config (a Hugging Face folder's: `hf_folder_flags`),
     max_seq_length against it, warmup_proportion, a model to restore when not training. Splits the
     CPU as --num_cpu_devices asks (before TensorFlow starts). Returns the BertConfig."""
     from bert_tf import tokenization
@@ -263,6 +263,11 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
         f"--max_seq_length={f.max_seq_length} vs max_position_embeddings of "
         f"--{sources.config_setting(f.bert_config_file, f.init_checkpoint)}: ",
     )
+    if f.lora_rank:
+        from bert_tf.models import lora
+
+        library_call(lambda: lora.check_rank(f.lora_rank, config.hidden_size, config.intermediate_size),
+                     flag_names=("lora_rank",))
     if not 0.0 <= f.warmup_proportion <= 1.0:
         fail(f"--warmup_proportion={f.warmup_proportion} must be between 0 and 1")
     check_output_dir_flag(f.output_dir)
@@ -470,11 +475,37 @@ def run_or_search(f, run, evaluation="do_eval"):
         fail(f"a search (a list in --learning_rate, --train_batch_size or --num_train_epochs, or --restarts>1) "
              f"needs --do_train and --{evaluation}: it chooses its run by the dev figures")
     predict, each = f.do_predict and evaluation != "do_predict", {"do_predict": evaluation == "do_predict"}
+    shared = search_settings(f)
     done = library_call(lambda: search.search(
         f.output_dir, runs, f.random_seed, lambda one, run_dir: use(one, run_dir, **each),
-        lambda message: logging.info("***** Search: %s *****", message)), flag_names=names)
+        lambda message: logging.info("***** Search: %s *****", message), shared), flag_names=names + tuple(shared))
     if predict:
         use(done.chosen.run, done.chosen.run_dir, do_train=False, do_eval=False, do_predict=True)
+
+
+# The flags whose values every run of a search shares and that change what a run learns (the
+# grid's own and those of speed or output aside); a script records those it has.
+_SEARCH_SETTINGS = (
+    "task_name", "tfds_name", "xnli_language", "init_checkpoint", "do_lower_case", "max_seq_length",
+    "warmup_proportion", "optimizer", "gradient_accumulation_steps", "mixed_precision", "lora_rank", "lora_alpha",
+    "group_by_length", "doc_stride", "max_query_length", "version_2_with_negative", "feature_based", "lstm_units",
+)
+
+
+def search_settings(f):
+    """`{flag name: value}` of the _SEARCH_SETTINGS the script has, as its runs will take them: the
+    casing a Hugging Face folder given as --init_checkpoint has, paths made absolute, LoRA's alpha
+    resolved, the task's name as its catalog keys it, lstm_units only for a feature-based model."""
+    hf_folder_flags(f)
+    values = {name: f[name].value for name in _SEARCH_SETTINGS if name in f}
+    values.update(lora_settings(f))
+    if values.get("task_name"):
+        values["task_name"] = values["task_name"].strip().lower()
+    if values.get("init_checkpoint"):
+        values["init_checkpoint"] = os.path.abspath(values["init_checkpoint"])
+    if values.get("feature_based") is None:
+        values.pop("lstm_units", None)
+    return values
 
 
 # --- Dynamic padding and XLA choices logged alike (issue 21) ---
@@ -506,6 +537,12 @@ def padding_settings(flag_values):
     if f.use_tpu and f["pad_to_max_seq_length"].present and not f.pad_to_max_seq_length:
         fail("--pad_to_max_seq_length=false is not possible with --use_tpu: TPUs need static shapes")
     fixed = f.pad_to_max_seq_length or f.use_tpu or ("distribution_strategy" in f and strategy_name(f) == "tpu")
+    if fixed and f.length_bucket is not None:
+        why = "--pad_to_max_seq_length" if f.pad_to_max_seq_length else "a TPU (static shapes)"
+        fail(f"--length_bucket={f.length_bucket} has no use with {why}: every batch is padded to --max_seq_length")
+    if f.length_bucket is not None and f.length_bucket > f.max_seq_length:
+        fail(f"--length_bucket={f.length_bucket} is above --max_seq_length={f.max_seq_length}: no batch is longer; "
+             "give at most that")
     auto = f.length_bucket is None and not fixed
     jit = auto and (library_call(lambda: speed.jit_compile_for(f.jit_compile), "--") if "jit_compile" in f
                     else speed.current_platform() == "gpu")

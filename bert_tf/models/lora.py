@@ -31,14 +31,31 @@ def _encoder(model):
     return getattr(model, "encoder", model)
 
 
+def check_rank(rank, hidden_size, intermediate_size):
+    """A ValueError naming lora_rank unless `rank` is below the smallest dimension of the adapted
+    kernels (`[hidden, hidden]`, `[hidden, intermediate]`, `[intermediate, hidden]`): at that rank
+    the update A B can already be any matrix, and its A and B hold more numbers than the kernel
+    they adapt, so LoRA trains more than full fine-tuning would."""
+    smallest = min(hidden_size, intermediate_size)
+    if rank >= smallest:
+        which = "hidden_size" if hidden_size <= intermediate_size else "intermediate_size"
+        raise ValueError(
+            f"lora_rank={rank} is not below {which} {smallest}, the smallest dimension of the adapted layers: "
+            f"the adapters would train more numbers than the layers hold (full fine-tuning: lora_rank=0)"
+        )
+
+
 def enable_lora(model, rank, alpha=None):
     """Adds adapters of rank `rank` and scale alpha / rank (alpha: default `rank`) to the
     `adapted_layers` of `model`'s encoder (`model` itself, or its `.encoder`) and freezes every
     other weight of the encoder: embeddings, LayerNorms, pooler, the adapted layers' kernels and
-    biases. Call it once the pre-trained weights are in: they are the adapters' base."""
+    biases. Call it once the pre-trained weights are in: they are the adapters' base. The rank
+    must be below the adapted layers' smallest dimension (`check_rank`)."""
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"lora_rank={rank} must be a positive integer")
-    layers = adapted_layers(_encoder(model))
+    encoder = _encoder(model)
+    check_rank(rank, encoder.hidden_size, encoder.intermediate_size)
+    layers = adapted_layers(encoder)
     for layer in layers:
         layer.enable_lora(rank, lora_alpha=alpha)
     adapters = {id(w) for layer in layers for w in (layer.lora_kernel_a, layer.lora_kernel_b)}

@@ -17,6 +17,9 @@ from bert_tf.tasks import registry
 from bert_tf.training.settings import lora_settings
 
 FILE_NAME = "fine_tuning_task.json"
+# What a run that trains into a folder holding an earlier run (resuming it) must keep: they decide
+# its batches, so steps taken with other values would be mixed in one model under one record.
+RESUMED_FIELDS = ("max_seq_length", "group_by_length")
 _COMMON = ("kind", "task_name", "do_lower_case", "max_seq_length")
 _LORA = ("lora_rank", "lora_alpha")  # kept by LoRA runs only
 

@@ -5,7 +5,9 @@ output folder; the best by the task's dev metric is chosen.
 What a search leaves in its folder:
 - one run folder per combination and restart (`lr3e-05_bs32_ep3_r0`), each a complete run
   (checkpoints, run record, eval_results.txt) that exports and conversions take as any other;
-- search.json: the random seed and every run of the search (written before the first run);
+- search.json: the random seed, the settings every run shares (`settings`: all but the grid's
+  values that change what a run learns, e.g. max_seq_length, the LoRA rank) and every run of the
+  search (written before the first run);
 - search_results.csv and search_results.md: every finished run, best first, the chosen one
   marked (rewritten atomically after each run);
 - best: a relative link to the chosen run's folder (a copy where links cannot be made).
@@ -15,7 +17,9 @@ eval_results.txt exists is finished and not redone (the file is written atomical
 training); an interrupted run resumes from its own checkpoints. Started again with another grid
 on the same folder, the search is extended: the new runs are added to search.json, finished runs
 are reused, and the table and the choice cover every run of the folder's search. Its seed
-cannot change (the runs' seeds derive from it).
+cannot change (the runs' seeds derive from it), nor can its shared settings: a run made with
+others would be ranked beside runs it cannot be compared with. A folder whose search.json predates
+the shared settings is checked against its finished runs' records (`fine_tuning_task.json`).
 
 Training a run is the caller's `train_and_evaluate(run, run_dir)` (a script's run with the run's values).
 Errors are ValueErrors starting with the setting at fault (`learning_rate=...`, `output_dir=...`).
@@ -42,6 +46,9 @@ BEST = "best"
 # every other classifier (MNLI: its matched set) and SWAG: accuracy.
 METRICS = ("eval_mcc", "eval_pearson", "eval_f1", "f1", "eval_micro_f1", "eval_accuracy")
 _EVAL_RESULTS = "eval_results.txt"
+# The shared settings a run record keeps as a script's flag gives them (an older search.json's
+# runs are checked on these).
+_RECORDED = ("do_lower_case", "max_seq_length", "lora_rank", "lora_alpha", "group_by_length")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,10 +123,11 @@ def check_not_search_folder(output_dir):
         )
 
 
-def prepare(output_dir, runs, seed):
-    """Checks that `output_dir` holds nothing, or a search with the same seed, and writes
-    search.json with its runs and `runs` (the search extended). Returns every run of the search,
-    earlier ones first."""
+def prepare(output_dir, runs, seed, settings=None):
+    """Checks that `output_dir` holds nothing, or a search with the same seed and shared
+    `settings` (a JSON-able dict, name -> value, of what every run shares), and writes search.json
+    with its runs and `runs` (the search extended). Returns every run of the search, earlier ones
+    first."""
     path = os.path.join(output_dir, RECORD_FILE)
     if not os.path.isfile(path) and os.path.isdir(output_dir):
         single = run_record.read(output_dir) is not None or os.path.isfile(os.path.join(output_dir, "checkpoint"))
@@ -137,12 +145,41 @@ def prepare(output_dir, runs, seed):
             earlier = [SearchRun(**run) for run in found["runs"]]
         except (KeyError, TypeError) as e:
             raise ValueError(f"{path}: not a search record ({e})") from None
+        settings = _same_settings(output_dir, found.get("settings"), settings or {}, earlier)
     known = {run.name for run in earlier}
     every = earlier + [run for run in runs if run.name not in known]
+    record = {"random_seed": seed, "settings": settings or {}, "runs": [dataclasses.asdict(run) for run in every]}
     with atomic_write(path) as f:
-        json.dump({"random_seed": seed, "runs": [dataclasses.asdict(run) for run in every]}, f, indent=2)
+        json.dump(record, f, indent=2)
         f.write("\n")
     return every
+
+
+def _same_settings(output_dir, recorded, settings, earlier):
+    """The shared settings to record for a search continued in `output_dir` with `settings`: a
+    ValueError naming the first that differs from `recorded` (search.json's) or, where search.json
+    has none (written before it kept them), from a record of its `earlier` runs. A setting that
+    only one side has is kept as the other side gives it."""
+    if recorded is None:
+        recorded = {}
+        for run in earlier:
+            found = run_record.read(os.path.join(output_dir, run.name))
+            if found is not None:
+                recorded = {name: getattr(found, name) for name in _RECORDED if name in settings}
+                break
+    for name, value in settings.items():
+        if name in recorded and not _equal(recorded[name], value):
+            raise ValueError(
+                f"{name}={value}, but the search in output_dir={output_dir} was run with {name}={recorded[name]} "
+                f"(its runs would be ranked with runs made otherwise): give the same, or use another output_dir"
+            )
+    return {**recorded, **settings}
+
+
+def _equal(a, b):
+    """Values as JSON keeps them: a tuple read back is a list, an integral float may be an int."""
+    a, b = (list(v) if isinstance(v, tuple) else v for v in (a, b))
+    return a == b
 
 
 def read_results(run_dir):
@@ -191,11 +228,12 @@ class SearchResult:
         return self.rows[0]
 
 
-def search(output_dir, runs, seed, train_and_evaluate, log=None):
-    """The search of `runs` (from `grid` with `seed`) in `output_dir`: `prepare`, then
-    `run_search`. `log(message)` hears of each run started and of the choice."""
+def search(output_dir, runs, seed, train_and_evaluate, log=None, settings=None):
+    """The search of `runs` (from `grid` with `seed`) in `output_dir`, every run sharing
+    `settings` (see `prepare`): `prepare`, then `run_search`. `log(message)` hears of each run
+    started and of the choice."""
     log = log or (lambda message: None)
-    done = run_search(output_dir, prepare(output_dir, runs, seed), train_and_evaluate, log)
+    done = run_search(output_dir, prepare(output_dir, runs, seed, settings), train_and_evaluate, log)
     chosen, best, table_file = done.chosen, os.path.join(output_dir, BEST), os.path.join(output_dir, TABLE_FILES[1])
     log(f"{chosen.run.name} chosen ({chosen.metric} = {chosen.value:.6g}, best of {len(done.rows)} runs); "
         f"{best} {'links to' if done.best_as == 'link' else 'is a copy of'} it; table: {table_file}")

@@ -58,14 +58,27 @@ def test_library_call_writes_the_named_settings_as_flags():
     ],
 )
 def test_the_default_bucket_follows_the_models_xla_choice(platform, argv, expected, logged, caplog, monkeypatch):
-    from absl import flags, logging
+    from absl import logging
 
     from bert_tf.training import speed
     from run_scripts import common_flags
 
     monkeypatch.setattr(speed, "current_platform", lambda use_tpu=False: "tpu" if use_tpu else platform)
+    values = _padding_flags(argv)
+    logging.set_verbosity(logging.INFO)
+    with caplog.at_level("INFO"):
+        assert common_flags.padding_settings(values) == expected
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("length_bucket=")]
+    assert said == ([logged] if logged else [])
+
+
+def _padding_flags(argv):
+    """The flags `padding_settings` reads, parsed from `argv` (None: a script without --jit_compile)."""
+    from absl import flags
+
     values = flags.FlagValues()
     flags.DEFINE_integer("length_bucket", None, "", flag_values=values)
+    flags.DEFINE_integer("max_seq_length", 128, "", flag_values=values)
     for name in ("pad_to_max_seq_length", "use_tpu", "group_by_length"):
         flags.DEFINE_bool(name, False, "", flag_values=values)
     flags.DEFINE_string("distribution_strategy", None, "", flag_values=values)
@@ -74,8 +87,23 @@ def test_the_default_bucket_follows_the_models_xla_choice(platform, argv, expect
     if argv is not None:
         flags.DEFINE_bool("jit_compile", None, "", flag_values=values)
     values(["script", *(argv or [])])
-    logging.set_verbosity(logging.INFO)
-    with caplog.at_level("INFO"):
-        assert common_flags.padding_settings(values) == expected
-    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("length_bucket=")]
-    assert said == ([logged] if logged else [])
+    return values
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--pad_to_max_seq_length", "--length_bucket=4"],
+         "--length_bucket=4 has no use with --pad_to_max_seq_length: every batch is padded to --max_seq_length"),
+        (["--use_tpu", "--length_bucket=4"],
+         "--length_bucket=4 has no use with a TPU (static shapes): every batch is padded to --max_seq_length"),
+        (["--length_bucket=1000"],
+         "--length_bucket=1000 is above --max_seq_length=128: no batch is longer; give at most that"),
+    ],
+)
+def test_a_bucket_that_would_be_dropped_or_never_reached_is_refused(argv, message):
+    from run_scripts import common_flags
+
+    with pytest.raises(SystemExit) as e:
+        common_flags.padding_settings(_padding_flags([*argv, "--nojit_compile"]))
+    assert str(e.value).endswith(f": error: {message}")

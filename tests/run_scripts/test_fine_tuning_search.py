@@ -90,3 +90,18 @@ def test_a_killed_search_continues_chooses_by_dev_f1_predicts_and_its_best_expor
     export = exports.read("classifier", str(out / "best"))
     assert export.record.task_name == "mrpc" and export.record.labels == ("0", "1")
     assert convert.read_model(str(out / "best")).global_step == 2
+
+    # Continued with a setting its finished runs were not made with (a longer grid, so that new runs would
+    # train): refused before any work, the folder as it was.
+    before = sorted(os.listdir(out)), (out / "search.json").read_text()
+    grid = "3e-3,1e-3,5e-4"
+    outcomes = run_main_cases("run_classifier", [
+        _flags(model, data, out, learning_rate=grid, lora_rank=4),
+        _flags(model, data, out, learning_rate=grid, max_seq_length=32),
+    ])
+    assert outcomes == [
+        f"run_classifier.py: error: --{name}={value}, but the search in --output_dir={out} was run with --{name}={old} "
+        "(its runs would be ranked with runs made otherwise): give the same, or use another --output_dir"
+        for name, value, old in (("lora_rank", 4, 0), ("max_seq_length", 32, 24))
+    ]
+    assert (sorted(os.listdir(out)), (out / "search.json").read_text()) == before

@@ -450,6 +450,13 @@ def test_lora_learns_resumes_exactly_after_kill_and_exports_merged(tmp_path, mod
         (dict(lora_alpha=8), "--lora_alpha=8.0 is given without --lora_rank: LoRA is off"),
         (dict(lora_rank=2, lora_alpha=0), "--lora_alpha=0.0 must be positive"),
         (dict(output_dir=straight, do_train=False), "--lora_rank=0, but the model in --output_dir="),
+        # At the width of the adapted layers (hidden 32), A and B would hold more than the kernels.
+        (dict(lora_rank=32), "--lora_rank=32 is not below hidden_size 32, the smallest dimension of the adapted "
+         "layers: the adapters would train more numbers than the layers hold (full fine-tuning: --lora_rank=0)"),
+        # Training goes on only with the length the run's steps so far were taken at (its record says it).
+        (dict(output_dir=straight, lora_rank=4, max_seq_length=16),
+         f"--output_dir={straight} holds a run of task 'mrpc' with --max_seq_length 24, not 16: use another "
+         "--output_dir"),
     ]
     argvs = [_flags(model_dir, data, values.pop("output_dir", tmp_path / f"bad{i}"), **values)
              for i, (values, _) in enumerate(cases)]

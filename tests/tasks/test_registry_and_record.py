@@ -106,3 +106,22 @@ def test_grouping_by_length_is_recorded_and_a_resumed_training_must_keep_it(tmp_
     assert check_output_dir(str(tmp_path), plain, same_fields(False)) == []  # evaluating: any batch order
     for fields in (ner_fields, squad_fields, swag_fields):
         assert "group_by_length" in fields(True) and "group_by_length" not in fields(False)
+
+
+def test_a_run_trained_further_must_keep_its_length_but_may_be_evaluated_at_another(tmp_path):
+    from bert_tf.tasks.classifier.run import same_fields
+    from bert_tf.tasks.ner.run import fields_to_match as ner_fields
+    from bert_tf.tasks.squad.run import fields_to_match as squad_fields
+    from bert_tf.tasks.swag.run import fields_to_match as swag_fields
+    from bert_tf.training.run import check_output_dir
+
+    RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), max_seq_length=32).write(tmp_path)
+    longer = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), max_seq_length=64)
+    with pytest.raises(ValueError, match=rf"^output_dir={tmp_path} holds a run of task 'mrpc' with max_seq_length 32, "
+                                         "not 64: use another output_dir"):
+        check_output_dir(str(tmp_path), longer, same_fields(True))
+    # Evaluating or predicting: the inputs are cut differently, which is said.
+    assert check_output_dir(str(tmp_path), longer, same_fields(False)) == [
+        f"max_seq_length=64, but the model in {tmp_path} was fine-tuned with 32: inputs are cut differently"]
+    for fields in (ner_fields, squad_fields, swag_fields):
+        assert "max_seq_length" in fields(True) and "max_seq_length" not in fields(False)

@@ -161,6 +161,33 @@ def test_a_folder_of_another_seed_or_a_single_run_is_refused(tmp_path):
         search.prepare(str(single), runs, 12345)
 
 
+def test_a_search_continued_with_other_shared_settings_is_refused_before_any_run(tmp_path):
+    out, calls = tmp_path / "out", []
+    runs = search.grid("5e-5,3e-5", "32", "3", 1, 12345)
+    shared = {"max_seq_length": 32, "lora_rank": 0, "lora_alpha": None, "warmup_proportion": 0.1}
+    search.search(str(out), runs, 12345, _stand_in(calls), settings=shared)
+    assert json.loads((out / "search.json").read_text())["settings"] == shared
+    more = search.grid("1e-4", "32", "3", 1, 12345)
+    for name, value in (("max_seq_length", 64), ("lora_rank", 4), ("warmup_proportion", 0.2)):
+        with pytest.raises(ValueError, match=rf"^{name}={value}, but the search in output_dir={out} was run with "
+                                             rf"{name}={shared[name]} .*give the same, or use another output_dir"):
+            search.search(str(out), more, 12345, _stand_in(calls), settings={**shared, name: value})
+    assert len(calls) == 2 and len(json.loads((out / "search.json").read_text())["runs"]) == 2  # nothing ran or changed
+    search.prepare(str(out), runs, 12345, settings=shared)  # the same settings continue it
+
+    # A search.json written before it kept the settings: its finished runs' records say them.
+    record = {"kind": "classifier", "task_name": "mrpc", "max_seq_length": 32, "labels": ["0", "1"]}
+    (out / runs[0].name / "fine_tuning_task.json").write_text(json.dumps(record))
+    older = json.loads((out / "search.json").read_text())
+    del older["settings"]
+    (out / "search.json").write_text(json.dumps(older))
+    with pytest.raises(ValueError, match=rf"^max_seq_length=64, but the search in output_dir={out} was run with "
+                                         r"max_seq_length=32 "):
+        search.prepare(str(out), more, 12345, settings={**shared, "max_seq_length": 64})
+    search.prepare(str(out), more, 12345, settings=shared)
+    assert json.loads((out / "search.json").read_text())["settings"] == shared
+
+
 def test_best_is_a_copy_where_links_cannot_be_made_and_a_link_replaces_it_later(tmp_path, monkeypatch):
     out = tmp_path / "out"
     runs = search.grid("5e-5,3e-5", "32", "3", 2, 12345)

@@ -17,7 +17,7 @@ from bert_tf.tasks.classifier import catalog
 from bert_tf.tasks.classifier.inputs import encode_examples
 from bert_tf.tasks.classifier.processors import DataProcessor
 from bert_tf.tasks.classifier.task import METRIC_FOR_GLUE_TASK, ClassifierTask, write_submission, write_test_results
-from bert_tf.tasks.record import RunRecord
+from bert_tf.tasks.record import RESUMED_FIELDS, RunRecord
 
 
 def import_task_module(name):
@@ -108,7 +108,7 @@ def same_fields(do_train):
     """The record fields an earlier run in the output folder must share with this one: training
     resumes only the same task, in the same batch order; evaluating or predicting may use any run
     with the same head (mnli-mm on an mnli run)."""
-    return ("task_name", "label_kind", "labels", "group_by_length") if do_train else ("label_kind", "labels")
+    return ("task_name", "label_kind", "labels", *RESUMED_FIELDS) if do_train else ("label_kind", "labels")
 
 
 @dataclasses.dataclass(frozen=True)

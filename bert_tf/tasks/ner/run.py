@@ -18,7 +18,7 @@ from bert_tf.tasks import record as run_record
 from bert_tf.tasks.ner import conll, conlleval
 from bert_tf.tasks.ner.inputs import tags_of
 from bert_tf.tasks.ner.task import NerTask
-from bert_tf.tasks.record import RunRecord
+from bert_tf.tasks.record import RESUMED_FIELDS, RunRecord
 
 TASK_NAME = "ner"
 PREDICTIONS_FILE = "test_predictions.txt"
@@ -86,7 +86,7 @@ def fields_to_match(do_train):
     """The record fields an earlier run in output_dir must share with this one: a run that
     trains resumes that run (the same task, in the same batch order); one that only evaluates or
     predicts needs a model of the same kind with the same tags."""
-    return ("task_name", "kind", "labels", "group_by_length") if do_train else ("kind", "labels")
+    return ("task_name", "kind", "labels", *RESUMED_FIELDS) if do_train else ("kind", "labels")
 
 
 def _model_settings(record):

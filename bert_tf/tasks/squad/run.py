@@ -14,7 +14,7 @@ import json
 import os
 
 from bert_tf.io_utils import atomic_write
-from bert_tf.tasks.record import RunRecord
+from bert_tf.tasks.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.squad import features as squad
 from bert_tf.tasks.squad import metrics as squad_metrics
 from bert_tf.tasks.squad.feature_cache import CachedFeatures, NoQuestionsError, cached_features
@@ -43,7 +43,7 @@ def squad_record(version_2_with_negative, do_lower_case, max_seq_length, doc_str
 def fields_to_match(do_train):
     """The record fields an earlier run in output_dir must share with this one: the same task and
     SQuAD version and, for a run that trains (resumes it), the same batch order."""
-    return ("task_name", "version_2_with_negative") + (("group_by_length",) if do_train else ())
+    return ("task_name", "version_2_with_negative") + (RESUMED_FIELDS if do_train else ())
 
 
 def load_tokenizer(vocab_file, do_lower_case):

@@ -7,7 +7,7 @@ import os
 
 from bert_tf.data.text_files import split_file
 from bert_tf.tasks.classifier.task import write_submission, write_test_results
-from bert_tf.tasks.record import RunRecord
+from bert_tf.tasks.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.swag.reader import NUM_CHOICES, SPLIT_FILES, encode_examples, read_swag
 from bert_tf.tasks.swag.task import SwagTask
 
@@ -36,7 +36,7 @@ def fields_to_match(do_train):
     """The record fields an earlier run in output_dir must share with this one: a run that
     trains resumes that run (the same task, in the same batch order); one that only evaluates or
     predicts needs a model of the same kind with as many choices."""
-    return ("task_name", "kind", "num_choices", "group_by_length") if do_train else ("kind", "num_choices")
+    return ("task_name", "kind", "num_choices", *RESUMED_FIELDS) if do_train else ("kind", "num_choices")
 
 
 def build_task(bert_config, record: RunRecord, vocab_file, length_bucket=None):

@@ -105,7 +105,7 @@ def test_the_record_and_what_an_earlier_run_must_share(tmp_path):
         "kind": "ner", "task_name": "ner", "do_lower_case": False, "max_seq_length": 24, "label_kind": "token",
         "labels": ["O", "B-LOC", "I-LOC"], "window_context_words": 4,
     }
-    assert ner_run.fields_to_match(True) == ("task_name", "kind", "labels", "group_by_length")
+    assert ner_run.fields_to_match(True) == ("task_name", "kind", "labels", "max_seq_length", "group_by_length")
     assert ner_run.fields_to_match(False) == ("kind", "labels")
 
 
