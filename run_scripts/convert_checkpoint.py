@@ -29,7 +29,7 @@ import os
 from absl import app, flags, logging
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
-from bert_tf.checkpoints import convert, hf
+from bert_tf.checkpoints import convert, hf, sources
 from bert_tf.io_utils import check_keras_file, check_output_dir, check_output_file, error_line
 from run_scripts.common_flags import fail, library_call, load_bert_config
 
@@ -112,6 +112,8 @@ def _writing(work):
 def _check_paths():
     """Before any work: the output can be written and is not the checkpoint being converted."""
     output = FLAGS.converted_checkpoint_path
+    library_call(lambda: sources.check_not_search(FLAGS.checkpoint_to_convert, "checkpoint_to_convert"),
+                 flag_names=("checkpoint_to_convert",))
     if FLAGS.direction == "to_original" and os.path.isdir(output):
         fail(
             f"--converted_checkpoint_path={output} is a directory; give a checkpoint prefix such as "

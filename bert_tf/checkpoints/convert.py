@@ -85,6 +85,7 @@ def original_model(checkpoint_to_convert, config, model="auto"):
     one of MODEL_CHOICES ("auto": `original_model_kind`). A task kind that keeps labels (the
     classifier) gets as many as the checkpoint's head has outputs, and needs that head. A Hugging
     Face folder's model is the one its config.json names (`config` may be None)."""
+    sources.check_not_search(checkpoint_to_convert, "checkpoint_to_convert")
     if hf.is_hf_folder(checkpoint_to_convert):
         return _folder_model(checkpoint_to_convert, config, model)
     with sources.prefixed("checkpoint_to_convert: "):
@@ -154,6 +155,7 @@ def read_model(checkpoint_to_convert, bert_config_file=None):
     `bert_config_file` given is written beside the converted checkpoint (with its extra keys) and
     must match the model."""
     path = checkpoint_to_convert
+    sources.check_not_search(path, "checkpoint_to_convert")
     config, warnings, step, record = None, (), None, None
     if hf.is_hf_folder(path):
         with sources.prefixed("checkpoint_to_convert: "):

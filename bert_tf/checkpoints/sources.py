@@ -13,6 +13,7 @@ from bert_tf.config import BertConfig
 from bert_tf.models import BertEncoder
 from bert_tf.tasks import record as run_record
 from bert_tf.tasks import registry
+from bert_tf.training import search
 
 
 @contextlib.contextmanager
@@ -32,6 +33,17 @@ def beside(checkpoint, name):
     when there is no such file."""
     path = os.path.join(run_record.run_directory(checkpoint), name)
     return path if os.path.isfile(path) else None
+
+
+def check_not_search(path, setting):
+    """A ValueError when `path` (which `setting` gave) is the folder of a fine-tuning search: its
+    runs are in subfolders, and its `best` link is the one it chose (the hint
+    `search.check_not_search_folder` gives for an output folder)."""
+    if path and os.path.isfile(os.path.join(path, search.RECORD_FILE)):
+        raise ValueError(
+            f"{setting}={path} holds a search ({search.RECORD_FILE}): use {setting}={os.path.join(path, search.BEST)}, "
+            "its chosen run"
+        )
 
 
 def named_or_beside(path, setting, checkpoint, name):

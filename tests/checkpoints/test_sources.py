@@ -130,6 +130,15 @@ def test_a_weight_holding_nan_in_a_keras_file_or_a_training_checkpoint_is_named(
             assert "pooler_dense/kernel holds NaN or infinity (32 of 1024 values)" in str(error.value)
 
 
+def test_a_search_folder_is_refused_with_its_chosen_run_named(tmp_path):
+    (tmp_path / "run").mkdir()
+    sources.check_not_search(str(tmp_path / "run"), "init_checkpoint")  # a run folder as any other
+    (tmp_path / "search.json").write_text("{}")
+    with pytest.raises(ValueError, match=rf"^checkpoint_to_convert={tmp_path} holds a search \(search.json\): use "
+                                         rf"checkpoint_to_convert={tmp_path / 'best'}, its chosen run$"):
+        sources.check_not_search(str(tmp_path), "checkpoint_to_convert")
+
+
 def test_a_vocabulary_named_for_a_hugging_face_folder_must_be_its_own(tmp_path):
     folder = tmp_path / "hf"
     folder.mkdir()
