@@ -97,8 +97,10 @@ def to_original_or_hf():
         lambda: convert.hf_tokenizer(source, path, FLAGS.vocab_file, FLAGS.do_lower_case),
         flag_names=("vocab_file", "direction", "checkpoint_to_convert", "do_lower_case"),
     )
+    replaced = library_call(lambda: hf.check_output_folder(output), "--converted_checkpoint_path=")
     architecture = _writing(lambda: convert.to_hf(source, output, *tokenizer))
-    logging.info("Wrote a Hugging Face folder of a %s (%s) to %s", type(source.model).__name__, architecture, output)
+    logging.info("Wrote a Hugging Face folder of a %s (%s) to %s%s", type(source.model).__name__, architecture, output,
+                 ", replacing the one an earlier conversion wrote there" if replaced else "")
 
 
 def _writing(work):

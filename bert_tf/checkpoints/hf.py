@@ -61,6 +61,15 @@ _FORWARD = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_hea
 _PROBLEM_TYPES = {"single_label_classification": "single", "regression": "regression",
                   "multi_label_classification": "multi"}
 _TOKENIZERS = ("BertTokenizer", "BertTokenizerFast")
+_TRANSFORMERS = "transformers_version"  # in every config.json transformers saves
+# What `write_folder` writes: its files, and the keys of its JSON files (None: not JSON).
+_WRITTEN_KEYS = {
+    CONFIG: {"architectures", "model_type", *_DEFAULTS, "layer_norm_eps", "pad_token_id", "id2label", "label2id",
+             "problem_type"},
+    TOKENIZER_CONFIG: {"do_lower_case", "tokenizer_class", "model_max_length"},
+    hf_weights.SAFETENSORS: None,
+    VOCAB: None,
+}
 
 
 def is_hf_folder(path):
@@ -296,21 +305,50 @@ def config_json(model, bert_config=None, record=None, pad_token_id=0):
     return out
 
 
+def _not_written(folder, name):
+    """Why the entry `name` of `folder` is not one `write_folder` wrote (None when it is): a JSON
+    file of ours holds only the keys it writes; transformers' own config.json always adds
+    `transformers_version` (named first), so a folder saved by it, or downloaded from the Hub, is
+    never taken for ours."""
+    path = os.path.join(folder, name)
+    if name not in _WRITTEN_KEYS or not os.path.isfile(path):
+        return name
+    if _WRITTEN_KEYS[name] is None:
+        return None
+    try:
+        extra = sorted(set(read_json_object(path)) - _WRITTEN_KEYS[name], key=lambda k: (k != _TRANSFORMERS, k))
+    except ValueError:
+        return f"{name} (not JSON)"
+    return f"{name} with {extra[0]}" if extra else None
+
+
 def check_output_folder(folder):
-    """A ValueError unless `folder` can become a Hugging Face folder: absent, empty, or one
-    already (which writing replaces)."""
+    """Whether writing the Hugging Face folder `folder` replaces one that `write_folder` wrote
+    before (True: its config.json and nothing it does not write) or makes it anew (False: absent
+    or empty). Any other folder is a ValueError naming it and (the first of) its entries:
+    replacing it would delete files that are not ours, and leave another model under its name."""
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise ValueError(f"{folder} is a file, not a folder")
-    if os.path.isdir(folder) and os.listdir(folder) and not is_hf_folder(folder):
-        raise ValueError(f"{folder} holds other files than a Hugging Face folder: name a new folder")
+    entries = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    foreign = [why for why in (_not_written(folder, name) for name in entries) if why]
+    if entries and not foreign and CONFIG not in entries:  # some of our files, but not a folder we wrote
+        foreign = entries
+    if foreign:
+        more = f", ... ({len(foreign) - 5} more)" if len(foreign) > 5 else ""
+        raise ValueError(
+            f"{folder} is not empty and not the output of an earlier conversion (it holds {', '.join(foreign[:5])}"
+            f"{more}): name a new folder"
+        )
+    return bool(entries)
 
 
 def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_config=None):
     """Writes `model` (a BertEncoder, BertPretrainer or task model; `record`: its run record,
     for the label names) as the Hugging Face folder `folder`: config.json, model.safetensors,
     vocab.txt (a copy of `vocab_file`) and tokenizer_config.json. The files are written into a
-    temporary folder beside it, renamed onto `folder` when complete (an earlier Hugging Face
-    folder there is replaced). Returns transformers' class of the model written."""
+    temporary folder beside it, renamed onto `folder` when complete (a folder this function
+    wrote before is replaced; any other that is not empty is refused, `check_output_folder`).
+    Returns transformers' class of the model written."""
     check_output_folder(folder)
     config = bert_config or getattr(model, "encoder", model).bert_config()
     with open(vocab_file, encoding="utf-8") as f:
@@ -318,7 +356,7 @@ def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_con
     config.check_vocab_size(len(tokens), vocab_file)
     tensors = hf_weights.model_tensors(model)
     pad = tokens.index("[PAD]") if "[PAD]" in tokens else 0
-    tokenizer = {"do_lower_case": bool(do_lower_case), "tokenizer_class": "BertTokenizer",
+    tokenizer = {"do_lower_case": bool(do_lower_case), "tokenizer_class": _TOKENIZERS[0],
                  "model_max_length": config.max_position_embeddings}
 
     def write(staging):

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from bert_tf.checkpoints.original import LoadReport, check_finite, original_variable_map, original_weights
+from bert_tf.io_utils import umask
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.tasks import registry
 
@@ -91,8 +92,8 @@ def model_tensors(model):
 
 
 def write_safetensors(tensors, path):
-    """`tensors` as a safetensors file with the metadata transformers asks of a PyTorch one. A
-    failed write (a full disk) is an OSError, as any other file's."""
+    """`tensors` as a safetensors file with the metadata transformers asks of a PyTorch one, with
+    the user's umask. A failed write (a full disk) is an OSError, as any other file's."""
     from safetensors import SafetensorError
     from safetensors.numpy import save_file
 
@@ -103,6 +104,7 @@ def write_safetensors(tensors, path):
         if code is None:
             raise
         raise OSError(int(code.group(1)), os.strerror(int(code.group(1)))) from e
+    os.chmod(path, 0o666 & ~umask())  # safetensors creates 0600 files; give the mode the folder's other files have
 
 
 # ---------------------------------------------------------------------------------------------

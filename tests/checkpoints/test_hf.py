@@ -352,23 +352,57 @@ def test_the_tokenizer_settings_and_what_a_script_takes_from_a_folder(tmp_path):
     assert hf.tokenizer_casing(str(folder)) is True  # transformers' default
 
 
-def test_writing_replaces_a_folder_atomically_and_refuses_what_is_not_one(tmp_path):
+def test_writing_replaces_only_a_folder_written_before_and_gives_the_umask(tmp_path):
     model = _model("BertModel")
-    folder = _written(model, tmp_path)
-    (folder / "stale.txt").write_text("from an earlier folder")
-    _written(model, tmp_path)  # an earlier Hugging Face folder is replaced whole
-    assert not (folder / "stale.txt").exists()
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="holds other files than a Hugging Face folder"):
-        hf.write_folder(model, str(other), str(folder / "vocab.txt"), True)
-    assert os.listdir(other) == ["notes.txt"]
+    assert hf.check_output_folder(str(tmp_path / "out")) is False  # absent
+    previous = os.umask(0o027)
+    try:
+        folder = _written(model, tmp_path)
+    finally:
+        os.umask(previous)
+    assert {name: os.stat(folder / name).st_mode & 0o777 for name in os.listdir(folder)} == dict.fromkeys(
+        ["config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"], 0o640)
+    assert hf.check_output_folder(str(folder)) is True  # ours: replaced
+    (tmp_path / "out2").mkdir()
+    assert hf.check_output_folder(str(tmp_path / "out2")) is False  # empty
+    _written(_model("BertForPreTraining"), tmp_path)
+    assert json.loads((folder / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
+
+    # Anything this writer does not write is someone else's: a model saved by transformers or
+    # downloaded from the Hub (more files; transformers_version in its config.json), an extra file.
+    hub = write_folder(tmp_path / "hub", _weights("BertModel"), CONFIG, "BertModel", vocab=VOCAB)
+    (hub / "1_Pooling").mkdir()
+    for name in ("README.md", "modules.json", "special_tokens_map.json", "tokenizer.json"):
+        (hub / name).write_text("{}")
+    just_config = write_folder(tmp_path / "just_config", _weights("BertModel"), CONFIG, "BertModel")
+    os.remove(just_config / "model.safetensors")
+    mine = _written(model, tmp_path / "mine")
+    (mine / "notes.txt").write_text("mine")
+    vocab_only = tmp_path / "vocab_only"
+    vocab_only.mkdir()
+    (vocab_only / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    cases = {
+        hub: "1_Pooling, README.md, config.json with transformers_version, modules.json, special_tokens_map.json, "
+             "... (1 more)",
+        just_config: "config.json with transformers_version",
+        mine: "notes.txt",
+        vocab_only: "vocab.txt",
+    }
+    for other, held in cases.items():
+        before = sorted(os.listdir(other))
+        with pytest.raises(ValueError) as error:
+            hf.write_folder(model, str(other), str(folder / "vocab.txt"), True)
+        assert str(error.value) == (
+            f"{other} is not empty and not the output of an earlier conversion (it holds {held}): name a new folder")
+        assert sorted(os.listdir(other)) == before
+    with pytest.raises(ValueError, match=r"README.md is a file, not a folder$"):
+        hf.check_output_folder(str(hub / "README.md"))
     big = tmp_path / "big_vocab.txt"
     big.write_text("\n".join(VOCAB + ["extra"]) + "\n")
     with pytest.raises(ValueError, match="has 26 tokens but the model's vocab_size is 25"):
         hf.write_folder(model, str(tmp_path / "new"), str(big), True)
-    assert sorted(os.listdir(tmp_path)) == ["big_vocab.txt", "other", "out", "vocab.txt"]  # no temporaries
+    assert sorted(os.listdir(tmp_path)) == ["big_vocab.txt", "hub", "just_config", "mine", "out", "out2", "vocab.txt",
+                                            "vocab_only"]  # no temporaries
 
 
 def test_encoder_outputs_from_a_folder_match_the_original_layout(tmp_path):

@@ -30,11 +30,12 @@ module.main = _measured
 """
 
 
-def run_cases(script, cases, timeout=600):
+def run_cases(script, cases, timeout=600, prelude=""):
     """Each case's outcome ("ok" or the script's error line), the peak RSS in kB after each
-    case, and the driver's stderr (the scripts' logs)."""
+    case, and the driver's stderr (the scripts' logs). `prelude`: Python run first in the driver
+    (e.g. a handler that writes the INFO lines of the cases given --verbosity=0)."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
-    argv = [script, json.dumps([[str(a) for a in c] for c in cases]), "0", _PRELUDE]
+    argv = [script, json.dumps([[str(a) for a in c] for c in cases]), "0", _PRELUDE + prelude]
     result = subprocess.run(
         [sys.executable, "-c", _DRIVER, REPO, *argv], capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout
     )

@@ -8,10 +8,11 @@ import pytest
 
 from bert_tf import BertPretrainer
 from tests import numpy_bert
+from tests.hf_folder import write_folder
 from tests.run_scripts.conftest import run_script
 from tests.run_scripts.script_cases import run_cases
 from tests.tf1_checkpoint import original_shapes, read_tf1_checkpoint
-from tests.tiny import tiny_inputs
+from tests.tiny import VOCAB, tiny_inputs, write_vocab
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +75,19 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
     ]
     def to_hf_output(name):
         return [f"--converted_checkpoint_path={tmp_path / name}"]
+
+    # A sentence-transformers model as downloaded from the Hub, a Hugging Face folder with a NaN
+    # in a weight, a fine-tuning search's folder and a vocabulary with one token changed.
+    hub = write_folder(tmp_path / "hub", model.weights, model.config, "BertForPreTraining", vocab=VOCAB)
+    (hub / "1_Pooling").mkdir()
+    for name in ("README.md", "modules.json", "tokenizer.json"):
+        (hub / name).write_text("{}")
+    nan = {**model.weights, "bert/encoder/layer_0/output/dense/bias": np.full(32, np.nan, np.float32)}
+    write_folder(tmp_path / "nan_hf", nan, model.config, "BertForPreTraining")
+    (tmp_path / "search" / "best").mkdir(parents=True)
+    (tmp_path / "search" / "search.json").write_text("{}")
+    write_vocab(tmp_path / "other_vocab.txt", VOCAB[:5] + ["zzz"] + VOCAB[6:])
+    hub_files = sorted(os.listdir(hub))
 
     cases = [
         (
@@ -139,7 +153,7 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
         ),
         (
             ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("hf"),
-             f"--vocab_file={model.path / 'vocab.txt'}", "--do_lower_case=False"],
+             f"--vocab_file={model.path / 'vocab.txt'}", "--do_lower_case=False", "--verbosity=0"],
             None,
         ),
         (
@@ -150,7 +164,34 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
         (
             ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("uncased_tiny"),
              f"--vocab_file={model.path / 'vocab.txt'}"],
-            r"--converted_checkpoint_path=.*uncased_tiny holds other files than a Hugging Face folder",
+            r"--converted_checkpoint_path=.*uncased_tiny is not empty and not the output of an earlier conversion "
+            r"\(it holds bert_config.json, bert_model.ckpt.data-00000-of-00001, ",
+        ),
+        # Only the folder an earlier conversion wrote is replaced (logged), never one from the Hub.
+        (["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("hf"),
+          f"--vocab_file={model.path / 'vocab.txt'}", "--do_lower_case=False", "--verbosity=0"], None),
+        (
+            ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("hub"),
+             f"--vocab_file={model.path / 'vocab.txt'}"],
+            r"--converted_checkpoint_path=.*hub is not empty and not the output of an earlier conversion \(it holds "
+            r"1_Pooling, README.md, config.json with transformers_version, modules.json, tokenizer.json\): name a new",
+        ),
+        (
+            ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'hf'}", *to_hf_output("hf_other"),
+             f"--vocab_file={tmp_path / 'other_vocab.txt'}"],
+            rf"--vocab_file=.*other_vocab.txt is not the vocabulary of .*hf/vocab.txt: line 6 is 'zzz' vs "
+            rf"{VOCAB[5]!r}$",
+        ),
+        (
+            ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'search'}", *to_hf_output("hf_search")],
+            r"--checkpoint_to_convert=(.*search) holds a search \(search.json\): use --checkpoint_to_convert=\1/best, "
+            r"its chosen run$",
+        ),
+        (
+            ["--direction=to_keras", f"--checkpoint_to_convert={tmp_path / 'nan_hf'}",
+             f"--converted_checkpoint_path={tmp_path / 'nan.keras'}"],
+            r"nan_hf/model.safetensors: weight bert.encoder.layer.0.output.dense.bias holds NaN or infinity "
+            r"\(32 of 32 ",
         ),
         (
             ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("full.hf"),
@@ -166,7 +207,8 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
             r"writing --converted_checkpoint_path=.*full.ckpt failed: ",
         ),
     ]
-    outcomes, _, _ = run_cases("convert_checkpoint", [flags for flags, _ in cases])
+    info = "import logging, sys\nlogging.getLogger('absl').addHandler(logging.StreamHandler(sys.stderr))"
+    outcomes, _, logs = run_cases("convert_checkpoint", [flags for flags, _ in cases], prelude=info)
     for (flags, message), outcome in zip(cases, outcomes, strict=True):
         if message is None:
             assert outcome == "ok"
@@ -175,8 +217,19 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
         assert "\n" not in outcome
     damaged_files = [f"damaged.ckpt{s}" for s in (".index", ".data-00000-of-00001")]
     assert sorted(os.listdir(tmp_path)) == sorted(
-        ["uncased_tiny", "folder", "file", "model.keras", "x.keras", "hf", "back.keras", *damaged_files]
+        ["uncased_tiny", "folder", "file", "model.keras", "x.keras", "hf", "back.keras", *damaged_files,
+         "hub", "nan_hf", "search", "other_vocab.txt"]
     )
+    assert sorted(os.listdir(hub)) == hub_files
+    wrote = r"Wrote a Hugging Face folder of a BertPretrainer \(BertForPreTraining\) to \S*/hf"
+    written = [line[line.index(" to "):] for line in logs.splitlines() if re.match(wrote, line)]
+    replaced = f" to {tmp_path / 'hf'}, replacing the one an earlier conversion wrote there"
+    assert written == [f" to {tmp_path / 'hf'}", replaced]
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {name: os.stat(tmp_path / "hf" / name).st_mode & 0o777 for name in os.listdir(tmp_path / "hf")}
+    assert modes == dict.fromkeys(["config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"],
+                                  0o666 & ~umask)
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     tokenizer = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
     assert (config["architectures"], tokenizer["do_lower_case"]) == (["BertForPreTraining"], False)
