@@ -156,7 +156,9 @@ def check_finite(values, source):
     from it (features as JSON) is no longer valid. Loads check before assigning anything."""
     for name, value in values.items():
         value = np.asarray(value)
-        if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all():
+        if value.dtype.kind in "biu":  # integers (a step counter) are always finite
+            continue
+        if not np.isfinite(value).all():  # bfloat16 too, which numpy does not count as floating
             bad = value.size - np.count_nonzero(np.isfinite(value))
             raise ValueError(
                 f"{source}: weight {name} holds NaN or infinity ({bad} of {value.size} values): the file is damaged "

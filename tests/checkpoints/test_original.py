@@ -6,6 +6,7 @@ import pytest
 
 from bert_tf import BertEncoder, BertPretrainer
 from bert_tf.checkpoints import load_original_checkpoint, restore, save_original_checkpoint
+from bert_tf.checkpoints.original import check_finite
 from bert_tf.models import padding_skipped
 from tests import numpy_bert
 from tests.helpers import dead_owner_tag
@@ -171,3 +172,11 @@ def test_a_weight_holding_nan_or_infinity_is_named_and_nothing_is_assigned(tmp_p
         load_original_checkpoint(encoder, prefix)
     for b, a in zip(before, encoder.get_weights(), strict=True):
         np.testing.assert_array_equal(b, a)
+
+
+def test_bfloat16_weights_are_checked_too_and_integers_pass():
+    import ml_dtypes  # TensorFlow's bfloat16, which numpy does not count as floating
+
+    check_finite({"global_step": np.arange(3)}, "f")
+    with pytest.raises(ValueError, match=r"^f: weight w holds NaN or infinity \(1 of 2 values\)"):
+        check_finite({"w": np.array([1, np.nan], dtype=ml_dtypes.bfloat16)}, "f")
