@@ -37,6 +37,7 @@ replaced only with --overwrite.
 from absl import app, flags, logging
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
+from bert_tf.checkpoints import sources
 from bert_tf.export import check_export_dir, exports
 from bert_tf.export.common import AUTO, MIXED_PRECISION, QUANTIZE_MODES, ServingOptions
 from bert_tf.tasks import registry
@@ -120,6 +121,8 @@ def main(argv):
         fail(f"--export_dir: {e}")
     if FLAGS.export_type != "preprocessor" and not FLAGS.init_checkpoint:
         fail(f"--export_type={FLAGS.export_type} needs --init_checkpoint")
+    library_call(lambda: sources.check_not_search(FLAGS.init_checkpoint, "init_checkpoint"),
+                 flag_names=("init_checkpoint",))
     if FLAGS.max_query_length is not None and FLAGS.export_type != "squad":
         fail(f"--max_query_length is for --export_type=squad, not {FLAGS.export_type}")
     if FLAGS.export_type == "preprocessor" and not FLAGS.vocab_file:
@@ -150,6 +153,9 @@ def main(argv):
         ),
         "--",
     )
+    library_call(lambda: exports.check_length_bucket(FLAGS.length_bucket, FLAGS.pad_to_max_seq_length,
+                                                      export.seq_length),
+                 flag_names=("length_bucket", "pad_to_max_seq_length", "seq_length"))
     if FLAGS.export_type in registry.KINDS:
         log_jit_choice("serving_jit_compile", choice)
     for warning in export.warnings:

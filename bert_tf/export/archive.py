@@ -23,14 +23,27 @@ import tensorflow as tf
 from bert_tf.io_utils import staging_folder, swap_in_folder
 
 
+def is_export(directory):
+    """Whether `directory` holds a SavedModel (what `overwrite` may replace)."""
+    return any(os.path.isfile(os.path.join(directory, name)) for name in ("saved_model.pb", "saved_model.pbtxt"))
+
+
 def check_export_dir(export_dir, overwrite=False, inputs=()):
     """Fails before any work when `export_dir` cannot be written: it is a file, or an existing
-    export (any existing directory) and `overwrite` is False, or it is or holds one of `inputs`
-    (the checkpoint, run folder, vocab or config the export reads), which replacing it would delete."""
+    directory and `overwrite` is False, or with `overwrite` a directory that holds something other
+    than an earlier export (a training run's checkpoints and results, say: replacing it would
+    delete them), or it is or holds one of `inputs` (the checkpoint, run folder, vocab or config
+    the export reads)."""
     if os.path.isfile(export_dir):
         raise FileExistsError(f"export directory {export_dir!r} is a file")
     if os.path.exists(export_dir) and not overwrite:
         raise FileExistsError(f"export directory {export_dir!r} already exists (overwrite it with --overwrite)")
+    if overwrite and os.path.isdir(export_dir) and os.listdir(export_dir) and not is_export(export_dir):
+        shown = ", ".join(sorted(os.listdir(export_dir))[:4]) + ", ..." * (len(os.listdir(export_dir)) > 4)
+        raise FileExistsError(
+            f"export directory {export_dir!r} holds {shown}, not an earlier export (no saved_model.pb): --overwrite "
+            "replaces only an export; export to another directory"
+        )
     target = os.path.realpath(export_dir) + os.sep
     for path in inputs:
         if path and (os.path.realpath(path) + os.sep).startswith(target):

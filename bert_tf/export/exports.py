@@ -104,6 +104,7 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
         return dataclasses.replace(_preprocessor(vocab_file, do_lower_case, seq_length), serving=serving)
     if not init_checkpoint:
         raise ValueError(f"init_checkpoint is required by export_type={export_type}")
+    sources.check_not_search(init_checkpoint, "init_checkpoint")
     if export_type == "encoder":
         return _encoder(init_checkpoint, bert_config_file, vocab_file, do_lower_case)
     kind = registry.get(export_type)
@@ -112,6 +113,21 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     options = {"max_query_length": max_query_length} if max_query_length else {}
     export = _task(kind, init_checkpoint, bert_config_file, vocab_file, do_lower_case, seq_length, options)
     return dataclasses.replace(export, serving=serving)
+
+
+def check_length_bucket(length_bucket, pad_to_max_seq_length, seq_length):
+    """A `length_bucket` given for an export must be used: not with `pad_to_max_seq_length` (every
+    request padded to seq_length), nor above `seq_length` (the export's, once `read` resolved it;
+    None: an export that packs nothing), which no request reaches. A ValueError naming the
+    settings otherwise."""
+    if length_bucket is None:
+        return
+    if pad_to_max_seq_length:
+        raise ValueError(f"length_bucket={length_bucket} has no use with pad_to_max_seq_length (every request is "
+                         "padded to seq_length): give one of them")
+    if seq_length is not None and length_bucket > seq_length:
+        raise ValueError(f"length_bucket={length_bucket} is above the export's sequence length {seq_length} "
+                         "(seq_length, default the run's max_seq_length): no request is longer; give at most that")
 
 
 def check_casing(export_type, init_checkpoint, vocab_file, do_lower_case):

@@ -121,6 +121,10 @@ def exported(tmp_path_factory):
     occupied = out / "occupied"
     occupied.mkdir(parents=True)
     (occupied / "marker").write_text("an older export")
+    (occupied / "saved_model.pb").write_bytes(b"")  # what makes it one
+    searched = root / "search"  # a fine-tuning search's folder: its runs in subfolders, `best` the chosen one
+    searched.mkdir()
+    (searched / "search.json").write_text('{"random_seed": 12345, "runs": []}')
     g = sources.google
     cases = {
         "encoder": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
@@ -165,6 +169,15 @@ def exported(tmp_path_factory):
                    f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}"],
         "overwrite": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
                       f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={occupied}", "--overwrite"],
+        # --overwrite replaces an export, not another run's folder (its checkpoints and results).
+        "overwrite_run": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
+                          f"--init_checkpoint={g}/bert_model.ckpt", f"--export_dir={sources.runs['swag']}",
+                          "--overwrite"],
+        "bucket_fixed": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                         "--length_bucket=4", "--pad_to_max_seq_length", f"--export_dir={out}/bad15"],
+        "bucket_above": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                         "--length_bucket=1000", f"--export_dir={out}/bad16"],
+        "search_folder": ["--export_type=classifier", f"--init_checkpoint={searched}", f"--export_dir={out}/bad17"],
         # Today's fixed length, and the int8 weights served through XLA.
         # (given: no XLA, whatever the second process's speed file says; its log line is kept.)
         "squad_fixed": ["--export_type=squad", f"--init_checkpoint={sources.runs['squad']}",
@@ -373,14 +386,24 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "bf16_int8": "--mixed_precision=bf16 is for float weights, not quantize=int8",
         "bf16_encoder": "--mixed_precision=bf16 is for the task exports (classifier, squad, ner, swag), "
                         "not export_type=encoder",
+        "overwrite_run": f"--export_dir: export directory {str(exported.sources.runs['swag'])!r} holds "
+                         "bert_config.json, checkpoint, ckpt-",
+        "bucket_fixed": "--length_bucket=4 has no use with --pad_to_max_seq_length (every request is padded to "
+                        "--seq_length): give one of them",
+        "bucket_above": "--length_bucket=1000 is above the export's sequence length 16 (--seq_length, default the "
+                        "run's max_seq_length): no request is longer; give at most that",
+        "search_folder": f"--init_checkpoint={exported.root}/search holds a search (search.json): use "
+                         f"--init_checkpoint={exported.root}/search/best, its chosen run",
     }
     for case, words in expected.items():
         assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (
             case,
             outcomes[case],
         )
-    for bad in (f"bad{i}" for i in range(1, 15)):
+    for bad in (f"bad{i}" for i in range(1, 18)):
         assert not (exported.out / bad).exists(), bad
+    assert "not an earlier export (no saved_model.pb): --overwrite replaces only an export" in outcomes["overwrite_run"]
+    assert (exported.sources.runs["swag"] / "fine_tuning_task.json").is_file()  # the run is as it was
     # --overwrite replaced the older export whole; no temporary folder is left behind.
     occupied = exported.out / "occupied"
     assert not (occupied / "marker").exists() and (occupied / "saved_model.pb").is_file()
