@@ -3,6 +3,9 @@ speed): a run_classifier.py output_dir (single sentences) is exported as export_
 in float32, with int8 Dense kernels (`--quantize=int8`) and computing in bfloat16
 (`--mixed_precision=bf16`), and each export classifies a dev file: its accuracy, and for int8 and
 bf16 how many predictions differ from float32's and the largest and mean probability difference.
+Each export also classifies every sentence in a request of its own: how far a text's
+probabilities lie from those it gets inside the batch of the whole file (a serving process gives
+the same text either, as requests come).
 
     python bench/serving_accuracy.py --run=RUN_DIR [--tsv=data/sentiment/dev.tsv]
     python bench/serving_accuracy.py --smoke  # fine-tunes the tiny config briefly first (the suite's)
@@ -58,6 +61,9 @@ def exported_outputs(run, texts):
             exports.read("classifier", run, serving=ServingOptions(**options)).write(os.path.join(directory, name))
             serve = tf.saved_model.load(os.path.join(directory, name)).signatures["serving_default"]
             outputs[name] = {k: np.asarray(v) for k, v in serve(text_a=tf.constant(texts)).items()}
+            outputs[name]["alone"] = np.concatenate(
+                [np.asarray(serve(text_a=tf.constant([text]))["probabilities"]) for text in texts]
+            )
     return outputs
 
 
@@ -66,6 +72,10 @@ def report(outputs, labels):
     for name, out in outputs.items():
         correct = sum(label.decode() == want for label, want in zip(out["label"], labels, strict=True))
         print(f"  {name:8} dev accuracy {correct / len(labels):.4f} ({correct} of {len(labels)})")
+    for name, out in outputs.items():
+        difference = np.abs(out["alone"] - out["probabilities"])
+        print(f"  {name} alone against in a batch of {len(labels)}: probabilities differ by {difference.max():.2e} "
+              f"at most, {difference.mean():.2e} on average")
     reference = outputs["float32"]
     for name in (n for n in outputs if n != "float32"):
         changed = int((outputs[name]["label_id"] != reference["label_id"]).sum())

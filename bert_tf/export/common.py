@@ -46,7 +46,10 @@ class ServingOptions:
       --save_defaults`).
     quantize: "int8" stores the Dense layers' kernels as int8 with a scale per output column and
       quantizes their inputs per row on the fly (Keras' `Model.quantize("int8")`); None keeps
-      float weights.
+      float weights. As with bfloat16, a text's probabilities may differ between a request of its
+      own and a batch: float32's last-bit differences between the two (1e-7) can move an input
+      across an int8 rounding step, 1/127 of its row's largest value (a 4-layer, hidden-256 model:
+      up to 3.9e-4; bench/serving_accuracy.py measures it).
     skip_padding: a request with padding (a batch of texts of different lengths) runs the
       encoder's layers (all but attention's scores) on its real tokens alone
       (`bert_tf.models.padding_skipped`): the work follows the tokens, not the batch's longest
