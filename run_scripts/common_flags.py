@@ -244,9 +244,10 @@ _NOTHING_TO_DO = {
 
 def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_predict")):
     """What a fine-tuning script checks before reading any input: something to do, the LoRA flags
-    (the rank below the model's widths), the casing against the checkpoint's name, the config (a Hugging Face folder's: `hf_folder_flags`),
-    max_seq_length against it, warmup_proportion, a model to restore when not training. Splits the
-    CPU as --num_cpu_devices asks (before TensorFlow starts). Returns the BertConfig."""
+    (the rank below the model's widths), the casing against the checkpoint's name, the config (a
+    Hugging Face folder's: `hf_folder_flags`), max_seq_length against it, warmup_proportion, a model
+    to restore when not training. Splits the CPU as --num_cpu_devices asks (before TensorFlow
+    starts). Returns the BertConfig."""
     from bert_tf import tokenization
     from bert_tf.checkpoints import sources
     from bert_tf.training import distribution
