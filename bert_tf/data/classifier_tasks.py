@@ -1,11 +1,12 @@
-"""The old home of the classification tasks' readers and registry, kept because task modules
-written for earlier releases import from it (the README showed it). New code imports
-`bert_tf.tasks.classifier.processors` and `.catalog`."""
+"""The old home of the classification tasks' readers and registry, now
+`bert_tf.tasks.classifier.processors` and `.catalog` (the file helpers: `bert_tf.data.text_files`).
 
-from bert_tf.tasks.classifier.catalog import create_processor, processor_for_tfds, read_split, task_names
-from bert_tf.tasks.classifier.processors import DataProcessor, InputExample, TsvFile, TsvTask, register_task
+Task modules written for earlier releases import from here (the README showed it), so its names
+stay importable as deprecated aliases (see `bert_tf._deprecated`).
+"""
 
-__all__ = [
-    "DataProcessor", "InputExample", "TsvFile", "TsvTask", "create_processor", "processor_for_tfds", "read_split",
-    "register_task", "task_names",
-]
+
+def __getattr__(name):
+    from bert_tf.data._deprecated import moved
+
+    return moved(__name__, name)

@@ -1,6 +1,12 @@
-"""The old home of the pre-training input pipeline, kept because the README showed it; new code
-imports `bert_tf.data.pretraining.pipeline`."""
+"""The old home of the pre-training input pipeline, now `bert_tf.data.pretraining.pipeline`
+(`ordered_batches`: `bert_tf.data.batching`).
 
-from bert_tf.data.pretraining.pipeline import DynamicMasking, pretraining_dataset
+The README showed it, so its names stay importable as deprecated aliases (see
+`bert_tf._deprecated`).
+"""
 
-__all__ = ["DynamicMasking", "pretraining_dataset"]
+
+def __getattr__(name):
+    from bert_tf.data._deprecated import moved
+
+    return moved(__name__, name)

@@ -21,3 +21,10 @@ from bert_tf.export.encoder import export_encoder
 from bert_tf.export.preprocessor import export_preprocessor
 
 __all__ = ["ExportWriter", "check_export_dir", "export_encoder", "export_preprocessor"]
+
+
+def __getattr__(name):
+    """The task exports' old names, resolved only when used (PEP 562): they live above this layer."""
+    from bert_tf.export._deprecated import moved
+
+    return moved(__name__, name)

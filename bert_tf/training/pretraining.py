@@ -203,3 +203,10 @@ def check_next_sentence_head(output_dir, init_checkpoint, next_sentence_predicti
         f"next_sentence_prediction=True, but {where} was pre-trained without the next-sentence head "
         f"(next_sentence_prediction=False): that head would start untrained; {remedy}"
     )
+
+
+def __getattr__(name):
+    """Names this module re-exported before, as deprecated aliases (see `bert_tf._deprecated`)."""
+    from bert_tf.training._deprecated import moved
+
+    return moved(__name__, name)

@@ -1,0 +1,5 @@
+"""Multiple choice (run_swag.py): SWAG's CSV files, four endings per context.
+
+Importing this package loads none of its modules; `__all__` names them."""
+
+__all__ = ["export", "reader", "run", "task"]
