@@ -11,6 +11,11 @@ import re
 import unicodedata
 import warnings
 
+__all__ = [
+    "BasicTokenizer", "FullTokenizer", "WordpieceTokenizer", "check_vocab", "convert_by_vocab", "convert_to_unicode",
+    "load_vocab", "printable_text", "validate_case_matches_checkpoint", "vocab_from_tokens", "whitespace_tokenize",
+]
+
 # Code-point blocks the original treats as CJK ideographs (spaced out as single "words").
 # Hangul and kana are deliberately absent, as in the original.
 _CJK_RANGES = (

@@ -29,6 +29,9 @@ import os
 
 from bert_tf.data.text_files import file_exists, format_names, read_table, tsv_rows
 
+# What a task module (`--task_module`) uses; TASKS is the registry's state, read through `catalog`.
+__all__ = ["DataProcessor", "InputExample", "TsvFile", "TsvTask", "check_label", "find_data_file", "register_task"]
+
 
 @dataclasses.dataclass
 class InputExample:
