@@ -12,6 +12,24 @@ import os
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The floors of the package, lowest first: a module imports only modules of its own floor or below,
+# function-level imports included. What every layer needs (the task kinds, the run record) lives low
+# in the run core, and the task folders sit above everything they use, so that training,
+# checkpoints and exports never import a task (the registry names the tasks' modules as data). The
+# one exception is a package's `_deprecated.py`: an old name kept for code written against it, whose
+# new home may be higher up, imported only when the old name is used.
+FLOORS = (
+    ("bert_tf.config", "bert_tf.io_utils", "bert_tf.tokenization"),
+    ("bert_tf.layers", "bert_tf.preprocessing"),
+    ("bert_tf.models", "bert_tf.data"),
+    ("bert_tf.runs",),  # the run core: task kinds (registry) and the run record
+    ("bert_tf.checkpoints",),  # the loop restores its initial weights through them
+    ("bert_tf.training",),
+    ("bert_tf.export", "bert_tf.feature_extraction"),
+    ("bert_tf.tasks",),
+    ("bert_tf",),  # the package itself: what `import bert_tf` gives
+    ("run_scripts",),
+)
 MAX_MODULE_LINES = 400
 MAX_SCRIPT_LINES = 150
 # Scripts with the original's many flags but no task logic, and the one module of flag definitions and
@@ -101,6 +119,36 @@ def test_no_import_circle():
 def test_the_cycle_finder_finds_a_circle():
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"a.b"}, "a.b": set()}) is None
+
+
+def _floor(module):
+    """The index in FLOORS of `module`'s floor: that of the longest name it is or lies under."""
+    best = None
+    for index, names in enumerate(FLOORS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > best[1]):
+                best = (index, len(name))
+    assert best is not None, f"{module} is on no floor of FLOORS: give it one"
+    return best[0]
+
+
+def _imports_up(graph):
+    """`(importer, imported)` pairs where a module imports one of a higher floor (`_deprecated` modules aside)."""
+    return sorted(
+        (name, target) for name, targets in graph.items() if name.rsplit(".", 1)[-1] != "_deprecated"
+        for target in targets if _floor(target) > _floor(name)
+    )
+
+
+def test_layers_import_only_downward():
+    up = _imports_up(_graph())
+    assert not up, "imports that run up the floors: " + ", ".join(f"{a} -> {b}" for a, b in up)
+
+
+def test_the_floor_check_sees_an_import_up_and_excuses_deprecated_aliases():
+    graph = {"bert_tf.training.run": {"bert_tf.tasks.classifier.task", "bert_tf.runs.record"},
+             "bert_tf.export._deprecated": {"bert_tf.tasks.classifier.export"}}
+    assert _imports_up(graph) == [("bert_tf.training.run", "bert_tf.tasks.classifier.task")]
 
 
 def test_scripts_import_no_other_script():

@@ -26,9 +26,9 @@ from bert_tf.checkpoints import hf, sources
 from bert_tf.checkpoints.original import list_original_variables, load_original_checkpoint, save_original_checkpoint
 from bert_tf.checkpoints.restore import is_training_checkpoint, load_keras_model, save_keras_model
 from bert_tf.models import BertEncoder, BertPretrainer
-from bert_tf.tasks import record as run_record
-from bert_tf.tasks import registry
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs import record as run_record
+from bert_tf.runs import registry
+from bert_tf.runs.record import RunRecord
 
 # The models an original checkpoint converts to: the release's own, and the fine-tuned models of
 # the original's two fine-tuning scripts (their kinds' names).

@@ -24,8 +24,8 @@ from bert_tf.config import BertConfig
 from bert_tf.io_utils import read_json_object, staging_folder, swap_in_folder
 from bert_tf.layers.common import LAYER_NORM_EPSILON
 from bert_tf.models import BertEncoder, BertPretrainer
-from bert_tf.tasks import registry
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs import registry
+from bert_tf.runs.record import RunRecord
 from bert_tf.tokenization import load_vocab
 
 CONFIG = "config.json"

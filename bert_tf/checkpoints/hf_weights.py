@@ -20,7 +20,7 @@ import numpy as np
 from bert_tf.checkpoints.original import LoadReport, check_finite, original_variable_map, original_weights
 from bert_tf.io_utils import umask
 from bert_tf.models import BertEncoder, BertPretrainer
-from bert_tf.tasks import registry
+from bert_tf.runs import registry
 
 SAFETENSORS = "model.safetensors"
 TF_H5 = "tf_model.h5"

@@ -19,7 +19,7 @@ import tensorflow as tf
 from bert_tf.io_utils import owner_is_gone, owner_tag
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from bert_tf.tasks import registry
+from bert_tf.runs import registry
 
 # Optimizer state and bookkeeping the original writes next to the weights; never model weights.
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v")
@@ -85,7 +85,7 @@ def _encoder_map(encoder: BertEncoder) -> dict:
 
 def original_variable_map(model) -> dict:
     """Original variable name -> (Keras variable, transposed?, optional?) for a BertEncoder,
-    BertPretrainer or a task kind's model (`bert_tf.tasks.registry`)."""
+    BertPretrainer or a task kind's model (`bert_tf.runs.registry`)."""
     if isinstance(model, BertPretrainer):
         out = _encoder_map(model.encoder)
         mlm, nsp = model.masked_lm, model.next_sentence

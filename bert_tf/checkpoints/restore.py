@@ -21,7 +21,7 @@ from bert_tf.io_utils import owner_is_gone, owner_tag
 from bert_tf.models import lora
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from bert_tf.tasks import record as run_record
+from bert_tf.runs import record as run_record
 
 
 def save_keras_model(model, path):

@@ -11,9 +11,9 @@ from bert_tf.checkpoints import hf
 from bert_tf.checkpoints.restore import load_keras_model, restore
 from bert_tf.config import BertConfig
 from bert_tf.models import BertEncoder
-from bert_tf.tasks import record as run_record
-from bert_tf.tasks import registry
-from bert_tf.training import search
+from bert_tf.runs import record as run_record
+from bert_tf.runs import registry
+from bert_tf.runs.record import check_not_search  # noqa: F401 - the scripts' check, here with the other sources
 
 
 @contextlib.contextmanager
@@ -33,17 +33,6 @@ def beside(checkpoint, name):
     when there is no such file."""
     path = os.path.join(run_record.run_directory(checkpoint), name)
     return path if os.path.isfile(path) else None
-
-
-def check_not_search(path, setting):
-    """A ValueError when `path` (which `setting` gave) is the folder of a fine-tuning search: its
-    runs are in subfolders, and its `best` link is the one it chose (the hint
-    `search.check_not_search_folder` gives for an output folder)."""
-    if path and os.path.isfile(os.path.join(path, search.RECORD_FILE)):
-        raise ValueError(
-            f"{setting}={path} holds a search ({search.RECORD_FILE}): use {setting}={os.path.join(path, search.BEST)}, "
-            "its chosen run"
-        )
 
 
 def named_or_beside(path, setting, checkpoint, name):

@@ -10,7 +10,13 @@ a model whose attention masks the padding computes the same values on the real t
 
 import tensorflow as tf
 
-from bert_tf.training.settings import check_length_bucket
+
+def check_length_bucket(length_bucket):
+    """`length_bucket` if it is a positive integer (the one check of the fine-tuning batches',
+    the exports' and `bert_tf.data.lengths`' bucket); a ValueError naming the setting otherwise."""
+    if isinstance(length_bucket, bool) or not isinstance(length_bucket, int) or length_bucket < 1:
+        raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
+    return length_bucket
 
 
 def bucketed_length(input_mask, bucket):

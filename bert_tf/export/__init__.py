@@ -8,7 +8,7 @@ behind serving signatures that take raw text.
 
 Each fine-tuning task's export (a fine-tuned model behind a text-in signature, its tokenization
 and packing in the graph) lives in its task's folder (`bert_tf.tasks.<kind>.export`) and is
-found through `bert_tf.tasks.registry`; the pieces here are what they share. `exports` is
+found through `bert_tf.runs.registry`; the pieces here are what they share. `exports` is
 export_saved_model.py without its flags: what each export type reads, and the writing.
 
 An export needs TensorFlow and tensorflow-text to load, nothing of this package: no Keras object

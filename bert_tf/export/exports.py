@@ -6,7 +6,7 @@ loads the model; `Export.write` writes the SavedModel.
 
 The types: "encoder" (TF Hub's BERT encoder, from Google's checkpoint, one of ours, a .keras
 file or a Hugging Face folder), "preprocessor" (its text preprocessor, from a vocabulary alone)
-and every fine-tuning task kind of `bert_tf.tasks.registry` (a run's fine-tuned model, or a
+and every fine-tuning task kind of `bert_tf.runs.registry` (a run's fine-tuned model, or a
 fine-tuned Hugging Face folder's, behind the kind's exporter, sized and fed as the run's record
 says).
 
@@ -21,8 +21,8 @@ from bert_tf.checkpoints import hf, sources
 from bert_tf.export.common import DEFAULT_SERVING, MIXED_PRECISION, check_seq_length
 from bert_tf.export.encoder import export_encoder
 from bert_tf.export.preprocessor import export_preprocessor
-from bert_tf.tasks import record as run_record
-from bert_tf.tasks import registry
+from bert_tf.runs import record as run_record
+from bert_tf.runs import registry
 
 EXPORT_TYPES = ("encoder", "preprocessor", *registry.KINDS)
 PREPROCESSOR_SEQ_LENGTH = 128  # the preprocessor's packing when none is given (TF Hub's)

@@ -1,7 +1,8 @@
 """The fine-tuning tasks, one folder each (`classifier`, `squad`, `ner`, `swag`): readers, input
-building, the Task of the one training loop, outputs, metrics and export. `registry` says what
-each kind is made of; `record` is what a run leaves beside its checkpoints. Importing this
-package loads none of the tasks."""
+building, the Task of the one training loop, outputs, metrics and export. What each kind is made
+of (`bert_tf.runs.registry`) and what a run leaves beside its checkpoints (`bert_tf.runs.record`)
+live below them, in the run core (`registry` and `record` here are their deprecated old names).
+Importing this package loads none of the tasks."""
 
 __all__ = ["classifier", "ner", "squad", "swag"]
 

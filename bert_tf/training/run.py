@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.io_utils import atomic_write
-from bert_tf.tasks import record as run_record
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs import record as run_record
+from bert_tf.runs.record import RunRecord
 from bert_tf.training.trainer import RANDOM, RestoreStatus
 
 

@@ -35,11 +35,11 @@ import os
 import shutil
 
 from bert_tf.io_utils import atomic_write, owner_tag, read_json_object
-from bert_tf.tasks import record as run_record
+from bert_tf.runs import record as run_record
 
-RECORD_FILE = "search.json"
+RECORD_FILE = run_record.SEARCH_FILE
 TABLE_FILES = ("search_results.csv", "search_results.md")
-BEST = "best"
+BEST = run_record.BEST
 # The dev figure a run is judged by, as GLUE and the paper report each task: the first of these
 # its eval_results.txt has. CoLA: Matthews correlation; STS-B: Pearson; MRPC, QQP: F1 of class 1;
 # NER: conlleval's entity F1 (eval_f1); SQuAD: the official F1 (f1); multi-label: micro F1;

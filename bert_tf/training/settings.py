@@ -4,6 +4,10 @@ before any work."""
 import dataclasses
 import os
 
+# Defined below this module's floor (the run record, the batches' cut), kept importable from here.
+from bert_tf.data.lengths import check_length_bucket
+from bert_tf.runs.record import lora_settings
+
 # TensorFlow's variable for serving processes (bert_tf.export.common.model_runner), read once per
 # process: oneDNN then takes every product's weights as constant, lays them out on the product's
 # first call and goes on using that copy. A training step would then multiply by weights that no
@@ -42,22 +46,6 @@ def check_weights_may_change(environ=None):
         f"{FROZEN_WEIGHTS_ENV}={value!r} is set in this environment, but TensorFlow reads it as 1, true, 0 or "
         "false (in any case) and aborts at its first product on anything else. Unset it to train"
     )
-
-
-def lora_settings(lora_rank=0, lora_alpha=None):
-    """`{"lora_rank", "lora_alpha"}` checked, lora_alpha resolved: LoRA's adapters (see
-    `bert_tf.models.lora`) have rank `lora_rank` (0: no adapters, every weight trains) and scale
-    lora_alpha / lora_rank, lora_alpha defaulting to the rank (a scale of 1: Keras's `enable_lora`
-    and PEFT's default, and the LoRA paper's choice of alpha as the first rank tried, §4). A
-    ValueError starting with the setting at fault otherwise."""
-    if isinstance(lora_rank, bool) or not isinstance(lora_rank, int) or lora_rank < 0:
-        raise ValueError(f"lora_rank={lora_rank} must be a non-negative integer (0: LoRA off)")
-    if lora_alpha is not None and not lora_rank:
-        raise ValueError(f"lora_alpha={lora_alpha} is given without lora_rank: LoRA is off")
-    if lora_alpha is not None and not lora_alpha > 0:  # also NaN
-        raise ValueError(f"lora_alpha={lora_alpha} must be positive")
-    alpha = float(lora_rank if lora_alpha is None else lora_alpha) if lora_rank else None
-    return {"lora_rank": lora_rank, "lora_alpha": alpha}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,11 +141,3 @@ def padding_settings(length_bucket=None, pad_to_max_seq_length=False, group_by_l
         length_bucket = default_length_bucket(jit_compile)
     check_length_bucket(length_bucket)
     return {"length_bucket": None if pad_to_max_seq_length else length_bucket, "group_by_length": bool(group_by_length)}
-
-
-def check_length_bucket(length_bucket):
-    """`length_bucket` if it is a positive integer (the one check of the fine-tuning batches',
-    the exports' and `bert_tf.data.lengths`' bucket); a ValueError naming the setting otherwise."""
-    if isinstance(length_bucket, bool) or not isinstance(length_bucket, int) or length_bucket < 1:
-        raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
-    return length_bucket

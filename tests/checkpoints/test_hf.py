@@ -15,8 +15,8 @@ from safetensors.numpy import load_file, save_file
 
 from bert_tf import BertEncoder, BertPretrainer
 from bert_tf.checkpoints import hf, hf_weights, load_original_checkpoint, restore
-from bert_tf.tasks import registry
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs import registry
+from bert_tf.runs.record import RunRecord
 from tests.hf_folder import ARCHITECTURES, head_shapes, names, pytorch_tensors, write_folder
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, encoder_part, tiny_config, tiny_inputs

@@ -15,8 +15,8 @@ import pytest
 
 from bert_tf import BertEncoder, BertPretrainer
 from bert_tf.checkpoints import hf, load_original_checkpoint, restore
-from bert_tf.tasks import registry
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs import registry
+from bert_tf.runs.record import RunRecord
 from bert_tf.tokenization import FullTokenizer
 from tests.hf_folder import ARCHITECTURES, head_shapes
 from tests.peers import installed_peers

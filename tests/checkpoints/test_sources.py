@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from bert_tf import BertClassifier, BertEncoder
 from bert_tf.checkpoints import save_keras_model, sources
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs.record import RunRecord
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config, write_vocab
 

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from bert_tf.models import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
-from bert_tf.tasks import record as run_record
-from bert_tf.tasks import registry
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs import record as run_record
+from bert_tf.runs import registry
+from bert_tf.runs.record import RunRecord
 from tests.tiny import tiny_config
 
 # The kinds as the scripts, folders and export types name them, with their models and heads.
@@ -17,6 +17,20 @@ EXPECTED = {
     "ner": (BertTokenClassifier, "run_ner.py", ("output_weights", "output_bias")),
     "swag": (BertMultipleChoice, "run_swag.py", ("output_weights", "output_bias")),
 }
+
+
+def test_the_old_homes_below_tasks_still_give_every_name_with_a_warning_saying_where_it_went():
+    import importlib
+
+    for module, new, names in (("registry", registry, ("KINDS", "get", "TaskKind")),
+                               ("record", run_record, ("RunRecord", "read", "FILE_NAME", "RESUMED_FIELDS"))):
+        old = importlib.import_module(f"bert_tf.tasks.{module}")
+        for name in names:
+            with pytest.warns(DeprecationWarning, match=rf"bert_tf.tasks.{module}.{name} moved to "
+                                                         rf"bert_tf.runs.{module}.{name}"):
+                assert getattr(old, name) is getattr(new, name)
+        with pytest.raises(AttributeError):
+            old.never_there  # noqa: B018 - an attribute read is the test
 
 
 def test_every_kind_names_its_parts():

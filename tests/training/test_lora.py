@@ -14,10 +14,10 @@ from bert_tf.checkpoints import convert, restore, save_keras_model
 from bert_tf.checkpoints.restore import load_keras_model
 from bert_tf.export import exports
 from bert_tf.models import BertClassifier, BertEncoder, lora
+from bert_tf.runs.record import RunRecord
 from bert_tf.tasks.classifier.inputs import encode_examples
 from bert_tf.tasks.classifier.processors import InputExample
 from bert_tf.tasks.classifier.task import ClassifierTask
-from bert_tf.tasks.record import RunRecord
 from bert_tf.training import run
 from bert_tf.training.trainer import INITIALISED, RESUMED, Trainer, TrainingSettings
 from tests.tiny import tiny_config, write_vocab

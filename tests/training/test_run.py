@@ -7,7 +7,7 @@ import json
 import pytest
 import tensorflow as tf
 
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs.record import RunRecord
 from bert_tf.training import run
 
 MRPC = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), do_lower_case=True, max_seq_length=128)

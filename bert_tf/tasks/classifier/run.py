@@ -13,11 +13,11 @@ import importlib.util
 import os
 import sys
 
+from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.classifier import catalog
 from bert_tf.tasks.classifier.inputs import encode_examples
 from bert_tf.tasks.classifier.processors import DataProcessor
 from bert_tf.tasks.classifier.task import METRIC_FOR_GLUE_TASK, ClassifierTask, write_submission, write_test_results
-from bert_tf.tasks.record import RESUMED_FIELDS, RunRecord
 
 
 def import_task_module(name):

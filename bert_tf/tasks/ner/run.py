@@ -14,11 +14,11 @@ from bert_tf.checkpoints import hf
 from bert_tf.data.text_files import split_file
 from bert_tf.io_utils import atomic_write
 from bert_tf.models.bert_feature_tagger import LSTM_UNITS
-from bert_tf.tasks import record as run_record
+from bert_tf.runs import record as run_record
+from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.ner import conll, conlleval
 from bert_tf.tasks.ner.inputs import tags_of
 from bert_tf.tasks.ner.task import NerTask
-from bert_tf.tasks.record import RESUMED_FIELDS, RunRecord
 
 TASK_NAME = "ner"
 PREDICTIONS_FILE = "test_predictions.txt"

@@ -9,7 +9,7 @@ import json
 import os
 
 from bert_tf.io_utils import atomic_write
-from bert_tf.tasks.record import RunRecord
+from bert_tf.runs.record import RunRecord
 from bert_tf.tasks.squad import features as squad
 from bert_tf.tasks.squad.feature_writer import write_features
 from bert_tf.tasks.squad.inputs import SquadRecords

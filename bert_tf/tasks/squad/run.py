@@ -14,7 +14,7 @@ import json
 import os
 
 from bert_tf.io_utils import atomic_write
-from bert_tf.tasks.record import RESUMED_FIELDS, RunRecord
+from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.squad import features as squad
 from bert_tf.tasks.squad import metrics as squad_metrics
 from bert_tf.tasks.squad.feature_cache import CachedFeatures, NoQuestionsError, cached_features

@@ -6,8 +6,8 @@ import dataclasses
 import os
 
 from bert_tf.data.text_files import split_file
+from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.classifier.task import write_submission, write_test_results
-from bert_tf.tasks.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.swag.reader import NUM_CHOICES, SPLIT_FILES, encode_examples, read_swag
 from bert_tf.tasks.swag.task import SwagTask
 

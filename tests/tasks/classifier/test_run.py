@@ -9,11 +9,11 @@ import types
 import numpy as np
 import pytest
 
+from bert_tf.runs.record import RunRecord
 from bert_tf.tasks.classifier import processors
 from bert_tf.tasks.classifier import run as classifier_run
 from bert_tf.tasks.classifier.glue import ColaProcessor, MnliProcessor, MrpcProcessor
 from bert_tf.tasks.classifier.processors import DataProcessor, InputExample
-from bert_tf.tasks.record import RunRecord
 from bert_tf.training import run as training_run
 from tests.tiny import tiny_config
 

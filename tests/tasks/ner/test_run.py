@@ -111,7 +111,7 @@ def test_the_record_and_what_an_earlier_run_must_share(tmp_path):
 
 def test_a_feature_based_record_keeps_its_settings_and_rebuilds_its_model(tmp_path):
     from bert_tf.models import BertEncoder, BertFeatureTagger
-    from bert_tf.tasks import record as run_record
+    from bert_tf.runs import record as run_record
 
     record = ner_run.ner_record(["O", "B-LOC"], True, 24, 4, "weighted_sum_all", 8)
     record.write(tmp_path)

@@ -49,7 +49,7 @@ def test_the_record_the_task_and_what_an_earlier_run_must_share(tmp_path):
     assert record.to_dict() == {
         "kind": "swag", "task_name": "swag", "do_lower_case": False, "max_seq_length": 16, "num_choices": 4,
     }
-    assert swag_run.fields_to_match(True) == ("task_name", "kind", "num_choices", "group_by_length")
+    assert swag_run.fields_to_match(True) == ("task_name", "kind", "num_choices", "max_seq_length", "group_by_length")
     assert swag_run.fields_to_match(False) == ("kind", "num_choices")
     task = swag_run.build_task(tiny_config(), record, write_vocab(tmp_path / "vocab.txt", VOCAB))
     assert (task.num_choices, task.max_seq_length, task.labels) == (4, 16, ["0", "1", "2", "3"])

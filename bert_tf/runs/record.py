@@ -1,0 +1,146 @@
+"""The run record: what a fine-tuning run leaves beside its checkpoints (`fine_tuning_task.json`)
+so that exports, checkpoint conversion and later runs can rebuild and feed its model.
+
+Every run keeps its kind, task name, casing and max_seq_length; each kind keeps the fields its
+registry entry names (`TaskKind.record_fields`); a LoRA run, its adapters' rank and alpha (`lora_settings`; whoever
+reads its checkpoints must give its model the same adapters); a run that grouped its training
+batches by length, `group_by_length` (a resumed run must continue the same batch order). The
+defaults below are the only ones.
+"""
+
+import dataclasses
+import json
+import os
+
+from bert_tf.io_utils import atomic_write, read_json_object
+from bert_tf.runs import registry
+
+FILE_NAME = "fine_tuning_task.json"
+# A fine-tuning search's folder (`bert_tf.training.search`): its record, and the link to its chosen run.
+SEARCH_FILE = "search.json"
+BEST = "best"
+# What a run that trains into a folder holding an earlier run (resuming it) must keep: they decide
+# its batches, so steps taken with other values would be mixed in one model under one record.
+RESUMED_FIELDS = ("max_seq_length", "group_by_length")
+_COMMON = ("kind", "task_name", "do_lower_case", "max_seq_length")
+_LORA = ("lora_rank", "lora_alpha")  # kept by LoRA runs only
+
+
+def lora_settings(lora_rank=0, lora_alpha=None):
+    """`{"lora_rank", "lora_alpha"}` checked, lora_alpha resolved: LoRA's adapters (see
+    `bert_tf.models.lora`) have rank `lora_rank` (0: no adapters, every weight trains) and scale
+    lora_alpha / lora_rank, lora_alpha defaulting to the rank (a scale of 1: Keras's `enable_lora`
+    and PEFT's default, and the LoRA paper's choice of alpha as the first rank tried, §4). A
+    ValueError starting with the setting at fault otherwise."""
+    if isinstance(lora_rank, bool) or not isinstance(lora_rank, int) or lora_rank < 0:
+        raise ValueError(f"lora_rank={lora_rank} must be a non-negative integer (0: LoRA off)")
+    if lora_alpha is not None and not lora_rank:
+        raise ValueError(f"lora_alpha={lora_alpha} is given without lora_rank: LoRA is off")
+    if lora_alpha is not None and not lora_alpha > 0:  # also NaN
+        raise ValueError(f"lora_alpha={lora_alpha} must be positive")
+    alpha = float(lora_rank if lora_alpha is None else lora_alpha) if lora_rank else None
+    return {"lora_rank": lora_rank, "lora_alpha": alpha}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    kind: str  # a `registry` kind: classifier, squad, ner, swag
+    task_name: str  # e.g. "mrpc", "squad", "ner", "swag"
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    # classifier, ner: the label (tag) names; label_kind single | regression | multi (ner: token)
+    labels: tuple = ()
+    label_kind: str = "single"
+    pair: bool = True  # classifier: whether text_b is packed
+    version_2_with_negative: bool = False  # squad
+    doc_stride: int = 128  # squad
+    max_query_length: int = 64  # squad
+    window_context_words: int = 16  # ner: words of context repeated in each window after the first
+    # ner, feature-based (paper §5.3): the frozen encoder's layers the BiLSTM reads, and its width
+    # (None: fine-tuned; not written then, so such a run's file is as it was before the option)
+    feature_based: str | None = None
+    lstm_units: int | None = None
+    num_choices: int = 4  # swag
+    lora_rank: int = 0  # LoRA's adapters (`lora_settings`); 0: none
+    lora_alpha: float | None = None  # their scale is lora_alpha / lora_rank (the rank's when not given)
+    # Training batches of examples of similar length (another batch order); written only when True.
+    # The length bucket is not kept: it changes the padding cut, not the results.
+    group_by_length: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", registry.get(self.kind).name)  # an old record's name -> the one name
+        object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
+
+    @property
+    def task_kind(self):
+        return registry.get(self.kind)
+
+    def to_dict(self):
+        """The fields every run keeps and those of its kind (as written to the file), but for
+        an option the run did not take (None; LoRA's when lora_rank is 0; group_by_length when False)."""
+        names = _COMMON + self.task_kind.record_fields + (_LORA if self.lora_rank else ())
+        names += ("group_by_length",) if self.group_by_length else ()
+        values = {name: getattr(self, name) for name in names}
+        return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, values, source=FILE_NAME):
+        """A record from its file's dict; a record written before kinds had one name (with
+        "model": "span_labeler", ...) reads too. An unknown key or kind is a ValueError naming
+        `source`."""
+        values = dict(values)
+        if "kind" not in values:  # written before kinds had one name
+            values["kind"] = values.pop("model", "classifier")
+        else:
+            values.pop("model", None)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        if "task_name" not in values:
+            raise ValueError(f"{source}: no task_name")
+        try:
+            return cls(**values)
+        except ValueError as e:
+            raise ValueError(f"{source}: {e}") from None
+
+    def write(self, directory):
+        """Writes FILE_NAME in `directory` (atomically)."""
+        os.makedirs(directory, exist_ok=True)
+        with atomic_write(os.path.join(directory, FILE_NAME)) as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+
+
+def read(directory):
+    """The record a run left in `directory`, or None when there is none; an unreadable one is a
+    ValueError naming the file."""
+    path = os.path.join(directory, FILE_NAME)
+    if not os.path.isfile(path):
+        return None
+    return RunRecord.from_dict(read_json_object(path), path)
+
+
+def run_directory(checkpoint):
+    """The folder of a run, from what `--init_checkpoint` may name: the folder itself, one of its
+    ckpt-N or a .keras file in it."""
+    return checkpoint if os.path.isdir(checkpoint) else os.path.dirname(os.path.abspath(checkpoint))
+
+
+def adapters(checkpoint):
+    """`(lora_rank, lora_alpha)` of the LoRA run whose checkpoint (or folder) `checkpoint` is, from
+    the record beside it; None for any other checkpoint."""
+    found = read(run_directory(checkpoint))
+    return (found.lora_rank, found.lora_alpha) if found is not None and found.lora_rank else None
+
+
+def check_not_search(path, setting):
+    """A ValueError when `path` (which `setting` gave) is the folder of a fine-tuning search: its
+    runs are in subfolders, and its `best` link is the one it chose (the hint
+    `bert_tf.training.search.check_not_search_folder` gives for an output folder)."""
+    if path and os.path.isfile(os.path.join(path, SEARCH_FILE)):
+        raise ValueError(
+            f"{setting}={path} holds a search ({SEARCH_FILE}): use {setting}={os.path.join(path, BEST)}, "
+            "its chosen run"
+        )
