@@ -69,6 +69,7 @@ import model_shape  # noqa: E402  (bench/, this script's folder)
 import peer_process  # noqa: E402
 
 from bert_tf.data.lengths import cut_padding  # noqa: E402
+from bert_tf.models.bert_encoder import INPUT_NAMES  # noqa: E402
 from bert_tf.tasks.classifier.inputs import encode_examples  # noqa: E402
 from bert_tf.tasks.classifier.processors import InputExample  # noqa: E402
 from bert_tf.tasks.classifier.task import ClassifierTask  # noqa: E402
@@ -115,7 +116,6 @@ SMOKE = dict(**model_shape.SMOKE, seq_length=32,
 PEER_FLAGS = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "vocab_size", "seq_length", "batch_size",
               "steps", "rounds")
 MARKERS = ("market", "winter")  # the separable task's label 0 and 1 words
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # Whether ClassifierTask cuts batches itself (dynamic padding in the library); else the bench does,
 # with the library's one rule (bert_tf.data.lengths), so that it measures the same work.
 LIBRARY_CUTS = "length_bucket" in inspect.signature(ClassifierTask).parameters
@@ -161,7 +161,7 @@ class _CutTask(ClassifierTask):
         self.bucket = length_bucket
 
     def _cut(self, x, y):
-        return cut_padding(x, self.bucket, ENCODER_INPUTS), y
+        return cut_padding(x, self.bucket, INPUT_NAMES), y
 
     def dataset(self, *args, **kwargs):
         return super().dataset(*args, **kwargs).map(self._cut)

@@ -380,7 +380,7 @@ def log_results(results, title="Eval results"):
         logging.info("  %s = %s", key, results[key])
 
 
-# --- Hugging Face folders as --init_checkpoint (issue 20) ---
+# --- Hugging Face folders as --init_checkpoint ---
 
 
 def require_unless_hf_folder(names):
@@ -413,7 +413,7 @@ def hf_folder_flags(f):
     return found.config
 
 
-# --- LoRA (issue 20, item 3) ---
+# --- LoRA ---
 
 
 def define_lora_flags():
@@ -434,7 +434,7 @@ def lora_settings(flag_values, record=None):
     return values if record is None else dataclasses.replace(record, **values)
 
 
-# --- E: the fine-tuning search (issue 22 item 5) ---
+# --- The fine-tuning search ---
 
 
 def _number_flag(name, default, help_text, search):
@@ -509,7 +509,7 @@ def search_settings(f):
     return values
 
 
-# --- Dynamic padding and XLA choices logged alike (issue 21) ---
+# --- Dynamic padding, and XLA choices logged alike ---
 
 
 def define_padding_flags(training=True):

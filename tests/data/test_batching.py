@@ -61,7 +61,7 @@ def test_nothing_to_batch_and_unknown_modes():
         array_dataset(_features(2), "test", 2)
 
 
-# ---- Grouping training batches by length (issue 21) -------------------------------------------
+# ---- Grouping training batches by length -------------------------------------------------------
 
 
 def _grouped(n, batch, seed=7, skip=0, take=None, lengths=None):

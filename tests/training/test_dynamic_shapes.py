@@ -1,4 +1,4 @@
-"""The loop over batches cut to their length (issue 21): one trace of the training step for every
+"""The loop over batches cut to their length: one trace of the training step for every
 length, and no more traces of evaluation and prediction than there are lengths."""
 
 import numpy as np

@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
 from bert_tf.data.lengths import cut_padding
+from bert_tf.models.bert_encoder import INPUT_NAMES
 
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # Examples tokenized per batch when their lengths are measured (`packed_lengths`).
 _LENGTH_BATCH = 1024
 
@@ -84,7 +84,7 @@ def classifier_dataset(features, pack, batch_size, mode, input_context=None, see
     """
 
     def to_model(batch):
-        x = cut_padding(pack(batch["text_a"], batch["text_b"]), length_bucket, ENCODER_INPUTS)
+        x = cut_padding(pack(batch["text_a"], batch["text_b"]), length_bucket, INPUT_NAMES)
         return x, {"label": batch["label"], "weight": batch["weight"]}
 
     ds = array_dataset(features, mode, batch_size, input_context, seed, skip_batches, lengths)

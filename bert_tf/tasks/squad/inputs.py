@@ -11,8 +11,7 @@ import tensorflow as tf
 
 from bert_tf.data.batching import group_by_length, ordered_batches
 from bert_tf.data.lengths import cut_padding
-
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+from bert_tf.models.bert_encoder import INPUT_NAMES
 
 # Training shuffles the serialised features through a buffer of at most this many (~1.5 KB each
 # at max_seq_length 384, so up to ~150 MB): all of SQuAD v1.1's ~88,000 training features. The
@@ -118,7 +117,7 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
     def to_model(serialized, weight):
         f = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(serialized, spec).items()}
         x = {"input_word_ids": f["input_ids"], "input_mask": f["input_mask"], "input_type_ids": f["segment_ids"]}
-        x = cut_padding(x, length_bucket, ENCODER_INPUTS)
+        x = cut_padding(x, length_bucket, INPUT_NAMES)
         y = {"weight": tf.cast(weight, tf.float32)}
         if records.is_training:
             y.update(start_positions=f["start_positions"], end_positions=f["end_positions"])

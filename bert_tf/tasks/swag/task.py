@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
 from bert_tf.data.lengths import cut_padding
-from bert_tf.models import BertEncoder, BertMultipleChoice
-from bert_tf.tasks.classifier.inputs import ENCODER_INPUTS, packed_lengths
+from bert_tf.models import INPUT_NAMES, BertEncoder, BertMultipleChoice
+from bert_tf.tasks.classifier.inputs import packed_lengths
 from bert_tf.tasks.classifier.task import ClassifierTask
 
 
@@ -52,7 +52,7 @@ class SwagTask(ClassifierTask):
             raise ValueError("SwagTask needs a vocab_file to read text")
 
         def to_model(batch):
-            x = cut_padding(self.pack_choices(batch["context"], batch["choices"]), self.length_bucket, ENCODER_INPUTS)
+            x = cut_padding(self.pack_choices(batch["context"], batch["choices"]), self.length_bucket, INPUT_NAMES)
             return x, {"label": batch["label"], "weight": batch["weight"]}
 
         grouped = mode == "train" and self.group_by_length

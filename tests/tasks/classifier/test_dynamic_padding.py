@@ -1,4 +1,4 @@
-"""Classification batches cut to their longest pair (issue 21): each example's length as packed,
+"""Classification batches cut to their longest pair: each example's length as packed,
 the cut by the rule, and evaluation and prediction as fixed padding gives them on the same weights."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""NER batches cut to their longest window (issue 21), labels and weights with them: eval figures
+"""NER batches cut to their longest window, labels and weights with them: eval figures
 and the predicted tags of fixed padding, on the same weights."""
 
 import numpy as np

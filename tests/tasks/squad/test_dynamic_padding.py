@@ -1,4 +1,4 @@
-"""SQuAD batches cut to their longest feature (issue 21), read from the features' TFRecords: the
+"""SQuAD batches cut to their longest feature, read from the features' TFRecords: the
 logits of every real position are fixed padding's, the cut ones come back as the lowest float32,
 and predictions.json / nbest_predictions.json are the same."""
 

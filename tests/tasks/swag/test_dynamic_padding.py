@@ -1,4 +1,4 @@
-"""SWAG batches `[batch, choices, seq]` cut to their longest choice (issue 21): eval figures and
+"""SWAG batches `[batch, choices, seq]` cut to their longest choice: eval figures and
 the choices' probabilities of fixed padding, on the same weights."""
 
 import numpy as np
