@@ -3,7 +3,7 @@
 A package whose modules lost names keeps a `_deprecated.py` with a `MOVED` table, old module ->
 {old name: "new module:new name"}, and the old module's `__getattr__` (PEP 562) asks that table
 for a name it no longer has. The new place is named by string and imported only when an old name
-is used, as `bert_tf.tasks.registry` names task modules: an alias may point up the layers
+is used, as `bert_tf.runs.registry` names task modules: an alias may point up the layers
 (`bert_tf.export.export_classifier` -> `bert_tf.tasks.classifier.export`) without the lower
 package importing the higher one. Each use warns with a DeprecationWarning naming the new place;
 the alias is the new place's very object.

@@ -1,8 +1,15 @@
 """The old names of `bert_tf.tasks` (see `bert_tf._deprecated`): the Task contract, which moved
-to `bert_tf.training.task` (the one loop's layer), imported only when the old name is used so
-that importing this package still loads nothing."""
+to `bert_tf.training.task` (the one loop's layer), and the task kinds and run record, which moved
+to the run core (`bert_tf.runs`); imported only when an old name is used, so that importing this
+package still loads nothing."""
 
-from bert_tf._deprecated import resolver
+from bert_tf._deprecated import resolver, same_names
 
-MOVED = {"bert_tf.tasks": {"Task": "bert_tf.training.task:Task"}}
+MOVED = {
+    "bert_tf.tasks": {"Task": "bert_tf.training.task:Task"},
+    "bert_tf.tasks.record": same_names(
+        "bert_tf.runs.record", "FILE_NAME RESUMED_FIELDS RunRecord adapters read run_directory"
+    ),
+    "bert_tf.tasks.registry": same_names("bert_tf.runs.registry", "KINDS TaskKind get of_hf_architecture of_model"),
+}
 moved = resolver(MOVED)
