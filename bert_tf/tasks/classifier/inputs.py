@@ -120,3 +120,10 @@ class TextPacker:
         if self.pair:
             segments.append(self.tokenizer(text_b))
         return self.packer(segments)
+
+
+def __getattr__(name):
+    """Names this module held before, as deprecated aliases (see `bert_tf/tasks/_deprecated.py`)."""
+    from bert_tf.tasks._deprecated import moved
+
+    return moved(__name__, name)

@@ -124,3 +124,10 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
         return x, y
 
     return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def __getattr__(name):
+    """Names this module held before, as deprecated aliases (see `bert_tf/tasks/_deprecated.py`)."""
+    from bert_tf.tasks._deprecated import moved
+
+    return moved(__name__, name)
