@@ -17,9 +17,17 @@ the corpus (whatever the text: a document or line longer than twice the shard si
 output files written under temporary names and renamed when all are complete, and a run that
 is stopped resumes where it was when started again with the same command (the work folder of a
 stopped run with other inputs or flags is removed). Bad paths are errors before any work.
+
+--runner=beam runs the same shards as an Apache Beam pipeline (pip install -e ".[beam]") on the
+runner that --beam_pipeline_options names, for a corpus that outgrows one machine; the files are
+byte-identical to the local run's (docs/scale.md):
+
+    python run_scripts/create_pretraining_data.py ... --runner=beam \
+      --beam_pipeline_options="--runner=DirectRunner --direct_num_workers=2 --direct_running_mode=multi_processing"
 """
 
 import os
+import shlex
 
 from absl import app, flags, logging
 
@@ -58,7 +66,11 @@ flags.DEFINE_float(
     "Peak memory per worker grows with it, not with the corpus; next-sentence B and the instance "
     "shuffle draw from within a shard. A document (or line) longer than twice this is cut.",
 )
-flags.DEFINE_bool("progress", True, "Show a progress bar with instances/s.")
+flags.DEFINE_bool("progress", True, "Show a progress bar with instances/s (local runner).")
+flags.DEFINE_enum("runner", "local", ["local", "beam"], "local: --num_workers processes here; beam: an Apache "
+                  "Beam pipeline on the runner --beam_pipeline_options names (new).")
+flags.DEFINE_string("beam_pipeline_options", "", "With --runner=beam: Beam's own options, as on a Beam command line, "
+                    "e.g. \"--runner=DirectRunner --direct_num_workers=2 --direct_running_mode=multi_processing\".")
 # The paper's ablations (new): Table 8's split of the chosen tokens, and §5.1's "No NSP".
 flags.DEFINE_float("mask_token_prob", 0.8, "Share of the chosen tokens replaced by [MASK].")
 flags.DEFINE_float("random_token_prob", 0.1, "Share replaced by a random token; the rest keep theirs.")
@@ -70,8 +82,32 @@ flags.register_validator("num_workers", lambda n: n >= 1, message="--num_workers
 flags.register_validator("shard_size_mb", lambda mb: mb > 0, message="--shard_size_mb must be positive")
 
 
+def _beam_args():
+    """--beam_pipeline_options as a list, after the checks that need no work (one line each)."""
+    if FLAGS.runner == "local":
+        if FLAGS.beam_pipeline_options:
+            fail("--beam_pipeline_options is only read with --runner=beam")
+        return None
+    if FLAGS["num_workers"].present:
+        fail("--num_workers has no meaning with --runner=beam: the Beam runner's options set the workers "
+             "(e.g. --beam_pipeline_options=\"--direct_num_workers=2\" on the DirectRunner)")
+    try:
+        args = shlex.split(FLAGS.beam_pipeline_options)
+    except ValueError as e:
+        fail(f"--beam_pipeline_options={FLAGS.beam_pipeline_options!r} cannot be split into options: {e}")
+    try:
+        import apache_beam  # noqa: F401
+    except ImportError as e:
+        fail(f'--runner=beam needs Apache Beam, which is not installed ({e}): pip install -e ".[beam]"')
+    return args
+
+
 def main(argv):
     del argv
+    beam_args = _beam_args()
+    if beam_args is not None:
+        _run(None, beam_args)
+        return
     # Worker processes first: they import TensorFlow while this process does the same below.
     try:
         workers = WorkerPool(max(0, FLAGS.num_workers - 1), SHARD_WORKER)
@@ -83,7 +119,7 @@ def main(argv):
         workers.close(terminate=True)  # only stops what is still running after an error
 
 
-def _run(workers):
+def _run(workers, beam_args=None):
     import tensorflow as tf  # after the workers have started
     import tqdm
 
@@ -119,6 +155,9 @@ def _run(workers):
     for path in job.input_files:
         logging.info("  %s", path)
 
+    if beam_args is not None:
+        _run_beam(job, beam_args)
+        return
     progress = tqdm.tqdm(unit=" instances", dynamic_ncols=True, smoothing=0.1, disable=not FLAGS.progress)
     try:
         summary = creation.run_job(job, lambda stats: progress.update(stats.instances), workers)
@@ -128,6 +167,23 @@ def _run(workers):
         fail(str(e))
     finally:
         progress.close()
+    _report(summary)
+
+
+def _run_beam(job, beam_args):
+    from bert_tf.data.pretraining import beam_pipeline
+
+    logging.info("*** Running a Beam pipeline: %s ***", " ".join(beam_args) or "Beam's default runner")
+    try:
+        summary = beam_pipeline.run_job(job, beam_args)
+    except ValueError as e:  # an output named by a URL, an input without documents
+        fail(str(e))
+    except (OSError, beam_pipeline.PipelineError) as e:  # the finished shards are kept
+        fail(f"{error_line(e)} (rerun the command to resume)")
+    _report(summary)
+
+
+def _report(summary):
     for level, line in summary.report(prefix="--"):
         logging.log(level, "%s", line)
 

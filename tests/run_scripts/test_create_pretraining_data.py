@@ -1,5 +1,8 @@
+import json
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -9,7 +12,7 @@ from bert_tf.data.pretraining import creation as pd
 from bert_tf.data.pretraining import pipeline as pipelines
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers import dead_owner_tag
-from tests.run_scripts.conftest import run_script
+from tests.run_scripts.conftest import _DRIVER, REPO, run_script
 from tests.run_scripts.script_cases import run_cases
 from tests.tiny import write_vocab
 
@@ -414,3 +417,79 @@ def test_the_papers_ablations_are_flags_and_bad_shares_fail_before_any_work(tmp_
         assert (ids[x["masked_lm_positions"][:k]] == y["masked_lm_ids"][:k]).all() and mask not in ids
         assert ids[0] == cls and ids[-1] == sep and sep not in ids[:-1]
         assert not x["input_type_ids"].any() and y["next_sentence_labels"][0] == 0
+
+
+# Runs the script as a user does, then says whether Apache Beam was imported.
+_REPORT_BEAM_IMPORT = """
+import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as e:
+    code = e.code
+print("APACHE_BEAM_IMPORTED", "apache_beam" in sys.modules)
+sys.exit(code)
+"""
+
+
+@pytest.mark.slow
+def test_the_beam_runner_writes_the_local_runners_bytes_and_the_local_runner_imports_no_beam(tmp_path):
+    pytest.importorskip("apache_beam")
+    script = os.path.join(REPO, "run_scripts", "create_pretraining_data.py")
+    common = [f"--input_file={CORPUS}", f"--vocab_file={VOCAB}", "--dupe_factor=2", "--max_seq_length=64",
+              "--max_predictions_per_seq=10", "--shard_size_mb=0.003", "--noprogress"]
+    outs = {runner: [str(tmp_path / runner / name) for name in ("a.tfrecord", "b.tfrecord")]
+            for runner in ("local", "beam")}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    commands = {
+        "local": [sys.executable, "-c", _REPORT_BEAM_IMPORT, script, *common,
+                  f"--output_file={','.join(outs['local'])}"],
+        "beam": [sys.executable, script, *common, f"--output_file={','.join(outs['beam'])}", "--runner=beam",
+                 "--beam_pipeline_options=--runner=DirectRunner --direct_num_workers=2 "
+                 "--direct_running_mode=multi_processing"],
+    }
+    # Both at once: the Beam run spends most of its time starting its worker processes.
+    running = {runner: subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True) for runner, command in commands.items()}
+    results = {runner: process.communicate(timeout=300) for runner, process in running.items()}
+    for runner, (_, stderr) in results.items():
+        assert running[runner].returncode == 0, stderr[-3000:]
+    assert "APACHE_BEAM_IMPORTED False" in results["local"][0]
+    assert re.search(r"Instances: (\d+)", results["local"][1]).group(1) == re.search(
+        r"Instances: (\d+)", results["beam"][1]).group(1)
+    for local, beam in zip(outs["local"], outs["beam"], strict=True):
+        with open(local, "rb") as a, open(beam, "rb") as b:
+            assert a.read() == b.read()
+    assert sorted(os.listdir(tmp_path / "beam")) == ["a.tfrecord", "b.tfrecord"]
+
+
+@pytest.mark.slow
+def test_runner_flags_that_do_not_fit_and_a_missing_beam_fail_in_one_line_before_any_work(tmp_path):
+    # An apache_beam that cannot be imported, first on the path: Beam as if not installed.
+    (tmp_path / "stub" / "apache_beam").mkdir(parents=True)
+    (tmp_path / "stub" / "apache_beam" / "__init__.py").write_text("raise ImportError('No module named apache_beam')\n")
+    out = tmp_path / "o.tfrecord"
+    common = [f"--input_file={CORPUS}", f"--vocab_file={VOCAB}", f"--output_file={out}"]
+    cases = [
+        [*common, "--beam_pipeline_options=--runner=DirectRunner"],
+        [*common, "--runner=beam", "--num_workers=2"],
+        [*common, "--runner=beam", "--beam_pipeline_options=--runner='DirectRunner"],
+        [*common, "--runner=beam"],
+    ]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(tmp_path / "stub")}
+    argv = ["create_pretraining_data", json.dumps(cases), "0", ""]
+    result = subprocess.run([sys.executable, "-c", _DRIVER, REPO, *argv], capture_output=True, text=True, env=env,
+                            cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcomes = json.loads([x for x in result.stdout.splitlines() if x.startswith("OUTCOMES ")][-1][9:])
+    error = "create_pretraining_data.py: error: "
+    assert outcomes == [
+        f"{error}--beam_pipeline_options is only read with --runner=beam",
+        f"{error}--num_workers has no meaning with --runner=beam: the Beam runner's options set the workers "
+        '(e.g. --beam_pipeline_options="--direct_num_workers=2" on the DirectRunner)',
+        f"{error}--beam_pipeline_options=\"--runner='DirectRunner\" cannot be split into options: No closing "
+        "quotation",
+        f"{error}--runner=beam needs Apache Beam, which is not installed (No module named apache_beam): "
+        'pip install -e ".[beam]"',
+    ]
+    assert os.listdir(tmp_path) == ["stub"]

@@ -16,14 +16,15 @@ document longer than twice the shard size is cut into several (and a line that l
 pieces), so that no shard holds more than `2 * shard_bytes` of text.
 
 `plan_job`, `run_job` and `Summary` are create_pretraining_data.py's run: every check before any
-work, the run with a progress callback, and its report.
+work, the run with a progress callback, and its report. `beam_pipeline` runs the same plan and
+shards on Apache Beam's workers instead of these processes, with `check_documents` and
+`rename_outputs` to finish.
 """
 
 import concurrent.futures
 import contextlib
 import dataclasses
 import gc
-import json
 import os
 import queue
 import shutil
@@ -33,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.data.pretraining import SHARD_WORKER, work_folder
-from bert_tf.data.pretraining.shard_processor import PretrainingDataConfig, ShardProcessor, Stats
+from bert_tf.data.pretraining.shard_processor import PretrainingDataConfig, ShardProcessor, Stats, finished_stats
 from bert_tf.data.pretraining.shards import Shard, plan_shards, read_shard_lines  # noqa: F401 (re-exported)
 from bert_tf.data.pretraining.work_folder import work_dir  # noqa: F401 (re-exported)
 from bert_tf.data.worker_pool import WorkerPool
@@ -62,7 +63,7 @@ def freeze_imported_objects():
     gc.freeze()
 
 
-def _single_threaded_tensorflow():
+def single_threaded_tensorflow():
     """With one process per core, TensorFlow's own thread pools only oversubscribe the cores."""
     try:
         tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -75,7 +76,7 @@ def work_on_shards(counter, config, shards, num_outputs, workdir, results):
     """A worker process's job: claim shards from `counter` until none are left, reporting each
     one's Stats on `results` (see `worker_pool.WorkerPool`)."""
     freeze_imported_objects()
-    _single_threaded_tensorflow()
+    single_threaded_tensorflow()
     try:
         processor = ShardProcessor(config)
         for stats in processor.process_all(_claimer(shards, counter), num_outputs, workdir):
@@ -117,7 +118,7 @@ def _run_shards(config, shards, num_outputs, workdir, num_workers, total, on_sha
         pool = WorkerPool(extra_workers, SHARD_WORKER)
     pool.submit(config, shards, num_outputs, workdir)
     if len(pool):
-        _single_threaded_tensorflow()
+        single_threaded_tensorflow()
     running, errors = len(pool), []
 
     def report(stats):
@@ -176,10 +177,8 @@ def create_pretraining_data(
     work_folder.claim(workdir)
     total, pending = Stats(), []
     for shard in shards:
-        marker = work_folder.marker_path(workdir, shard.index)
-        if os.path.exists(marker):  # finished by an earlier, interrupted run
-            with open(marker, encoding="utf-8") as f:
-                done = Stats(**json.load(f))
+        done = finished_stats(work_folder.marker_path(workdir, shard.index))
+        if done is not None:  # finished by an earlier, interrupted run
             total.add(done)
             if on_shard_done:
                 on_shard_done(done)
@@ -192,18 +191,30 @@ def create_pretraining_data(
     elif workers is not None:
         workers.close()
 
+    check_documents(total, workdir, files)
+    temporaries = _assemble(workdir, shards, output_files, threads=max(_THREADS, num_workers))
+    rename_outputs(temporaries, output_files, workdir)
+    return total, resumed
+
+
+def check_documents(total, workdir, files):
+    """Raises ValueError, after removing the work folder, when no shard had a document."""
     if total.documents == 0:
         with contextlib.suppress(OSError):
             shutil.rmtree(workdir)
         raise ValueError(f"the input has no documents with any tokens: {', '.join(files)}")
-    _assemble(workdir, shards, output_files, threads=max(_THREADS, num_workers))
+
+
+def rename_outputs(temporaries, output_files, workdir):
+    """Every output, complete under its temporary name, renamed into place; the work folder removed."""
+    for temporary, output_file in zip(temporaries, output_files, strict=True):
+        os.replace(temporary, output_file)
     shutil.rmtree(workdir)
-    return total, resumed
 
 
 def _assemble(workdir, shards, output_files, threads):
-    """Each output file from its parts, under a temporary name; the outputs are renamed into
-    place only once all are complete: all or none."""
+    """Each output file from its parts, under a temporary name (returned; `rename_outputs` puts
+    them in place once all are complete: all or none)."""
     # One thread per output file: the byte copies (reads, joins, writes) release the GIL, so two
     # 147 MB outputs take 0.4 s together against 0.47 s for one alone.
     with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
@@ -216,8 +227,7 @@ def _assemble(workdir, shards, output_files, threads):
     if failed:
         work_folder.remove(job.result() for job in jobs if job.exception() is None)
         raise failed[0]
-    for job, output_file in zip(jobs, output_files, strict=True):
-        os.replace(job.result(), output_file)
+    return [job.result() for job in jobs]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from bert_tf.data import tfrecords
 from bert_tf.data.pretraining import instances as instances_lib
 from bert_tf.data.pretraining import work_folder
 from bert_tf.data.pretraining.shards import read_shard_lines
-from bert_tf.io_utils import atomic_write
+from bert_tf.io_utils import atomic_write, owner_tag
 from bert_tf.preprocessing import BertTokenizer
 
 _SERIALIZE_BATCH = 4096
@@ -91,6 +91,16 @@ class Stats:
         for field in dataclasses.fields(self):
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
         return self
+
+
+def finished_stats(marker):
+    """The Stats in a shard's `marker` file (`work_folder.marker_path`), or None when the shard
+    is not finished."""
+    try:
+        with open(marker, encoding="utf-8") as f:
+            return Stats(**json.load(f))
+    except FileNotFoundError:
+        return None
 
 
 class ShardProcessor:
@@ -204,7 +214,10 @@ class ShardProcessor:
         tokens, documents = self.documents(lines, stats)
         seed = int(np.random.SeedSequence([self.config.random_seed, shard.index]).generate_state(1)[0])
         features = self.instances(tokens, documents, seed, stats) if documents else None
-        temporary = [os.path.join(workdir, f".part-{shard.index:06d}-{k:04d}.tmp") for k in range(num_outputs)]
+        # Named after this process: a cluster runner may run the same shard twice at once (a retry
+        # beside a slow first try); each writes its own temporaries and the renames give the same part.
+        tag = owner_tag()
+        temporary = [os.path.join(workdir, f".part-{shard.index:06d}-{k:04d}.{tag}.tmp") for k in range(num_outputs)]
         try:
             writers = [tf.io.TFRecordWriter(path) for path in temporary]
             try:

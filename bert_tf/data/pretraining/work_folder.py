@@ -51,12 +51,17 @@ def work_dir(config, files, output_files, shard_bytes):
     return os.path.join(os.path.dirname(first), f".{os.path.basename(first)}.work-{tag}")
 
 
+def temporary_path(output_file):
+    """Where `assemble` writes `output_file` until every output is complete."""
+    directory = os.path.dirname(os.path.abspath(output_file))
+    return os.path.join(directory, f".{os.path.basename(output_file)}.tmp")
+
+
 def assemble(parts, output_file):
     """Interleaves the parts record by record into a temporary beside `output_file`; returns
     its path (renamed onto `output_file` once every output is complete)."""
-    directory = os.path.dirname(os.path.abspath(output_file))
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{os.path.basename(output_file)}.tmp")
+    temporary = temporary_path(output_file)
+    os.makedirs(os.path.dirname(temporary), exist_ok=True)
     remove([temporary])  # a killed run's, or a hard link to a part of another run
     try:
         if len(parts) == 1:  # a hard link: no copy, and the part stays whole if we are stopped now
