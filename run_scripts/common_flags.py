@@ -486,24 +486,28 @@ def run_or_search(f, run, evaluation="do_eval"):
 
 # The flags whose values every run of a search shares and that change what a run learns (the
 # grid's own and those of speed or output aside); a script records those it has.
-_SEARCH_SETTINGS = (
-    "task_name", "tfds_name", "xnli_language", "init_checkpoint", "do_lower_case", "max_seq_length",
-    "warmup_proportion", "optimizer", "gradient_accumulation_steps", "mixed_precision", "lora_rank", "lora_alpha",
-    "group_by_length", "doc_stride", "max_query_length", "version_2_with_negative", "feature_based", "lstm_units",
+_SEARCH_PATHS = ("init_checkpoint", "bert_config_file", "vocab_file", "data_dir", "train_file", "predict_file",
+                 "labels_file", "labels")
+_SEARCH_SETTINGS = _SEARCH_PATHS + (
+    "task_name", "tfds_name", "xnli_language", "do_lower_case", "max_seq_length", "warmup_proportion", "optimizer",
+    "gradient_accumulation_steps", "mixed_precision", "lora_rank", "lora_alpha", "group_by_length", "doc_stride",
+    "max_query_length", "version_2_with_negative", "feature_based", "lstm_units",
 )
 
 
 def search_settings(f):
     """`{flag name: value}` of the _SEARCH_SETTINGS the script has, as its runs will take them: the
-    casing a Hugging Face folder given as --init_checkpoint has, paths made absolute, LoRA's alpha
+    casing a Hugging Face folder given as --init_checkpoint has, paths (the model, its config and
+    vocabulary, the data) made absolute, LoRA's alpha
     resolved, the task's name as its catalog keys it, lstm_units only for a feature-based model."""
     hf_folder_flags(f)
     values = {name: f[name].value for name in _SEARCH_SETTINGS if name in f}
     values.update(lora_settings(f))
     if values.get("task_name"):
         values["task_name"] = values["task_name"].strip().lower()
-    if values.get("init_checkpoint"):
-        values["init_checkpoint"] = os.path.abspath(values["init_checkpoint"])
+    for name in _SEARCH_PATHS:
+        if values.get(name):
+            values[name] = os.path.abspath(values[name])
     if values.get("feature_based") is None:
         values.pop("lstm_units", None)
     return values

@@ -34,6 +34,8 @@ export is written under a temporary name and renamed when complete; an existing 
 replaced only with --overwrite.
 """
 
+import os
+
 from absl import app, flags, logging
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
@@ -160,11 +162,12 @@ def main(argv):
         log_jit_choice("serving_jit_compile", choice)
     for warning in export.warnings:
         logging.warning("--%s", warning)
+    replacing = os.path.isdir(FLAGS.export_dir) and bool(os.listdir(FLAGS.export_dir))  # an earlier export
     try:
         what = library_call(lambda: export.write(FLAGS.export_dir, FLAGS.overwrite))
     except FileExistsError as e:  # an export appeared at --export_dir meanwhile
         fail(str(e))
-    logging.info("Exported %s to %s", what, FLAGS.export_dir)
+    logging.info("Exported %s to %s%s", what, FLAGS.export_dir, ", replacing the earlier export there" * replacing)
 
 
 if __name__ == "__main__":

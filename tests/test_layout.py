@@ -37,7 +37,7 @@ MAX_SCRIPT_LINES = 150
 # shared settings and its loop over runs, the padding flags and the one log line of an XLA choice); the
 # fine-tuning scripts are held to MAX_SCRIPT_LINES. Splitting common_flags.py by role is the next step.
 LONGER_SCRIPTS = {
-    "common_flags.py": 565, "run_pretraining.py": 200, "create_pretraining_data.py": 200,
+    "common_flags.py": 570, "run_pretraining.py": 200, "create_pretraining_data.py": 200,
     "quickstart.py": 200,  # a walk through five scripts, printing each one's figures
     "export_saved_model.py": 175,  # the serving options: one flag each, checked by the library
 }

@@ -56,11 +56,11 @@ def load_keras_model(path):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Keras model file {path!r} does not exist")
     model = keras.saving.load_model(path, compile=False)
-    _check_finite(model, path)
+    check_model_finite(model, path)
     return model
 
 
-def _check_finite(model, source):
+def check_model_finite(model, source):
     """`check_finite` on the weights of `model`, read from `source`, by their Keras paths."""
     check_finite({w.path: keras.ops.convert_to_numpy(w) for w in model.weights}, source)
 
@@ -100,7 +100,7 @@ def _restore_training_checkpoint(model, path):
             raise ValueError(f"checkpoint {path!r} holds a {type(model).__name__} of other shapes: {problem}")
         try:
             status.assert_existing_objects_matched()
-            _check_finite(model, path)
+            check_model_finite(model, path)
             return None
         except AssertionError:
             if isinstance(model, BertPretrainer):
@@ -112,7 +112,7 @@ def _restore_training_checkpoint(model, path):
         status.assert_existing_objects_matched()
     except AssertionError as e:
         raise ValueError(f"checkpoint {path!r} does not hold this model: {e}") from None
-    _check_finite(_encoder_of(model), path)
+    check_model_finite(_encoder_of(model), path)
     return None if isinstance(model, BertEncoder) else _head_not_found(model)
 
 

@@ -29,21 +29,13 @@ def is_export(directory):
 
 
 def check_export_dir(export_dir, overwrite=False, inputs=()):
-    """Fails before any work when `export_dir` cannot be written: it is a file, or an existing
-    directory and `overwrite` is False, or with `overwrite` a directory that holds something other
-    than an earlier export (a training run's checkpoints and results, say: replacing it would
-    delete them), or it is or holds one of `inputs` (the checkpoint, run folder, vocab or config
-    the export reads)."""
+    """Fails before any work when `export_dir` cannot be written: it is a file; or a directory that
+    holds something other than an earlier export (a training run's checkpoints and results, say:
+    replacing it would delete them, so `overwrite` cannot either); or an existing export and
+    `overwrite` is False; or it is or holds one of `inputs` (the checkpoint, run folder, vocab or
+    config the export reads)."""
     if os.path.isfile(export_dir):
         raise FileExistsError(f"export directory {export_dir!r} is a file")
-    if os.path.exists(export_dir) and not overwrite:
-        raise FileExistsError(f"export directory {export_dir!r} already exists (overwrite it with --overwrite)")
-    if overwrite and os.path.isdir(export_dir) and os.listdir(export_dir) and not is_export(export_dir):
-        shown = ", ".join(sorted(os.listdir(export_dir))[:4]) + ", ..." * (len(os.listdir(export_dir)) > 4)
-        raise FileExistsError(
-            f"export directory {export_dir!r} holds {shown}, not an earlier export (no saved_model.pb): --overwrite "
-            "replaces only an export; export to another directory"
-        )
     target = os.path.realpath(export_dir) + os.sep
     for path in inputs:
         if path and (os.path.realpath(path) + os.sep).startswith(target):
@@ -51,6 +43,14 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
                 f"export directory {export_dir!r} holds {path!r}, which this export reads: replacing the "
                 "directory would delete it (export to another directory)"
             )
+    if os.path.isdir(export_dir) and os.listdir(export_dir) and not is_export(export_dir):
+        shown = ", ".join(sorted(os.listdir(export_dir))[:4]) + ", ..." * (len(os.listdir(export_dir)) > 4)
+        raise FileExistsError(
+            f"export directory {export_dir!r} holds {shown}, not an earlier export (no saved_model.pb): --overwrite "
+            "replaces only an export; export to another directory"
+        )
+    if os.path.exists(export_dir) and not overwrite:
+        raise FileExistsError(f"export directory {export_dir!r} already exists (overwrite it with --overwrite)")
 
 
 class ExportWriter:

@@ -21,6 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.checkpoints.restore import check_model_finite
 from bert_tf.io_utils import atomic_write
 from bert_tf.models import lora, padding_skipped
 from bert_tf.training.optimizers import create_optimizer
@@ -172,6 +173,7 @@ class Trainer:
                     f"{self.settings.output_dir!r}: {type(e).__name__}: {str(e).splitlines()[0]}. It is damaged "
                     "or holds another model: delete it to resume from the one before, or use another output_dir"
                 ) from None
+            check_model_finite(self.model, latest)  # a damaged file would go on computing NaN
             self._spread_dropout_seeds()  # the checkpoint holds replica 0's
             return RestoreStatus(RESUMED, latest, self.global_step)
         if init_checkpoint:
@@ -300,8 +302,8 @@ class Trainer:
             logs = self.task.train_logs(sums)
             if not all(math.isfinite(v) for v in logs.values()):
                 raise FloatingPointError(
-                    f"the loss became {logs['loss']} at step {step}; stopped without saving. "
-                    f"The last good checkpoint is {manager.latest_checkpoint}"
+                    f"the loss became {logs['loss']} at step {step}; stopped without saving. The last good "
+                    f"checkpoint is {manager.latest_checkpoint or 'none: none was saved before it'}"
                 )
             logs["learning_rate"] = float(self.optimizer.learning_rate)
             logs["examples_per_second"] = steps * s.train_batch_size / max(elapsed, 1e-9)

@@ -75,6 +75,14 @@ def test_an_existing_export_is_kept_unless_overwrite_and_a_failed_one_leaves_not
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileExistsError, match="is a file"):
         check_export_dir(str(tmp_path / "file"), overwrite=True)
+    # A folder that holds something else (a run's checkpoints): overwrite would delete it, so it cannot.
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint").write_text("")
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match=r"holds checkpoint, not an earlier export \(no saved_model.pb\): "
+                                                  "--overwrite replaces only an export; export to another directory"):
+            check_export_dir(str(run), overwrite=overwrite)
 
 
 def test_an_export_never_replaces_what_it_reads(tmp_path):

@@ -2,6 +2,7 @@
 learning rates, killed after its first run and started again with the same command; the chosen
 run predicts and is a run folder that exports and conversion take. Bad values fail first."""
 
+import json
 import os
 
 import pytest
@@ -95,13 +96,18 @@ def test_a_killed_search_continues_chooses_by_dev_f1_predicts_and_its_best_expor
     # train): refused before any work, the folder as it was.
     before = sorted(os.listdir(out)), (out / "search.json").read_text()
     grid = "3e-3,1e-3,5e-4"
+    shallower = write_model(tmp_path / "shallower", VOCAB)  # another model: one layer
+    config = json.loads((shallower / "bert_config.json").read_text())
+    (shallower / "bert_config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
     outcomes = run_main_cases("run_classifier", [
         _flags(model, data, out, learning_rate=grid, lora_rank=4),
         _flags(model, data, out, learning_rate=grid, max_seq_length=32),
+        _flags(shallower, data, out, learning_rate=grid),
     ])
     assert outcomes == [
         f"run_classifier.py: error: --{name}={value}, but the search in --output_dir={out} was run with --{name}={old} "
         "(its runs would be ranked with runs made otherwise): give the same, or use another --output_dir"
-        for name, value, old in (("lora_rank", 4, 0), ("max_seq_length", 32, 24))
+        for name, value, old in (("lora_rank", 4, 0), ("max_seq_length", 32, 24),
+                                 ("bert_config_file", shallower / "bert_config.json", model / "bert_config.json"))
     ]
     assert (sorted(os.listdir(out)), (out / "search.json").read_text()) == before

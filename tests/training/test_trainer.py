@@ -116,6 +116,17 @@ def test_restore_says_what_it_did(tmp_path):
     assert _trainer(tmp_path / "c").restore().start == RANDOM
 
 
+def test_a_latest_checkpoint_holding_nan_is_refused_naming_it_and_the_weight(tmp_path):
+    first = _trainer(tmp_path, num_train_steps=30)
+    first.train(_data(64))
+    kernel = first.model.layers[-1].kernel
+    kernel.assign(np.full(kernel.shape, np.nan, np.float32))  # what a damaged file would hold
+    first.manager().save(checkpoint_number=31)
+    with pytest.raises(ValueError, match=rf"^{tmp_path}/ckpt-31: weight \S+/kernel holds NaN or infinity "
+                                         r"\(3 of 3 values\)"):
+        _trainer(tmp_path).restore()
+
+
 def test_a_resumed_run_ends_where_an_uninterrupted_one_does(tmp_path):
     data = _data(64)
     whole = _trainer(tmp_path / "whole")
