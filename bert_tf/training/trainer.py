@@ -169,9 +169,9 @@ class Trainer:
                 self._checkpoint().restore(latest).expect_partial()
             except (tf.errors.OpError, IndexError, ValueError) as e:
                 raise ValueError(
-                    f"cannot resume from {latest}, the latest checkpoint in output_dir "
-                    f"{self.settings.output_dir!r}: {type(e).__name__}: {str(e).splitlines()[0]}. It is damaged "
-                    "or holds another model: delete it to resume from the one before, or use another output_dir"
+                    f"cannot resume from {latest}, the latest checkpoint in output_dir {self.settings.output_dir!r}: "
+                    f"{type(e).__name__}: {str(e).splitlines()[0]}. It holds another model than this run's (give the "
+                    "run's own config and settings, or use another output_dir), or it is damaged (then delete it)"
                 ) from None
             check_model_finite(self.model, latest)  # a damaged file would go on computing NaN
             self._spread_dropout_seeds()  # the checkpoint holds replica 0's
