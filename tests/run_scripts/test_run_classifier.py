@@ -133,8 +133,7 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
     fixed = tmp_path / "fixed"
     result = run_script(
         "run_classifier.py", *_flags(model_dir, data, fixed, do_train=False, init_checkpoint=straight / "ckpt-240",
-                                     eval_batch_size=6, predict_batch_size=4, pad_to_max_seq_length=True,
-                                     length_bucket=4),
+                                     eval_batch_size=6, predict_batch_size=4, pad_to_max_seq_length=True),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     for key in ("eval_accuracy", "eval_f1", "eval_loss", "loss"):
