@@ -6,6 +6,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # that no test, nor any script a test starts, depends on a measurement saved in the user's home.
 os.environ["BERT_TF_SPEED_FILE"] = os.path.join(tempfile.gettempdir(), f"bert_tf-tests-{os.getpid()}", "none.json")
 
+# First, TensorFlow without its start-up lines (run_scripts' filter): a test worker still importing it
+# when the run ends would otherwise write them after pytest's closing line.
+import run_scripts  # noqa: E402, F401
+
+# isort: split
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
