@@ -43,8 +43,9 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
                 f"export directory {export_dir!r} holds {path!r}, which this export reads: replacing the "
                 "directory would delete it (export to another directory)"
             )
-    if os.path.isdir(export_dir) and os.listdir(export_dir) and not is_export(export_dir):
-        shown = ", ".join(sorted(os.listdir(export_dir))[:4]) + ", ..." * (len(os.listdir(export_dir)) > 4)
+    held = sorted(os.listdir(export_dir)) if os.path.isdir(export_dir) else []
+    if held and not is_export(export_dir):
+        shown = ", ".join(held[:4]) + ", ..." * (len(held) > 4)
         raise FileExistsError(
             f"export directory {export_dir!r} holds {shown}, not an earlier export (no saved_model.pb): --overwrite "
             "replaces only an export; export to another directory"

@@ -135,11 +135,16 @@ def adapters(checkpoint):
     return (found.lora_rank, found.lora_alpha) if found is not None and found.lora_rank else None
 
 
+def is_search(path):
+    """Whether the folder `path` holds a fine-tuning search (its SEARCH_FILE)."""
+    return bool(path) and os.path.isfile(os.path.join(path, SEARCH_FILE))
+
+
 def check_not_search(path, setting):
     """A ValueError when `path` (which `setting` gave) is the folder of a fine-tuning search: its
     runs are in subfolders, and its `best` link is the one it chose (the hint
     `bert_tf.training.search.check_not_search_folder` gives for an output folder)."""
-    if path and os.path.isfile(os.path.join(path, SEARCH_FILE)):
+    if is_search(path):
         raise ValueError(
             f"{setting}={path} holds a search ({SEARCH_FILE}): use {setting}={os.path.join(path, BEST)}, "
             "its chosen run"

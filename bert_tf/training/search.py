@@ -116,7 +116,7 @@ def is_search(runs):
 
 def check_not_search_folder(output_dir):
     """For one run: `output_dir` must not hold a search (its runs are in subfolders)."""
-    if os.path.isfile(os.path.join(output_dir, RECORD_FILE)):
+    if run_record.is_search(output_dir):
         raise ValueError(
             f"output_dir={output_dir} holds a search ({RECORD_FILE}): give its lists again to continue it, "
             f"or output_dir={os.path.join(output_dir, BEST)} to use its chosen run"
