@@ -41,10 +41,9 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.checkpoints import sources
 from bert_tf.export import check_export_dir, exports
-from bert_tf.export.common import AUTO, MIXED_PRECISION, QUANTIZE_MODES, ServingOptions
+from bert_tf.export.serving import AUTO, MIXED_PRECISION, QUANTIZE_MODES, ServingOptions, choose_serving_jit_compile
 from bert_tf.runs import registry
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA
-from bert_tf.training.speed import choose_serving_jit_compile
 from run_scripts.common_flags import fail, library_call, log_jit_choice
 
 FLAGS = flags.FLAGS

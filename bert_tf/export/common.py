@@ -1,147 +1,32 @@
 """What every export shares: the root object's variables, its assets, float32 outputs whatever
-the model's compute dtype, and how a text-in signature runs its model (`ServingOptions`: the
-request's length, XLA, int8 weights, bfloat16 compute). The in-graph text preprocessing is
-`bert_tf.preprocessing.text_preprocessing`."""
-
-import dataclasses
+the model's compute dtype, and how a text-in signature runs its model as its `ServingOptions` say
+(`model_runner`: the request's length, XLA, padding skipped; `write_text_in_export`: the weights'
+format). The options and the rules that pick them are `bert_tf.export.serving`'s; the in-graph
+text preprocessing is `bert_tf.preprocessing.text_preprocessing`."""
 
 import tensorflow as tf
 
 from bert_tf.data.lengths import cut_padding
+
+# The serving options and their rules live in bert_tf.export.serving; kept importable from here.
+from bert_tf.export.serving import (  # noqa: F401
+    AUTO,
+    DEFAULT_SERVING,
+    MIXED_PRECISION,
+    QUANTIZE_MODES,
+    ServingOptions,
+    in_precision,
+    quantize_dense_layers,
+)
 from bert_tf.models.bert_encoder import INPUT_NAMES, padding_skipped
-from bert_tf.training.settings import (
-    FROZEN_WEIGHTS_ENV,  # noqa: F401 - here too: a serving process's setting (model_runner)
+from bert_tf.training.settings import (  # noqa: F401 - kept importable from here
+    FROZEN_WEIGHTS_ENV,  # here too: a serving process's setting (model_runner)
     SKIP_PADDING_WITHOUT_XLA,
     check_length_bucket,
     default_length_bucket,
 )
 
-QUANTIZE_MODES = ("int8",)
-MIXED_PRECISION = {"bf16": "bfloat16"}  # ServingOptions.mixed_precision -> the copy's Keras dtype policy
 LAYOUT_ROWS = (7, 80)  # oneDNN's weight layout for 7 to 80 rows, another for other counts (model_runner)
-AUTO = "auto"  # ServingOptions.length_bucket: the default for its XLA choice
-
-
-@dataclasses.dataclass(frozen=True)
-class ServingOptions:
-    """How a text-in export runs its model on a request.
-
-    length_bucket: the packed inputs are cut to the request's longest sequence rounded up to a
-      multiple of this (`bert_tf.data.lengths`), at most the export's seq_length; None packs every
-      request to seq_length, as the original's fixed shapes. The outputs on the real tokens are
-      the same either way: attention masks the padding. AUTO (the default): as the training
-      loop's, `bert_tf.training.settings.default_length_bucket(jit_compile)`: 8 with XLA, which
-      compiles a program per shape; 1 (the request's exact longest, as ONNX Runtime and PyTorch
-      are fed) without it, where shapes cost nothing (bench/serving.py, BERT-Base on 2 cores,
-      without XLA: 1 against 16 took batch-32 throughput from 64.1 to 90.8 sequences/s). Resolved
-      once, when the options are made: `dataclasses.replace` of a made one keeps its bucket.
-    jit_compile: the model part of the serving function is XLA-compiled (once per shape: each
-      batch size with each of the seq_length / length_bucket lengths). None: the library's
-      built-in rule, the same on every machine: on exactly with int8 weights (BERT-Base, 2
-      AVX-512 cores: the int8 model 4x faster with it, 46 against 179 ms at batch 1, Keras' int8
-      matmul being slow outside XLA). Whether XLA helps float weights differs between machines
-      (bench/serving.py on that machine: first slower, 71 against 58 ms, later as fast or faster),
-      so export_saved_model.py passes a resolved value instead: this machine's measured choice
-      (`bert_tf.training.speed.choose_serving_jit_compile`, saved by `python bench/serving.py
-      --save_defaults`).
-    quantize: "int8" stores the Dense layers' kernels as int8 with a scale per output column and
-      quantizes their inputs per row on the fly (Keras' `Model.quantize("int8")`); None keeps
-      float weights. As with bfloat16, a text's probabilities may differ between a request of its
-      own and a batch: float32's last-bit differences between the two (1e-7) can move an input
-      across an int8 rounding step, 1/127 of its row's largest value (a 4-layer, hidden-256 model:
-      up to 3.9e-4; bench/serving_accuracy.py measures it).
-    skip_padding: a request with padding (a batch of texts of different lengths) runs the
-      encoder's layers (all but attention's scores) on its real tokens alone
-      (`bert_tf.models.padding_skipped`): the work follows the tokens, not the batch's longest
-      row; outputs on real tokens are the same, those on padding positions (a token-level
-      output's rows past a text's end) are the model's on zero vectors. A request without padding
-      runs the plain graph. AUTO (the default): on without XLA where the request's length is
-      used (not with fixed shapes: those are the original's graph); XLA cannot take it (a shape
-      that depends on the data).
-    mixed_precision: "bf16" runs the model on bfloat16 weights: the export holds a copy of the
-      model built from its config in Keras' "bfloat16" dtype policy (`in_precision`), so its
-      Dense kernels, embeddings and biases are bfloat16 variables (half the bytes to store and
-      for each product to read) and its products, GELU and residual sums run in bfloat16, while
-      the layers that always compute in float32 stay so (the LayerNorms, the attention's softmax,
-      the heads' last products) and the outputs are float32. A precision change, as int8 is: the
-      probabilities move by about 1e-3 (bench/serving_accuracy.py measures a fine-tuned task's),
-      and a text's may differ by as much between a request of its own and a batch (the plain and
-      the padding-skipped graph round in different places), where float32's agree within 1e-7.
-      Fastest on CPUs with bfloat16 instructions (AVX512_BF16, AMX), above all in a process that
-      keeps oneDNN's weight layouts (FROZEN_WEIGHTS_ENV, see `model_runner`): bench/serving.py,
-      BERT-Base text in on 2 AVX-512 cores with AVX512_BF16, README "Speed on real text". Where
-      oneDNN emulates bfloat16 (no such instructions) it is slower: measure before serving it.
-      None (the default): float32 throughout. Not with int8 weights.
-    """
-
-    length_bucket: int | None | str = AUTO
-    jit_compile: bool | None = None
-    quantize: str | None = None
-    skip_padding: bool | str = AUTO
-    mixed_precision: str | None = None
-
-    def __post_init__(self):
-        if self.jit_compile is None:  # frozen: the defaults resolved once, here
-            object.__setattr__(self, "jit_compile", self.quantize is not None)
-        if self.length_bucket == AUTO:
-            object.__setattr__(self, "length_bucket", default_length_bucket(self.jit_compile))
-        if self.length_bucket is not None:
-            check_length_bucket(self.length_bucket)
-        if self.quantize is not None and self.quantize not in QUANTIZE_MODES:
-            raise ValueError(f"quantize={self.quantize!r} is not one of {', '.join(QUANTIZE_MODES)}")
-        if self.skip_padding == AUTO:
-            object.__setattr__(self, "skip_padding", not self.jit_compile and self.length_bucket is not None)
-        elif self.skip_padding and self.jit_compile:
-            raise ValueError(f"skip_padding=True needs jit_compile=False: {SKIP_PADDING_WITHOUT_XLA}")
-        if self.mixed_precision is not None and self.mixed_precision not in MIXED_PRECISION:
-            raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {', '.join(MIXED_PRECISION)}")
-        if self.mixed_precision and self.quantize:
-            raise ValueError(f"mixed_precision={self.mixed_precision} is for float weights, not quantize="
-                             f"{self.quantize}: the int8 kernels take their inputs in float32")
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
-
-
-DEFAULT_SERVING = ServingOptions()  # the request's exact length, no XLA, float weights
-
-
-def quantize_dense_layers(model, mode):
-    """Quantizes `model`'s Dense layers in place (Keras' `Model.quantize(mode)`); the embeddings
-    stay float: a lookup gains no speed from int8."""
-    import keras
-
-    model.quantize(mode, filters=lambda layer: isinstance(layer, keras.layers.Dense))
-
-
-def in_precision(model, mixed_precision):
-    """`model` itself, or (`mixed_precision` set: ServingOptions.mixed_precision) a copy of it
-    built from its config in that Keras dtype policy, holding its weights: the model Keras builds
-    under that global policy, whose layers that always compute in float32 (the LayerNorms, the
-    heads' last products) stay so, as switching every layer's policy would not."""
-    if not mixed_precision:
-        return model
-    import keras
-
-    name = MIXED_PRECISION[mixed_precision]
-    policy = keras.dtype_policies.serialize(keras.dtype_policies.get(name))
-
-    def replaced(config):  # every "dtype" of the config: the model's and its parts' constructor arguments
-        if isinstance(config, list):
-            return [replaced(value) for value in config]
-        if not isinstance(config, dict):
-            return config
-        return {key: policy if key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy"
-                else replaced(value) for key, value in config.items()}
-
-    try:
-        copy = type(model).from_config(replaced(model.get_config()))
-    except Exception as e:  # noqa: BLE001 - a layer that cannot be made in that dtype, e.g. an LSTM's initializer
-        reason = str(e).strip().splitlines()[0]
-        raise ValueError(f"mixed_precision={mixed_precision}: a {type(model).__name__} cannot be built in Keras' "
-                         f"{name} policy ({type(e).__name__}: {reason})") from e
-    copy.set_weights(model.get_weights())
-    return copy
 
 
 def model_runner(model, options, seq_axis_keys=INPUT_NAMES):
@@ -277,8 +162,8 @@ def check_seq_length(seq_length, bert_config):
 def write_text_in_export(model, make_root, vocab_file, do_lower_case, seq_length, export_dir, task=None,
                          overwrite=False, serving=DEFAULT_SERVING):
     """What every task export does around its own serving function: checks `seq_length` against
-    `model`'s config, quantizes `model` in place when `serving.quantize` says so (or copies it
-    into `serving.mixed_precision`: `in_precision`), builds the in-graph tokenizer and packer,
+    `model`'s config, turns `model` into the format `serving` asks for (`ServingFormat.prepared`:
+    int8 quantizes it in place, bf16 copies it), builds the in-graph tokenizer and packer,
     makes the root object with `make_root(model, tokenizer, packer, run_model)` (that model;
     `run_model = model_runner(model, serving)`; the root's `__call__` becomes `serving_default`),
     attaches the assets (vocab, casing, config, the run record `task`, the serving options with
@@ -289,9 +174,7 @@ def write_text_in_export(model, make_root, vocab_file, do_lower_case, seq_length
     config = model.encoder.bert_config()
     check_seq_length(seq_length, config)
     tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, seq_length, config.vocab_size)
-    if serving.quantize:
-        quantize_dense_layers(model, serving.quantize)
-    model = in_precision(model, serving.mixed_precision)
+    model = serving.format.prepared(model)
     with ExportWriter(export_dir, overwrite) as writer:
         root = make_root(model, tokenizer, packer, model_runner(model, serving))
         root.attach_assets(writer, vocab_file, do_lower_case, config, task)

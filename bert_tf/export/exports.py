@@ -18,9 +18,14 @@ import dataclasses
 
 from bert_tf import tokenization
 from bert_tf.checkpoints import hf, sources
-from bert_tf.export.common import DEFAULT_SERVING, MIXED_PRECISION, check_seq_length
+from bert_tf.export.common import check_seq_length
 from bert_tf.export.encoder import export_encoder
 from bert_tf.export.preprocessor import export_preprocessor
+from bert_tf.export.serving import (  # noqa: F401 - MIXED_PRECISION, check_length_bucket: kept importable from here
+    DEFAULT_SERVING,
+    MIXED_PRECISION,
+    check_length_bucket,
+)
 from bert_tf.runs import record as run_record
 from bert_tf.runs import registry
 
@@ -52,7 +57,7 @@ class Export:
             )
             return (
                 f"the preprocessor of {self.vocab_file} (do_lower_case={self.do_lower_case}, "
-                f"seq_length {self.seq_length}; {_described(self.serving)})"
+                f"seq_length {self.seq_length}; {self.serving.describe()})"
             )
         if self.export_type == "encoder":
             export_encoder(self.model, export_dir, self.vocab_file, self.do_lower_case, overwrite)
@@ -63,24 +68,8 @@ class Export:
         )
         return (
             f"a {type(self.model).__name__} of task {self.record.task_name!r} (seq_length {self.seq_length}; "
-            f"{_described(self.serving)})"
+            f"{self.serving.describe()})"
         )
-
-
-def _described(serving):
-    """`serving` (ServingOptions) in words, for the script's log line."""
-    bucket = serving.length_bucket
-    parts = ["fixed length" if bucket is None else "the request's exact length" if bucket == 1
-             else f"length buckets of {bucket}"]
-    if serving.skip_padding:
-        parts.append("padding skipped")
-    if serving.jit_compile:
-        parts.append("XLA")
-    if serving.quantize:
-        parts.append(f"{serving.quantize} Dense weights")
-    if serving.mixed_precision:
-        parts.append(f"{MIXED_PRECISION[serving.mixed_precision]} weights and products")
-    return ", ".join(parts)
 
 
 def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=None, do_lower_case=None,
@@ -93,14 +82,9 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     given must be the run's), the others True and PREPROCESSOR_SEQ_LENGTH. `max_query_length`:
     squad's, default the run's. `serving`: how a task export runs its model (`ServingOptions`); the
     preprocessor takes its length_bucket alone, the encoder (ids in, any length) none of it."""
-    model_options = ("quantize", "jit_compile", "mixed_precision")  # of a model run per request
-    if export_type not in registry.KINDS and any(getattr(serving, name) for name in model_options):
-        what = next(name for name in model_options if getattr(serving, name))
-        raise ValueError(f"{what}={getattr(serving, what)} is for the task exports ({', '.join(registry.KINDS)}), "
-                         f"not export_type={export_type}")
+    if export_type not in registry.KINDS:  # no model run per request: of the options, the length bucket alone
+        serving = serving.without_model(export_type, registry.KINDS)
     if export_type == "preprocessor":
-        # No model to run: of the options, its length bucket alone applies.
-        serving = dataclasses.replace(serving, skip_padding=False)
         return dataclasses.replace(_preprocessor(vocab_file, do_lower_case, seq_length), serving=serving)
     if not init_checkpoint:
         raise ValueError(f"init_checkpoint is required by export_type={export_type}")
@@ -113,21 +97,6 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     options = {"max_query_length": max_query_length} if max_query_length else {}
     export = _task(kind, init_checkpoint, bert_config_file, vocab_file, do_lower_case, seq_length, options)
     return dataclasses.replace(export, serving=serving)
-
-
-def check_length_bucket(length_bucket, pad_to_max_seq_length, seq_length):
-    """A `length_bucket` given for an export must be used: not with `pad_to_max_seq_length` (every
-    request padded to seq_length), nor above `seq_length` (the export's, once `read` resolved it;
-    None: an export that packs nothing), which no request reaches. A ValueError naming the
-    settings otherwise."""
-    if length_bucket is None:
-        return
-    if pad_to_max_seq_length:
-        raise ValueError(f"length_bucket={length_bucket} has no use with pad_to_max_seq_length (every request is "
-                         "padded to seq_length): give one of them")
-    if seq_length is not None and length_bucket > seq_length:
-        raise ValueError(f"length_bucket={length_bucket} is above the export's sequence length {seq_length} "
-                         "(seq_length, default the run's max_seq_length): no request is longer; give at most that")
 
 
 def check_casing(export_type, init_checkpoint, vocab_file, do_lower_case):

@@ -8,12 +8,12 @@ Two XLA settings left unset ("auto") resolve here, each on a measurement of its 
   a 2-core AMD EPYC with AVX-512 ran the fine-tuning step at 0.60-0.64x with it, batches cut to
   their longest row), so `python bench/finetuning.py --save_defaults` measures XLA on and off for
   the fine-tuning step at the default flags and saves its choice.
-- `serving_jit_compile`, a text-in export's serving function (`choose_serving_jit_compile`): with
-  int8 weights always on (Keras' int8 matmul is about 4x slower outside XLA); with float weights,
-  on a GPU on (the exporting machine's platform decides), on CPU the choice of `python
-  bench/serving.py --save_defaults`, which serves the same export with XLA and without (on the
-  EPYC above XLA first lost, 71 against 58 ms at batch 1, and later won: 44 against 45 ms, and
-  45.7 against 35.5 sequences/s at batch 32).
+- `serving_jit_compile`, a text-in export's serving function where the format of its weights
+  leaves XLA to the machine (float32; `bert_tf.export.serving.choose_serving_jit_compile` holds
+  the rule and each format's own default): on a GPU on (the exporting machine's platform
+  decides), on CPU the choice of `python bench/serving.py --save_defaults`, which serves the same
+  export with XLA and without (on the EPYC above XLA first lost, 71 against 58 ms at batch 1, and
+  later won: 44 against 45 ms, and 45.7 against 35.5 sequences/s at batch 32).
 
 The measured choices live in one per-machine file (`$BERT_TF_SPEED_FILE`, default
 ~/.cache/bert_tf/speed_defaults.json) beside the machine's signature (`machine_signature`):
@@ -47,9 +47,6 @@ MEASURED_BY = {
     "serving_jit_compile": "python bench/serving.py --save_defaults",
 }
 MEASURE_COMMAND = MEASURED_BY["jit_compile"]
-# Why int8 exports serve through XLA on every machine (bench/serving.py, BERT-Base on 2 AVX-512
-# cores: 46 against 179 ms at batch 1 with it).
-INT8_SOURCE = "on with int8 weights (Keras' int8 matmul is about 4x slower outside XLA)"
 
 # The resolved value, where it came from (a phrase for the scripts' log line) and a warning (a
 # saved file that could not be read) or None.
@@ -175,21 +172,14 @@ def choose_jit_compile(jit_compile, use_tpu=False, path=None, name="jit_compile"
                      f"the CPU default; measure this machine with `{MEASURED_BY[name]}`", warning)
 
 
-def choose_serving_jit_compile(jit_compile, quantize, path=None, measured_without=()):
-    """A JitChoice for a text-in export's serving function: `jit_compile` as given; unset, on with
-    int8 weights (`quantize` set: INT8_SOURCE says why); off where float weights come with options
-    measured without XLA (`measured_without`: their names, the choice's source; XLA takes other
-    kernels than those options were measured on, and the speed file is then not read); else the
-    choice of `choose_jit_compile` for "serving_jit_compile" (GPU: on; CPU: this machine's measured
-    choice, else off). The platform is the exporting process's: an export is taken to serve where
-    it is made."""
-    if jit_compile is None and quantize is not None:
-        return JitChoice(True, INT8_SOURCE, None)
-    if jit_compile is None and measured_without:
-        return JitChoice(False, " ".join(measured_without), None)
-    return choose_jit_compile(jit_compile, path=path, name="serving_jit_compile")
-
-
 def jit_compile_for(jit_compile, use_tpu=False):
     """The value of `choose_jit_compile` on the platform this process runs on."""
     return choose_jit_compile(jit_compile, use_tpu).value
+
+
+def __getattr__(name):
+    """Names this module held before, as deprecated aliases (see `bert_tf._deprecated`): the serving
+    function's XLA rule moved up to the export layer, beside the formats it reads."""
+    from bert_tf.training._deprecated import moved
+
+    return moved(__name__, name)

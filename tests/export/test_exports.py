@@ -18,7 +18,7 @@ from bert_tf import (
 )
 from bert_tf.checkpoints import save_keras_model
 from bert_tf.export import exports
-from bert_tf.export.common import ServingOptions
+from bert_tf.export.serving import ServingOptions
 from bert_tf.runs import registry
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config, write_vocab

@@ -19,8 +19,10 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
-from bert_tf.export.common import FROZEN_WEIGHTS_ENV, LAYOUT_ROWS, ServingOptions, in_precision, model_runner
+from bert_tf.export import common, exports, serving
+from bert_tf.export.common import FROZEN_WEIGHTS_ENV, LAYOUT_ROWS, model_runner
 from bert_tf.export.preprocessor import PreprocessorSavedModel
+from bert_tf.export.serving import FORMATS, ServingFormat, ServingOptions, choose_serving_jit_compile, in_precision
 from bert_tf.preprocessing import text_preprocessing
 from bert_tf.tasks.classifier.export import ClassifierSavedModel, export_classifier
 from bert_tf.tasks.ner.export import TokenClassifierSavedModel
@@ -187,6 +189,48 @@ def test_the_default_bucket_follows_the_serving_functions_xla_choice():
     assert ServingOptions(length_bucket=None).skip_padding is False  # fixed shapes: the original's graph
     with pytest.raises(ValueError, match="skip_padding=True needs jit_compile=False"):
         ServingOptions(jit_compile=True, skip_padding=True)
+    # Settings left unset (a script's flags): the same defaults; pad_to_max_seq_length: fixed shapes.
+    assert ServingOptions.given() == ServingOptions()
+    assert ServingOptions.given(length_bucket=4, jit_compile=True) == ServingOptions(length_bucket=4, jit_compile=True)
+    assert ServingOptions.given(length_bucket=4, pad_to_max_seq_length=True).length_bucket is None
+    assert ServingOptions.given(skip_padding=False).skip_padding is False
+
+
+def test_each_format_is_one_entry_of_the_table_that_the_options_and_the_xla_choice_read(monkeypatch):
+    """float32, int8 and bf16 are FORMATS' entries, asked for by their ServingOptions setting; an
+    entry added there is a format: its setting takes its value, and the options, the XLA choice,
+    the log line's words and the model handed to the export follow it."""
+    assert list(FORMATS) == ["float32", "int8", "bf16"]
+    assert [ServingOptions(**entry.options).format for entry in FORMATS.values()] == list(FORMATS.values())
+    assert serving.QUANTIZE_MODES == ("int8",) and serving.MIXED_PRECISION == {"bf16": "bfloat16"}
+    assert set(serving.FORMAT_SETTINGS) <= set(serving.MODEL_SETTINGS)  # the encoder and preprocessor refuse them
+    prepared = []
+    monkeypatch.setitem(FORMATS, "int4", ServingFormat(
+        "int4", "quantize", "int4", prepare=lambda model, value: prepared.append((model, value)) or model,
+        jit_compile=True, jit_source="int4 matmuls want XLA", words="int4 Dense weights"))
+    monkeypatch.setitem(FORMATS, "fp16", ServingFormat("fp16", "mixed_precision", "fp16", jit_compile=False))
+    int4 = ServingOptions(quantize="int4")
+    assert int4.format is FORMATS["int4"] and int4.to_dict() == {
+        "length_bucket": 8, "jit_compile": True, "quantize": "int4", "skip_padding": False, "mixed_precision": None}
+    assert int4.describe() == "length buckets of 8, XLA, int4 Dense weights"
+    model = object()
+    assert int4.format.prepared(model) is model and prepared == [(model, "int4")]
+    assert FORMATS["fp16"].prepared(model) is model  # no prepare: the model as it is
+    assert ServingOptions(mixed_precision="fp16").jit_compile is False
+    # The XLA choice reads no speed file where the format decides.
+    assert choose_serving_jit_compile(None, "int4") == (True, "int4 matmuls want XLA", None)
+    assert choose_serving_jit_compile(None, None, mixed_precision="fp16") == (False, "mixed_precision=fp16", None)
+    assert choose_serving_jit_compile(None, None, mixed_precision="bf16") == (False, "mixed_precision=bf16", None)
+    with pytest.raises(ValueError, match=r"^quantize='int2' is not one of int8, int4$"):
+        ServingOptions(quantize="int2")
+
+
+def test_the_old_places_of_the_serving_rules_give_the_same_objects():
+    for name in ("AUTO", "DEFAULT_SERVING", "MIXED_PRECISION", "QUANTIZE_MODES", "ServingOptions", "in_precision",
+                 "quantize_dense_layers"):
+        assert getattr(common, name) is getattr(serving, name), name
+    assert exports.check_length_bucket is serving.check_length_bucket
+    assert exports.DEFAULT_SERVING is serving.DEFAULT_SERVING
 
 
 def test_a_loaded_export_skips_the_padding_of_a_batch_and_serves_one_text_plainly(setup, tmp_path):

@@ -11,6 +11,7 @@ import types
 import pytest
 import tensorflow as tf
 
+from bert_tf.export.serving import choose_serving_jit_compile
 from bert_tf.training import speed
 from tests.helpers import dead_owner_tag
 
@@ -164,7 +165,7 @@ class TestSeveralChoicesInOneFile:
         speed.save_measured(True, 1.4)
         choices = self._saved(_speed_file)["choices"]
         assert choices["serving_jit_compile"] == serving and choices["jit_compile"]["value"] is True
-        assert speed.choose_serving_jit_compile(None, None).value is True
+        assert choose_serving_jit_compile(None, None).value is True
         assert speed.choose_jit_compile(None).value is True
         assert sorted(os.listdir(_speed_file.parent)) == [_speed_file.name]
 
@@ -184,7 +185,7 @@ class TestSeveralChoicesInOneFile:
         _write(_speed_file, first)
         assert speed.choose_jit_compile(None) == (True, f"measured on this machine ({_speed_file})", None)
         # It holds no serving choice: float exports keep the built-in default, with no warning.
-        choice = speed.choose_serving_jit_compile(None, None)
+        choice = choose_serving_jit_compile(None, None)
         assert choice == (False, "the CPU default; measure this machine with `python bench/serving.py "
                                  "--save_defaults`", None)
         speed.save_measured(True, 1.1, name="serving_jit_compile")
@@ -196,32 +197,35 @@ class TestSeveralChoicesInOneFile:
     def test_a_float_export_takes_this_machines_serving_choice(self, _speed_file, saved):
         _write(_speed_file, {"signature": _this_machine(), "choices": {
             "jit_compile": {**FINE_TUNING, "value": not saved}, "serving_jit_compile": {"value": saved}}})
-        assert speed.choose_serving_jit_compile(None, None) == (saved, f"measured on this machine ({_speed_file})",
+        assert choose_serving_jit_compile(None, None) == (saved, f"measured on this machine ({_speed_file})",
                                                                 None)
 
     def test_int8_is_on_and_a_given_value_wins_without_reading_the_file(self, _speed_file):
         _write(_speed_file, {"signature": _this_machine(), "choices": {"serving_jit_compile": {"value": False}}})
-        value, source, warning = speed.choose_serving_jit_compile(None, "int8")
+        value, source, warning = choose_serving_jit_compile(None, "int8")
         assert value is True and warning is None
         assert source.startswith("on with int8 weights") and "4x slower outside XLA" in source
         _write(_speed_file, "{not json")
-        assert speed.choose_serving_jit_compile(False, "int8") == (False, "given", None)
-        assert speed.choose_serving_jit_compile(True, None) == (True, "given", None)
-        assert speed.choose_serving_jit_compile(None, "int8").warning is None
+        assert choose_serving_jit_compile(False, "int8") == (False, "given", None)
+        assert choose_serving_jit_compile(True, None) == (True, "given", None)
+        assert choose_serving_jit_compile(None, "int8").warning is None
 
     def test_options_measured_without_xla_turn_it_off_unless_given_without_reading_the_file(self, _speed_file):
         _write(_speed_file, "{not json")  # read, it would warn
         without = ["--mixed_precision=bf16", "--another_option"]
-        assert speed.choose_serving_jit_compile(None, None, measured_without=without) == (
+        assert choose_serving_jit_compile(None, None, measured_without=without) == (
             False, "--mixed_precision=bf16 --another_option", None)
-        assert speed.choose_serving_jit_compile(True, None, measured_without=without) == (True, "given", None)
-        assert speed.choose_serving_jit_compile(None, "int8", measured_without=without).value is True
+        assert choose_serving_jit_compile(True, None, measured_without=without) == (True, "given", None)
+        assert choose_serving_jit_compile(None, "int8", measured_without=without).value is True
+        # bf16 is measured without XLA: its format says so, naming its setting.
+        assert choose_serving_jit_compile(None, None, mixed_precision="bf16") == (False, "mixed_precision=bf16", None)
+        assert choose_serving_jit_compile(True, None, mixed_precision="bf16") == (True, "given", None)
 
     @pytest.mark.parametrize("text", ["{not json", '{"signature": {}, "choices": {"serving_jit_compile": {}}}',
                                       '{"signature": {}, "choices": {"serving_jit_compile": {"value": 1}}}'])
     def test_an_unreadable_file_warns_and_float_exports_keep_the_built_in_default(self, _speed_file, text):
         _write(_speed_file, text)
-        value, source, warning = speed.choose_serving_jit_compile(None, None)
+        value, source, warning = choose_serving_jit_compile(None, None)
         assert value is False and source.startswith("the CPU default; measure this machine with `python bench/serving")
         assert warning.startswith(f"{_speed_file} is not a saved speed choice (") and warning.endswith("ignored")
 
@@ -233,5 +237,5 @@ class TestSeveralChoicesInOneFile:
 
 def test_a_float_export_on_an_accelerator_is_compiled(monkeypatch):
     monkeypatch.setattr(speed, "current_platform", lambda use_tpu=False: "gpu")
-    assert speed.choose_serving_jit_compile(None, None) == (True, "the GPU default", None)
-    assert speed.choose_serving_jit_compile(False, None) == (False, "given", None)
+    assert choose_serving_jit_compile(None, None) == (True, "the GPU default", None)
+    assert choose_serving_jit_compile(False, None) == (False, "given", None)

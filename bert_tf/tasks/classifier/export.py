@@ -6,7 +6,8 @@
 
 Inputs: `text_a` (and `text_b` for sentence-pair tasks), string `[batch]`, tokenized and packed in
 the graph exactly as run_classifier.py does (the model runs on the request's longest sequence,
-rounded up to the export's length bucket: `bert_tf.export.common.ServingOptions`). Outputs, by the task's kind of label:
+rounded up to the export's length bucket: `bert_tf.export.serving.ServingOptions`). Outputs, by
+the task's kind of label:
 - single label: `probabilities` float32 `[batch, labels]` (softmax), `label_id` int32 `[batch]`
   (the most probable) and `label` string `[batch]` (its name);
 - regression (STS-B): `score` float32 `[batch]`;
