@@ -41,10 +41,10 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.checkpoints import sources
 from bert_tf.export import check_export_dir, exports
-from bert_tf.export.serving import AUTO, MIXED_PRECISION, QUANTIZE_MODES, ServingOptions, choose_serving_jit_compile
+from bert_tf.export.serving import MIXED_PRECISION, QUANTIZE_MODES, ServingOptions, choose_serving_jit_compile
 from bert_tf.runs import registry
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA
-from run_scripts.common_flags import fail, library_call, log_jit_choice
+from run_scripts.common_flags import as_flags, fail, library_call, log_jit_choice
 
 FLAGS = flags.FLAGS
 
@@ -131,19 +131,16 @@ def main(argv):
     jit_compile = FLAGS.serving_jit_compile
     mixed_precision = None if FLAGS.mixed_precision == "none" else FLAGS.mixed_precision
     if FLAGS.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
-        without_xla = [f"--mixed_precision={mixed_precision}"] if mixed_precision else []
-        choice = choose_serving_jit_compile(jit_compile, FLAGS.quantize, measured_without=without_xla)
+        choice = choose_serving_jit_compile(jit_compile, FLAGS.quantize, mixed_precision=mixed_precision)
         jit_compile = choice.value  # logged once the options and the run are accepted
-    bucket = None if FLAGS.pad_to_max_seq_length else (AUTO if FLAGS.length_bucket is None else FLAGS.length_bucket)
-    skip_padding = AUTO if FLAGS.skip_padding is None else FLAGS.skip_padding
     if FLAGS.skip_padding is not None and FLAGS.export_type not in registry.KINDS:  # no model run per request
         fail(f"--skip_padding is for the task exports ({', '.join(registry.KINDS)}), "
              f"not --export_type={FLAGS.export_type}")
-    if skip_padding is True and jit_compile:  # XLA may be on without the flag (int8, this machine's choice)
+    if FLAGS.skip_padding is True and jit_compile:  # XLA may be on without the flag (int8, this machine's choice)
         fail(f"--skip_padding needs a serving function without XLA (--noserving_jit_compile): "
              f"{SKIP_PADDING_WITHOUT_XLA}")
-    serving = library_call(lambda: ServingOptions(bucket, jit_compile, FLAGS.quantize, skip_padding, mixed_precision),
-                           "--")
+    serving = library_call(lambda: ServingOptions.given(FLAGS.length_bucket, FLAGS.pad_to_max_seq_length, jit_compile,
+                                                        FLAGS.quantize, FLAGS.skip_padding, mixed_precision), "--")
     library_call(
         lambda: exports.check_casing(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)
     )
@@ -158,7 +155,9 @@ def main(argv):
                                                       export.seq_length),
                  flag_names=("length_bucket", "pad_to_max_seq_length", "seq_length"))
     if FLAGS.export_type in registry.KINDS:
-        log_jit_choice("serving_jit_compile", choice)
+        # A format's own XLA default names its setting (`mixed_precision=bf16`): written as the flag.
+        source = as_flags(choice.source, ("quantize", "mixed_precision"))
+        log_jit_choice("serving_jit_compile", choice._replace(source=source))
     for warning in export.warnings:
         logging.warning("--%s", warning)
     replacing = os.path.isdir(FLAGS.export_dir) and bool(os.listdir(FLAGS.export_dir))  # an earlier export
