@@ -1,8 +1,9 @@
 """What the lower-precision exports cost in accuracy (bench/serving.py measures what they buy in
 speed): a run_classifier.py output_dir (single sentences) is exported as export_saved_model.py does,
-in float32, with int8 Dense kernels (`--quantize=int8`) and computing in bfloat16
-(`--mixed_precision=bf16`), and each export classifies a dev file: its accuracy, and for int8 and
-bf16 how many predictions differ from float32's and the largest and mean probability difference.
+in each format of `bert_tf.export.serving.FORMATS` (float32, int8 Dense kernels: `--quantize=int8`,
+computing in bfloat16: `--mixed_precision=bf16`), and each export classifies a dev file: its
+accuracy, and for int8 and bf16 how many predictions differ from float32's and the largest and mean
+probability difference.
 Each export also classifies every sentence in a request of its own: how far a text's
 probabilities lie from those it gets inside the batch of the whole file (a serving process gives
 the same text either, as requests come).
@@ -44,21 +45,20 @@ def read_tsv(path):
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
-EXPORTS = {"float32": {}, "int8": {"quantize": "int8"}, "bf16": {"mixed_precision": "bf16"}}  # -> ServingOptions
-
-
 def exported_outputs(run, texts):
-    """{name of EXPORTS: the serving signature's outputs on `texts`} of `run`'s exports, each
-    written as export_saved_model.py writes it and loaded with TensorFlow alone."""
+    """{name of a format (`bert_tf.export.serving.FORMATS`): the serving signature's outputs on
+    `texts`} of `run`'s exports, each written as export_saved_model.py writes it and loaded with
+    TensorFlow alone."""
     import tensorflow as tf
 
     from bert_tf.export import exports
-    from bert_tf.export.common import ServingOptions
+    from bert_tf.export.serving import FORMATS, ServingOptions
 
     outputs = {}
     with tempfile.TemporaryDirectory() as directory:
-        for name, options in EXPORTS.items():
-            exports.read("classifier", run, serving=ServingOptions(**options)).write(os.path.join(directory, name))
+        for name, entry in FORMATS.items():
+            serving = ServingOptions(**entry.options)
+            exports.read("classifier", run, serving=serving).write(os.path.join(directory, name))
             serve = tf.saved_model.load(os.path.join(directory, name)).signatures["serving_default"]
             outputs[name] = {k: np.asarray(v) for k, v in serve(text_a=tf.constant(texts)).items()}
             outputs[name]["alone"] = np.concatenate(
