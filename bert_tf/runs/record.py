@@ -66,11 +66,26 @@ class RunRecord:
     # Training batches of examples of similar length (another batch order); written only when True.
     # The length bucket is not kept: it changes the padding cut, not the results.
     group_by_length: bool = False
+    # A kind's own fields that are not attributes above (`TaskKind.record_fields` names them), so
+    # that a task folder added later keeps its settings without a change here: name -> value,
+    # read as attributes (`record.pooling`) and written flat into the file as the others.
+    options: dict = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self):
         object.__setattr__(self, "kind", registry.get(self.kind).name)  # an old record's name -> the one name
         object.__setattr__(self, "labels", tuple(self.labels))
+        foreign = sorted(set(self.options) - set(self.task_kind.record_fields))
+        if foreign:
+            raise ValueError(f"{', '.join(foreign)}: not a field of kind {self.kind} (its fields: "
+                             f"{', '.join(self.task_kind.record_fields)})")
+        object.__setattr__(self, "options", dict(self.options))
         object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
+
+    def __getattr__(self, name):  # only for names that are not attributes: a kind's own fields
+        options = self.__dict__.get("options") or {}
+        if name in options:
+            return options[name]
+        raise AttributeError(f"{type(self).__name__} of kind {self.__dict__.get('kind')!r} has no field {name!r}")
 
     @property
     def task_kind(self):
@@ -81,7 +96,7 @@ class RunRecord:
         an option the run did not take (None; LoRA's when lora_rank is 0; group_by_length when False)."""
         names = _COMMON + self.task_kind.record_fields + (_LORA if self.lora_rank else ())
         names += ("group_by_length",) if self.group_by_length else ()
-        values = {name: getattr(self, name) for name in names}
+        values = {name: getattr(self, name, None) for name in names}
         return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items() if v is not None}
 
     @classmethod
@@ -94,8 +109,13 @@ class RunRecord:
             values["kind"] = values.pop("model", "classifier")
         else:
             values.pop("model", None)
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
+        known = {f.name for f in dataclasses.fields(cls)} - {"options"}
+        try:
+            own = set(registry.get(values["kind"]).record_fields) - known
+        except ValueError as e:
+            raise ValueError(f"{source}: {e}") from None
+        values["options"] = {name: values.pop(name) for name in sorted(own & set(values))}
+        unknown = sorted(set(values) - known - {"options"})
         if unknown:
             raise ValueError(f"{source}: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
         if "task_name" not in values:

@@ -27,6 +27,8 @@ class TaskKind:
     record_fields: tuple  # the run-record fields this kind keeps, beyond those every run keeps
     task: str  # "module:Class" of its Task, imported on demand
     exporter: str  # "module:function" of its export, imported on demand: f(model, record, **options)
+    # "module:Class" of its `bert_tf.tasks.contract.FineTuning`: what the one driver runs
+    fine_tuning: str = ""
     model_args: callable = lambda record: {}  # the model's constructor arguments from a run record
     legacy_names: tuple = ()  # what earlier run records called the kind (their "model" field)
     label_kinds: tuple = ()  # the record's label_kind values (the first is the default), if it keeps labels
@@ -42,6 +44,9 @@ class TaskKind:
 
     def task_class(self):
         return _load(self.task)
+
+    def fine_tuning_class(self):
+        return _load(self.fine_tuning)
 
     def export(self, model, record, **options):
         """Writes `model` (fine-tuned as `record` says) as a SavedModel; see the kind's exporter."""
@@ -86,7 +91,8 @@ KINDS = {
             name="classifier", script="run_classifier.py", model_class=BertClassifier, head_layer="classifier",
             head_names=_CLASSIFIER_HEAD, record_fields=("label_kind", "labels", "pair"),
             task="bert_tf.tasks.classifier.task:ClassifierTask",
-            exporter="bert_tf.tasks.classifier.export:export_run", model_args=_classifier_outputs,
+            exporter="bert_tf.tasks.classifier.export:export_run",
+            fine_tuning="bert_tf.tasks.classifier.fine_tuning:ClassifierFineTuning", model_args=_classifier_outputs,
             label_kinds=("single", "regression", "multi"),
             hf_architecture="BertForSequenceClassification", hf_head="classifier",
         ),
@@ -95,6 +101,7 @@ KINDS = {
             head_names=("cls/squad/output_weights", "cls/squad/output_bias"),
             record_fields=("version_2_with_negative", "doc_stride", "max_query_length"),
             task="bert_tf.tasks.squad.task:SquadTask", exporter="bert_tf.tasks.squad.export:export_run",
+            fine_tuning="bert_tf.tasks.squad.fine_tuning:SquadFineTuning",
             legacy_names=("span_labeler",),
             hf_architecture="BertForQuestionAnswering", hf_head="qa_outputs", hf_pooler=False,
         ),
@@ -103,6 +110,7 @@ KINDS = {
             head_names=_CLASSIFIER_HEAD,
             record_fields=("label_kind", "labels", "window_context_words", "feature_based", "lstm_units"),
             task="bert_tf.tasks.ner.task:NerTask", exporter="bert_tf.tasks.ner.export:export_run",
+            fine_tuning="bert_tf.tasks.ner.fine_tuning:NerFineTuning",
             model_args=_ner_model_args, legacy_names=("token_classifier",),
             label_kinds=("token",),
             hf_architecture="BertForTokenClassification", hf_head="classifier", hf_pooler=False,
@@ -112,11 +120,23 @@ KINDS = {
             name="swag", script="run_swag.py", model_class=BertMultipleChoice, head_layer="classifier",
             head_names=_CLASSIFIER_HEAD, record_fields=("num_choices",),
             task="bert_tf.tasks.swag.task:SwagTask", exporter="bert_tf.tasks.swag.export:export_run",
+            fine_tuning="bert_tf.tasks.swag.fine_tuning:SwagFineTuning",
             model_args=lambda record: {"num_choices": record.num_choices}, legacy_names=("multiple_choice",),
             hf_architecture="BertForMultipleChoice", hf_head="classifier",
         ),
     )
 }
+
+
+def register(kind):
+    """Adds the TaskKind `kind` (a task folder outside this package, or a user's, registers its own);
+    a ValueError if its name or one of its old names is taken by another kind."""
+    taken = {name for other in KINDS.values() if other.name != kind.name for name in (other.name, *other.legacy_names)}
+    clash = sorted({kind.name, *kind.legacy_names} & taken)
+    if clash:
+        raise ValueError(f"task kind {kind.name!r}: the name(s) {', '.join(clash)} are another kind's")
+    KINDS[kind.name] = kind
+    return kind
 
 
 def get(name):

@@ -1,10 +1,11 @@
 """The fine-tuning tasks, one folder each (`classifier`, `squad`, `ner`, `swag`): readers, input
-building, the Task of the one training loop, outputs, metrics and export. What each kind is made
+building, the Task of the one training loop, outputs, metrics, export, and the steps the one
+fine-tuning driver takes them through (`contract`: what a task supplies; read it to add one). What each kind is made
 of (`bert_tf.runs.registry`) and what a run leaves beside its checkpoints (`bert_tf.runs.record`)
 live below them, in the run core (`registry` and `record` here are their deprecated old names).
 Importing this package loads none of the tasks."""
 
-__all__ = ["classifier", "ner", "squad", "swag"]
+__all__ = ["classifier", "contract", "ner", "squad", "swag"]
 
 
 def __getattr__(name):

@@ -10,6 +10,11 @@ MOVED = {
     "bert_tf.tasks": {"Task": "bert_tf.training.task:Task"},
     "bert_tf.tasks.classifier.inputs": {"ENCODER_INPUTS": "bert_tf.models:INPUT_NAMES"},
     "bert_tf.tasks.squad.inputs": {"ENCODER_INPUTS": "bert_tf.models:INPUT_NAMES"},
+    # One name per step of every task's run: its factory is build_task, its matching rule fields_to_match.
+    "bert_tf.tasks.classifier.run": {
+        "classifier_task": "bert_tf.tasks.classifier.run:build_task",
+        "same_fields": "bert_tf.tasks.classifier.run:fields_to_match",
+    },
     "bert_tf.tasks.record": same_names(
         "bert_tf.runs.record", "FILE_NAME RESUMED_FIELDS RunRecord adapters read run_directory"
     ),

@@ -103,7 +103,7 @@ def test_a_lora_runs_record_keeps_its_adapters_and_others_do_not_write_them(tmp_
 
 
 def test_grouping_by_length_is_recorded_and_a_resumed_training_must_keep_it(tmp_path):
-    from bert_tf.tasks.classifier.run import same_fields
+    from bert_tf.tasks.classifier.run import fields_to_match as same_fields
     from bert_tf.tasks.ner.run import fields_to_match as ner_fields
     from bert_tf.tasks.squad.run import fields_to_match as squad_fields
     from bert_tf.tasks.swag.run import fields_to_match as swag_fields
@@ -123,7 +123,7 @@ def test_grouping_by_length_is_recorded_and_a_resumed_training_must_keep_it(tmp_
 
 
 def test_a_run_trained_further_must_keep_its_length_but_may_be_evaluated_at_another(tmp_path):
-    from bert_tf.tasks.classifier.run import same_fields
+    from bert_tf.tasks.classifier.run import fields_to_match as same_fields
     from bert_tf.tasks.ner.run import fields_to_match as ner_fields
     from bert_tf.tasks.squad.run import fields_to_match as squad_fields
     from bert_tf.tasks.swag.run import fields_to_match as swag_fields

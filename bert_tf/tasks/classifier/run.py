@@ -104,7 +104,7 @@ def classifier_record(processor, pair, do_lower_case, max_seq_length, group_by_l
     )
 
 
-def same_fields(do_train):
+def fields_to_match(do_train):
     """The record fields an earlier run in the output folder must share with this one: training
     resumes only the same task, in the same batch order; evaluating or predicting may use any run
     with the same head (mnli-mm on an mnli run)."""
@@ -135,7 +135,7 @@ def encode_inputs(inputs: ClassifierInputs):
     )
 
 
-def classifier_task(config, processor, record: RunRecord, vocab_file, length_bucket=None):
+def build_task(config, processor, record: RunRecord, vocab_file, length_bucket=None):
     """The ClassifierTask of `record` (labels, kind, casing, max_seq_length, pairs, grouping by
     length), reporting the processor's `metrics` or else what GLUE reports for its task (MRPC: F1,
     CoLA: MCC); batches cut to a multiple of `length_bucket` (None: max_seq_length)."""
@@ -195,3 +195,10 @@ def predict(trainer, inputs: ClassifierInputs, features: ClassifierFeatures, ann
         write_submission(submission, examples, predictions, processor.get_labels(), processor.label_kind)
         written.append((results, submission))
     return written
+
+
+def __getattr__(name):
+    """Names this module held before, as deprecated aliases (see `bert_tf/tasks/_deprecated.py`)."""
+    from bert_tf.tasks._deprecated import moved
+
+    return moved(__name__, name)

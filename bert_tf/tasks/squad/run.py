@@ -20,6 +20,7 @@ from bert_tf.tasks.squad import metrics as squad_metrics
 from bert_tf.tasks.squad.feature_cache import CachedFeatures, NoQuestionsError, cached_features
 from bert_tf.tasks.squad.json_reader import iter_squad_articles
 from bert_tf.tasks.squad.predictions import write_predictions
+from bert_tf.tasks.squad.task import SquadTask
 from bert_tf.tasks.squad.tfds import tfds_json_file
 from bert_tf.tokenization import FullTokenizer
 
@@ -44,6 +45,12 @@ def fields_to_match(do_train):
     """The record fields an earlier run in output_dir must share with this one: the same task and
     SQuAD version and, for a run that trains (resumes it), the same batch order."""
     return ("task_name", "version_2_with_negative") + (RESUMED_FIELDS if do_train else ())
+
+
+def build_task(bert_config, record: RunRecord, length_bucket=None):
+    """The SquadTask of `record`'s max_seq_length and grouping by length, its batches cut to a
+    multiple of `length_bucket` (None: max_seq_length)."""
+    return SquadTask(bert_config, record.max_seq_length, length_bucket, record.group_by_length)
 
 
 def load_tokenizer(vocab_file, do_lower_case):

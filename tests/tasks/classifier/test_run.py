@@ -222,13 +222,13 @@ def test_training_continues_only_the_same_task_but_the_same_head_may_evaluate(tm
     classifier_run.classifier_record(MnliProcessor(), True, True, 128).write(out)
     mnli_mm = classifier_run.create_processor("mnli-mm")
     record = classifier_run.classifier_record(mnli_mm, True, True, 128)
-    assert training_run.check_output_dir(str(out), record, classifier_run.same_fields(do_train=False)) == []
+    assert training_run.check_output_dir(str(out), record, classifier_run.fields_to_match(do_train=False)) == []
     with pytest.raises(ValueError, match="holds a run of task 'mnli', not 'mnli-mm'"):
-        training_run.check_output_dir(str(out), record, classifier_run.same_fields(do_train=True))
+        training_run.check_output_dir(str(out), record, classifier_run.fields_to_match(do_train=True))
     # Another head is refused either way.
     cola = classifier_run.classifier_record(ColaProcessor(), False, True, 128)
     with pytest.raises(ValueError, match="holds a run of task 'mnli' with labels"):
-        training_run.check_output_dir(str(out), cola, classifier_run.same_fields(do_train=False))
+        training_run.check_output_dir(str(out), cola, classifier_run.fields_to_match(do_train=False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +260,7 @@ def test_every_set_is_encoded_and_a_bad_label_names_its_set():
 )
 def test_the_task_reports_what_glue_reports_for_it(processor, metrics):
     record = classifier_run.classifier_record(processor, True, True, 16)
-    task = classifier_run.classifier_task(tiny_config(), processor, record, None)
+    task = classifier_run.build_task(tiny_config(), processor, record, None)
     assert task.extra_metrics == metrics and task.labels == processor.get_labels() and task.max_seq_length == 16
 
 
@@ -268,7 +268,7 @@ def test_a_processors_own_metrics_come_first():
     processor = MrpcProcessor()
     processor.metrics = ("mcc",)
     record = classifier_run.classifier_record(processor, True, True, 16)
-    assert classifier_run.classifier_task(tiny_config(), processor, record, None).extra_metrics == ("mcc",)
+    assert classifier_run.build_task(tiny_config(), processor, record, None).extra_metrics == ("mcc",)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,69 @@
+"""Sentence (pair) classification on the one fine-tuning driver (`bert_tf.tasks.contract`):
+run_classifier.py's steps."""
+
+from absl import logging
+
+from bert_tf.tasks.classifier import run
+from bert_tf.tasks.contract import FineTuning, UsageError, named
+
+
+class ClassifierFineTuning(FineTuning):
+    kind = "classifier"
+    search_flags = ("task_name", "tfds_name", "xnli_language")
+    search_paths = ("labels_file",)
+
+    def check_given(self):
+        if not self.flags.data_dir and not self.flags.tfds_name:
+            raise UsageError("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
+
+
+    @staticmethod
+    def shared_settings(values):
+        if values.get("task_name"):
+            values["task_name"] = values["task_name"].strip().lower()  # as the catalog keys it
+        return values
+
+    def read_inputs(self, config):
+        f = self.flags
+        if f.task_module:
+            named(lambda: run.import_task_module(f.task_module), "--task_module=")
+        self.processor = named(lambda: run.create_processor(
+            f.task_name, f.tfds_name, lambda option: f"{option} (--{option})",  # the flag of that name
+            xnli_language=f.xnli_language, labels_file=f.labels_file,
+        ), "--")
+        splits = [split for split, wanted in (("train", f.do_train), ("dev", f.do_eval), ("test", f.do_predict))
+                  if wanted]
+        self.inputs = run.read_inputs(self.processor, splits, f.data_dir, f.tfds_name, f.tfds_data_dir,
+                                      f.tfds_download)
+
+    def record(self, group_by_length):
+        f = self.flags
+        return run.classifier_record(self.processor, self.inputs.pair, f.do_lower_case, f.max_seq_length,
+                                     group_by_length)
+
+    def fields_to_match(self, do_train):
+        return run.fields_to_match(do_train)
+
+    def build_task(self, config, record, length_bucket):
+        self.describe_record = record
+        return run.build_task(config, self.processor, record, self.flags.vocab_file, length_bucket)
+
+    def encode(self, task):
+        self.features = run.encode_inputs(self.inputs)
+        return len(self.inputs.train or ())
+
+    def describe(self):
+        record = self.describe_record
+        return f"Task {record.task_name} ({record.label_kind}, {len(record.labels)} labels)"
+
+    def train_data(self):
+        return self.features.train
+
+    def evaluate(self, trainer):
+        return run.evaluate(trainer, self.inputs, self.features,
+                            lambda name, count: self.announce("evaluation", count, name=name))
+
+    def predict(self, trainer):
+        announce = lambda name, count: self.announce("prediction", count, name=name)  # noqa: E731
+        for results_file, submission in run.predict(trainer, self.inputs, self.features, announce):
+            logging.info("Predictions: %s and %s", results_file, submission)

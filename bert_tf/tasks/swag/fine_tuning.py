@@ -1,0 +1,51 @@
+"""SWAG on the one fine-tuning driver (`bert_tf.tasks.contract`): run_swag.py's steps."""
+
+from absl import logging
+
+from bert_tf.tasks.contract import FineTuning, UsageError, named
+from bert_tf.tasks.swag import run
+from bert_tf.tasks.swag.reader import encode_examples
+
+
+class SwagFineTuning(FineTuning):
+    kind = "swag"
+
+    def check_given(self):
+        if not self.flags.data_dir:
+            raise UsageError("--data_dir (the SWAG CSV files) is required")
+
+    def read_inputs(self, config):
+        f = self.flags
+        read = lambda split: named(lambda: run.read_split(f.data_dir, split), flag_names=("data_dir",))  # noqa: E731
+        self.train = read("train") if f.do_train else []
+        self.dev = read("dev") if f.do_eval else []
+        self.test = read("test") if f.do_predict else []
+
+    def record(self, group_by_length):
+        return run.swag_record(self.flags.do_lower_case, self.flags.max_seq_length, group_by_length)
+
+    def fields_to_match(self, do_train):
+        return run.fields_to_match(do_train)
+
+    def build_task(self, config, record, length_bucket):
+        self.task = run.build_task(config, record, self.flags.vocab_file, length_bucket)
+        return self.task
+
+    def encode(self, task):
+        return len(self.train)
+
+    def describe(self):
+        return f"Task swag ({self.task.num_choices} choices)"
+
+    def train_data(self):
+        return encode_examples(self.train) if self.train else None
+
+    def evaluate(self, trainer):
+        self.announce("evaluation", len(self.dev))
+        return run.evaluate(trainer, self.dev)
+
+    def predict(self, trainer):
+        self.announce("prediction", len(self.test))
+        written = run.predict(trainer, self.task, self.test)
+        if written:  # the chief
+            logging.info("Predictions: %s and %s", written.results_file, written.submission_file)
