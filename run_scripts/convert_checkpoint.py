@@ -31,7 +31,7 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.checkpoints import convert, hf, sources
 from bert_tf.io_utils import check_keras_file, check_output_dir, check_output_file, error_line
-from run_scripts.common_flags import fail, library_call, load_bert_config
+from run_scripts.flag_settings import fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
 
@@ -68,7 +68,7 @@ for _name in ("direction", "checkpoint_to_convert", "converted_checkpoint_path")
     flags.mark_flag_as_required(_name)
 
 
-def to_keras():
+def _to_keras():
     if not FLAGS.bert_config_file and not hf.is_hf_folder(FLAGS.checkpoint_to_convert):
         fail("--direction=to_keras needs --bert_config_file")
     if not FLAGS.converted_checkpoint_path.endswith(".keras"):
@@ -83,7 +83,7 @@ def to_keras():
     )
 
 
-def to_original_or_hf():
+def _to_original_or_hf():
     path, output = FLAGS.checkpoint_to_convert, FLAGS.converted_checkpoint_path
     library_call(lambda: check_keras_file(path, "checkpoint_to_convert"))  # names its flag
     source = library_call(lambda: convert.read_model(path, FLAGS.bert_config_file), "--")
@@ -134,9 +134,9 @@ def main(argv):
     del argv
     _check_paths()
     if FLAGS.direction == "to_keras":
-        to_keras()
+        _to_keras()
     else:
-        to_original_or_hf()
+        _to_original_or_hf()
 
 
 if __name__ == "__main__":

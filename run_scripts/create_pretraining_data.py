@@ -35,7 +35,7 @@ import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up 
 from bert_tf.data.pretraining import SHARD_WORKER
 from bert_tf.data.worker_pool import WorkerPool
 from bert_tf.io_utils import error_line, is_disk_full
-from run_scripts.common_flags import fail, library_call
+from run_scripts.flag_settings import fail, library_call
 
 FLAGS = flags.FLAGS
 

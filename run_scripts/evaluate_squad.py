@@ -16,7 +16,7 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.io_utils import atomic_write
 from bert_tf.tasks.squad import metrics as squad_metrics
-from run_scripts.common_flags import fail
+from run_scripts.flag_settings import fail
 
 FLAGS = flags.FLAGS
 

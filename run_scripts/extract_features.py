@@ -23,8 +23,8 @@ import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up 
 from bert_tf import feature_extraction, tokenization
 from bert_tf.checkpoints import sources
 from bert_tf.io_utils import check_distinct_outputs, check_keras_file, check_output_file
-from run_scripts import common_flags
-from run_scripts.common_flags import fail, library_call, load_bert_config
+from run_scripts import common_flags, flag_settings
+from run_scripts.flag_settings import fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
 
@@ -90,8 +90,8 @@ def _check_inputs(config, tokenizer):
 def main(argv):
     del argv
     library_call(lambda: tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint))
-    config = common_flags.hf_folder_flags(FLAGS) or load_bert_config(FLAGS.bert_config_file)
-    length_bucket, _ = common_flags.padding_settings(FLAGS)
+    config = flag_settings.hf_folder_flags(FLAGS) or load_bert_config(FLAGS.bert_config_file)
+    length_bucket, _ = flag_settings.padding_from_flags(FLAGS)
     if os.path.isdir(FLAGS.vocab_file):
         fail(f"--vocab_file={FLAGS.vocab_file} is a directory, not a file")
     tokenizer = library_call(
@@ -101,7 +101,7 @@ def main(argv):
     layer_indexes = library_call(
         lambda: feature_extraction.parse_layer_indexes(FLAGS.layers, config.num_hidden_layers), "--layers: "
     )
-    scope = common_flags.tpu_strategy(FLAGS).scope() if FLAGS.use_tpu else None
+    scope = flag_settings.tpu_strategy(FLAGS).scope() if FLAGS.use_tpu else None
     encoder, unused = library_call(
         lambda: feature_extraction.restore_encoder(config, FLAGS.init_checkpoint, scope),
         f"--init_checkpoint={FLAGS.init_checkpoint}: ",

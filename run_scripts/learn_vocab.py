@@ -17,7 +17,7 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.io_utils import check_distinct_outputs, check_output_file, expand_patterns
 from bert_tf.preprocessing import vocab_learning
-from run_scripts.common_flags import fail
+from run_scripts.flag_settings import fail
 
 FLAGS = flags.FLAGS
 

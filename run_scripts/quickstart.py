@@ -28,7 +28,7 @@ import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up 
 from bert_tf.io_utils import check_output_dir
 from bert_tf.training.settings import check_weights_may_change
 from run_scripts import hide_startup_lines, min_log_level
-from run_scripts.common_flags import fail
+from run_scripts.flag_settings import fail
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", "/tmp/bert_tf_quickstart", "Where to write everything.")

@@ -25,8 +25,8 @@ import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up 
 from bert_tf.io_utils import check_keras_file, check_output_dir, error_line, expand_patterns, is_disk_full
 from bert_tf.training import distribution
 from bert_tf.training.settings import check_weights_may_change
-from run_scripts import common_flags
-from run_scripts.common_flags import fail
+from run_scripts import common_flags, flag_settings
+from run_scripts.flag_settings import fail
 
 FLAGS = flags.FLAGS
 
@@ -92,9 +92,9 @@ def main(argv):
     if not FLAGS.do_train and not FLAGS.do_eval:
         fail("At least one of `do_train` or `do_eval` must be True.")
     if FLAGS.do_train:
-        common_flags.library_call(check_weights_may_change)
+        flag_settings.library_call(check_weights_may_change)
     distribution.split_cpu(FLAGS.num_cpu_devices)  # before TensorFlow creates its devices
-    config = common_flags.hf_folder_flags(FLAGS) or common_flags.load_bert_config(FLAGS.bert_config_file)
+    config = flag_settings.hf_folder_flags(FLAGS) or flag_settings.load_bert_config(FLAGS.bert_config_file)
     try:
         check_output_dir(FLAGS.output_dir)
         check_keras_file(FLAGS.init_checkpoint, "init_checkpoint")
@@ -105,12 +105,12 @@ def main(argv):
 
     from bert_tf.training.pretraining import Pretraining, PretrainingSettings, check_next_sentence_head
 
-    common_flags.library_call(  # a No-NSP checkpoint would leave the next-sentence head untrained
+    flag_settings.library_call(  # a No-NSP checkpoint would leave the next-sentence head untrained
         lambda: check_next_sentence_head(FLAGS.output_dir, FLAGS.init_checkpoint, FLAGS.next_sentence_prediction),
         flag_names=("next_sentence_prediction", "output_dir", "init_checkpoint"),
     )
 
-    settings = common_flags.settings_or_fail(
+    settings = flag_settings.settings_or_fail(
         PretrainingSettings,
         FLAGS,
         max_seq_length=FLAGS.max_seq_length,
@@ -120,14 +120,14 @@ def main(argv):
         max_eval_steps=FLAGS.max_eval_steps,
         next_sentence_prediction=FLAGS.next_sentence_prediction,
     )
-    strategy = common_flags.create_strategy(FLAGS)
-    common_flags.check_batch_sizes(FLAGS, strategy.num_replicas_in_sync)
+    strategy = flag_settings.strategy_from_flags(FLAGS)
+    flag_settings.batch_sizes_from_flags(FLAGS, strategy.num_replicas_in_sync)
     _check_files(train_files if FLAGS.do_train else [], eval_files if FLAGS.do_eval else [], config.vocab_size)
     try:
         os.makedirs(FLAGS.output_dir, exist_ok=True)
     except OSError as e:
         fail(f"--output_dir={FLAGS.output_dir}: {e.strerror or e}")
-    logging.info("Strategy %s with %d replica(s)", common_flags.strategy_name(FLAGS), strategy.num_replicas_in_sync)
+    logging.info("Strategy %s with %d replica(s)", flag_settings.strategy_name(FLAGS), strategy.num_replicas_in_sync)
     try:
         run = Pretraining(config, settings, strategy)
     except ValueError as e:
@@ -135,9 +135,10 @@ def main(argv):
 
     if FLAGS.do_train:
         fields = {"loss": "loss", "mlm_acc": "masked_lm_accuracy", "seq_per_s": "examples_per_second"}
-        _guarded(train_files, lambda: common_flags.train(run, train_files, FLAGS.init_checkpoint, fields, FLAGS))
+        _guarded(train_files,
+                 lambda: flag_settings.train_with_progress(run, train_files, FLAGS.init_checkpoint, fields, FLAGS))
     else:
-        logging.info("Evaluating: %s", common_flags.restore_trained(run, FLAGS.init_checkpoint))
+        logging.info("Evaluating: %s", flag_settings.restore_from_flags(run, FLAGS.init_checkpoint))
 
     if FLAGS.do_eval:
         try:
@@ -145,7 +146,7 @@ def main(argv):
             run.write_eval_results(results)
         except ValueError as e:
             fail(str(e))
-        common_flags.log_results(results)
+        flag_settings.log_results(results)
     logging.info("Checkpoints: %s", FLAGS.output_dir)
     logging.info("TensorBoard: tensorboard --logdir=%s", FLAGS.output_dir)
     if FLAGS.do_eval:

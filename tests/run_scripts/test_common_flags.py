@@ -2,7 +2,7 @@
 
 import pytest
 
-from run_scripts.common_flags import as_flags
+from run_scripts.flag_settings import as_flags
 
 NAMES = ("output_dir", "init_checkpoint", "do_lower_case")
 
@@ -26,7 +26,7 @@ def test_names_inside_paths_and_words_stay():
 
 
 def test_library_call_writes_the_named_settings_as_flags():
-    from run_scripts.common_flags import library_call
+    from run_scripts.flag_settings import library_call
 
     def missing():
         raise FileNotFoundError("no dev file 'valid.txt' in data_dir=/d (/d/valid.txt does not exist)")
@@ -61,13 +61,13 @@ def test_the_default_bucket_follows_the_models_xla_choice(platform, argv, expect
     from absl import logging
 
     from bert_tf.training import speed
-    from run_scripts import common_flags
+    from run_scripts import flag_settings
 
     monkeypatch.setattr(speed, "current_platform", lambda use_tpu=False: "tpu" if use_tpu else platform)
     values = _padding_flags(argv)
     logging.set_verbosity(logging.INFO)
     with caplog.at_level("INFO"):
-        assert common_flags.padding_settings(values) == expected
+        assert flag_settings.padding_from_flags(values) == expected
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("length_bucket=")]
     assert said == ([logged] if logged else [])
 
@@ -102,8 +102,8 @@ def _padding_flags(argv):
     ],
 )
 def test_a_bucket_that_would_be_dropped_or_never_reached_is_refused(argv, message):
-    from run_scripts import common_flags
+    from run_scripts import flag_settings
 
     with pytest.raises(SystemExit) as e:
-        common_flags.padding_settings(_padding_flags([*argv, "--nojit_compile"]))
+        flag_settings.padding_from_flags(_padding_flags([*argv, "--nojit_compile"]))
     assert str(e.value).endswith(f": error: {message}")

@@ -127,19 +127,19 @@ class TestMeasuredChoice:
 ])
 def test_the_scripts_log_the_value_and_where_it_came_from(_speed_file, monkeypatch, given, saved, lines):
     from bert_tf.training.settings import TrainingSettings
-    from run_scripts import common_flags
+    from run_scripts import flag_settings
 
     if saved is not None:
         _write(_speed_file, {"signature": _this_machine(), "jit_compile": saved} if saved is True else saved)
     logged = []
-    monkeypatch.setattr(common_flags.logging, "info", lambda f, *a: logged.append(("info", f % a)))
-    monkeypatch.setattr(common_flags.logging, "warning", lambda f, *a: logged.append(("warning", f % a)))
+    monkeypatch.setattr(flag_settings.logging, "info", lambda f, *a: logged.append(("info", f % a)))
+    monkeypatch.setattr(flag_settings.logging, "warning", lambda f, *a: logged.append(("warning", f % a)))
     flag_values = types.SimpleNamespace(
         output_dir="/o", train_batch_size=8, learning_rate=1e-4, save_checkpoints_steps=10, optimizer="adamw",
         gradient_accumulation_steps=1, steps_per_execution=None, iterations_per_loop=10, keep_checkpoints=1,
         jit_compile=given, random_seed=1, distribution_strategy=None, use_tpu=False, num_gpus=0, num_cpu_devices=0,
     )
-    settings = common_flags.settings_or_fail(TrainingSettings, flag_values)
+    settings = flag_settings.settings_or_fail(TrainingSettings, flag_values)
     assert settings.jit_compile is (given if given is not None else saved is True)
     assert len(logged) == len(lines)
     for (level, text), (want_level, want) in zip(logged, lines, strict=True):
