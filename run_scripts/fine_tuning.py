@@ -101,7 +101,7 @@ def check_run_output_dir(flag_values, record, same):
     from bert_tf.training import run
 
     names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha")
-    warnings = library_call(lambda: run.check_output_dir(flag_values.output_dir, lora_from_flags(flag_values, record),
+    warnings = library_call(lambda: run.check_earlier_run(flag_values.output_dir, lora_from_flags(flag_values, record),
                                                          same), flag_names=names)
     for warning in warnings:
         logging.warning("%s", flag_settings.as_flags(warning, names))

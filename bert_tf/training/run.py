@@ -18,7 +18,7 @@ from bert_tf.runs.record import RunRecord
 from bert_tf.training.trainer import RANDOM, RestoreStatus
 
 
-def check_output_dir(output_dir, record: RunRecord, same):
+def check_earlier_run(output_dir, record: RunRecord, same):
     """What `output_dir` holds must be this run's: nothing, or a run record whose fields `same`
     equal `record`'s, with the same casing; another run's checkpoints would be resumed with the
     wrong head, or fail late. Checked before any work (that the folder can be written is
@@ -125,3 +125,10 @@ def training_steps(num_examples, train_batch_size, num_train_epochs, warmup_prop
     share of them warming up."""
     steps = int(num_examples / max(train_batch_size, 1) * num_train_epochs)
     return steps, int(steps * warmup_proportion)
+
+
+def __getattr__(name):
+    """Names this module held before, as deprecated aliases (see `bert_tf/training/_deprecated.py`)."""
+    from bert_tf.training._deprecated import moved
+
+    return moved(__name__, name)

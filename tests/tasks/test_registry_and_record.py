@@ -107,7 +107,7 @@ def test_grouping_by_length_is_recorded_and_a_resumed_training_must_keep_it(tmp_
     from bert_tf.tasks.ner.run import fields_to_match as ner_fields
     from bert_tf.tasks.squad.run import fields_to_match as squad_fields
     from bert_tf.tasks.swag.run import fields_to_match as swag_fields
-    from bert_tf.training.run import check_output_dir
+    from bert_tf.training.run import check_earlier_run as check_output_dir
 
     grouped = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), group_by_length=True)
     assert grouped.to_dict()["group_by_length"] is True
@@ -127,7 +127,7 @@ def test_a_run_trained_further_must_keep_its_length_but_may_be_evaluated_at_anot
     from bert_tf.tasks.ner.run import fields_to_match as ner_fields
     from bert_tf.tasks.squad.run import fields_to_match as squad_fields
     from bert_tf.tasks.swag.run import fields_to_match as swag_fields
-    from bert_tf.training.run import check_output_dir
+    from bert_tf.training.run import check_earlier_run as check_output_dir
 
     RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), max_seq_length=32).write(tmp_path)
     longer = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), max_seq_length=64)

@@ -22,37 +22,37 @@ def _leave(folder, **fields):
 
 
 def test_an_empty_or_missing_folder_and_the_same_run_pass(tmp_path):
-    assert run.check_output_dir(str(tmp_path / "new"), MRPC, SAME) == []
-    assert run.check_output_dir(str(tmp_path), MRPC, SAME) == []
+    assert run.check_earlier_run(str(tmp_path / "new"), MRPC, SAME) == []
+    assert run.check_earlier_run(str(tmp_path), MRPC, SAME) == []
     _leave(tmp_path)
-    assert run.check_output_dir(str(tmp_path), MRPC, SAME) == []
+    assert run.check_earlier_run(str(tmp_path), MRPC, SAME) == []
 
 
 def test_another_task_is_refused_naming_what_differs(tmp_path):
     _leave(tmp_path, task_name="cola")
     with pytest.raises(ValueError) as e:
-        run.check_output_dir(str(tmp_path), MRPC, SAME)
+        run.check_earlier_run(str(tmp_path), MRPC, SAME)
     assert str(e.value) == f"output_dir={tmp_path} holds a run of task 'cola', not 'mrpc': use another output_dir"
     _leave(tmp_path, labels=["a", "b", "c"])
     with pytest.raises(ValueError) as e:
-        run.check_output_dir(str(tmp_path), MRPC, SAME)
+        run.check_earlier_run(str(tmp_path), MRPC, SAME)
     assert str(e.value) == (
         f"output_dir={tmp_path} holds a run of task 'mrpc' with labels ['a', 'b', 'c'], not ['0', '1']: "
         "use another output_dir"
     )
     # Fields not asked to match may differ (evaluating mnli-mm on an mnli run).
-    assert run.check_output_dir(str(tmp_path), MRPC, ("label_kind",)) == []
+    assert run.check_earlier_run(str(tmp_path), MRPC, ("label_kind",)) == []
 
 
 def test_another_casing_is_refused_and_another_length_warned(tmp_path):
     _leave(tmp_path, do_lower_case=False)
     with pytest.raises(ValueError) as e:
-        run.check_output_dir(str(tmp_path), MRPC, SAME)
+        run.check_earlier_run(str(tmp_path), MRPC, SAME)
     assert str(e.value) == (
         f"do_lower_case=True, but the model in output_dir={tmp_path} was fine-tuned with do_lower_case=False"
     )
     _leave(tmp_path, max_seq_length=64)
-    assert run.check_output_dir(str(tmp_path), MRPC, SAME) == [
+    assert run.check_earlier_run(str(tmp_path), MRPC, SAME) == [
         f"max_seq_length=128, but the model in {tmp_path} was fine-tuned with 64: inputs are cut differently"
     ]
 
@@ -60,7 +60,7 @@ def test_another_casing_is_refused_and_another_length_warned(tmp_path):
 def test_checkpoints_without_a_record_are_another_kind_of_run(tmp_path):
     tf.train.Checkpoint(v=tf.Variable(1.0)).save(str(tmp_path / "ckpt"))
     with pytest.raises(ValueError) as e:
-        run.check_output_dir(str(tmp_path), MRPC, SAME)
+        run.check_earlier_run(str(tmp_path), MRPC, SAME)
     assert str(e.value) == (
         f"output_dir={tmp_path} holds checkpoints of another kind of run (no fine_tuning_task.json): use another "
         f"output_dir (to start from those weights, pass init_checkpoint={tmp_path})"
@@ -78,12 +78,12 @@ def test_other_lora_settings_are_refused(tmp_path):
     # be read into a model of another shape, or their adapters dropped without a word.
     _leave(tmp_path, lora_rank=4, lora_alpha=8.0)
     with pytest.raises(ValueError) as e:
-        run.check_output_dir(str(tmp_path), MRPC, SAME)
+        run.check_earlier_run(str(tmp_path), MRPC, SAME)
     assert str(e.value) == (
         f"lora_rank=0, but the model in output_dir={tmp_path} was fine-tuned with lora_rank=4, lora_alpha=8.0: its "
         "checkpoints hold those adapters (or none); give the same, or use another output_dir"
     )
-    assert run.check_output_dir(str(tmp_path), dataclasses.replace(MRPC, lora_rank=4, lora_alpha=8),
+    assert run.check_earlier_run(str(tmp_path), dataclasses.replace(MRPC, lora_rank=4, lora_alpha=8),
                                 SAME) == []
     with pytest.raises(ValueError, match=r"^lora_rank=4, lora_alpha=4.0, but .* with lora_rank=4, lora_alpha=8.0:"):
-        run.check_output_dir(str(tmp_path), dataclasses.replace(MRPC, lora_rank=4), SAME)
+        run.check_earlier_run(str(tmp_path), dataclasses.replace(MRPC, lora_rank=4), SAME)

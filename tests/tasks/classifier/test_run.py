@@ -222,13 +222,13 @@ def test_training_continues_only_the_same_task_but_the_same_head_may_evaluate(tm
     classifier_run.classifier_record(MnliProcessor(), True, True, 128).write(out)
     mnli_mm = classifier_run.create_processor("mnli-mm")
     record = classifier_run.classifier_record(mnli_mm, True, True, 128)
-    assert training_run.check_output_dir(str(out), record, classifier_run.fields_to_match(do_train=False)) == []
+    assert training_run.check_earlier_run(str(out), record, classifier_run.fields_to_match(do_train=False)) == []
     with pytest.raises(ValueError, match="holds a run of task 'mnli', not 'mnli-mm'"):
-        training_run.check_output_dir(str(out), record, classifier_run.fields_to_match(do_train=True))
+        training_run.check_earlier_run(str(out), record, classifier_run.fields_to_match(do_train=True))
     # Another head is refused either way.
     cola = classifier_run.classifier_record(ColaProcessor(), False, True, 128)
     with pytest.raises(ValueError, match="holds a run of task 'mnli' with labels"):
-        training_run.check_output_dir(str(out), cola, classifier_run.fields_to_match(do_train=False))
+        training_run.check_earlier_run(str(out), cola, classifier_run.fields_to_match(do_train=False))
 
 
 # ---------------------------------------------------------------------------------------------
