@@ -8,6 +8,7 @@ import os
 
 from absl import logging
 
+from bert_tf.tasks.contract import UsageError
 from run_scripts import flag_settings
 from run_scripts.flag_settings import fail, library_call, lora_from_flags
 
@@ -16,8 +17,23 @@ def main(flag_values, kind):
     """A fine-tuning script's `main`: runs the task `kind` as the flags say (one run or a search)."""
     from bert_tf.runs import registry
 
-    task_class = registry.get(kind).fine_tuning_class()
-    run_or_search(flag_values, lambda: run_once(task_class(flag_values)), task_class)
+    task_class = library_call(lambda: registry.get(kind).fine_tuning_class())
+    task_class.kind = registry.get(kind).name
+    run_or_search(flag_values, lambda: run_once(task_class(flag_values)), task_class.evaluation, task_class)
+
+
+def _step(work, *args):
+    """A step that checks input: a library error in it is the script's one error line."""
+    return library_call(lambda: work(*args))
+
+
+def _told(work, *args):
+    """A step past the checks (training, evaluation, prediction): only what the task words for the
+    user (UsageError) is one line; any other error keeps its traceback."""
+    try:
+        return work(*args)
+    except UsageError as e:
+        fail(str(e))
 
 
 def run_once(job):
@@ -25,19 +41,18 @@ def run_once(job):
     from bert_tf.training.trainer import Trainer
 
     f = job.flags
-    step = lambda work, *args: library_call(lambda: work(*args))  # noqa: E731 - a step's errors as one line
-    step(job.check_given)
+    _step(job.check_given)
     config = check_fine_tuning_flags(f, job.actions)
+    _step(job.check, config)
     length_bucket, group_by_length = flag_settings.padding_from_flags(f)
-    step(job.check, config)
-    step(job.read_inputs, config)  # every input is read and checked before any training
-    record = step(job.record, group_by_length)
-    check_run_output_dir(f, record, job.fields_to_match(f.do_train))
-    step(job.check_run, record)
+    _step(job.read_inputs, config)  # every input is read and checked before any training
+    record = _step(job.record, group_by_length)
+    check_run_output_dir(f, record, _step(job.fields_to_match, f.do_train))
+    _step(job.check_run, record)
     strategy = flag_settings.strategy_from_flags(f)  # before TensorFlow runs an op (a tokenizer's)
     flag_settings.batch_sizes_from_flags(f, strategy.num_replicas_in_sync)
-    task = step(job.build_task, config, record, length_bucket)
-    job.num_train_examples = step(job.encode, task)
+    task = _step(job.build_task, config, record, length_bucket)
+    job.num_train_examples = _step(job.encode, task)
     settings, num_train_steps = fine_tuning_settings(f, job.num_train_examples, length_bucket, job.loss_reads_padding)
     trainer = library_call(lambda: Trainer(task, settings, strategy))
     logging.info("%s; strategy %s with %d replica(s)", job.describe(), flag_settings.strategy_name(f),
@@ -45,11 +60,11 @@ def run_once(job):
     if f.do_train:
         logging.info("***** Running training: %s, batch size %d, %d steps *****", job.training_examples(),
                      f.train_batch_size, num_train_steps)
-    train_or_restore_from_flags(trainer, f, step(job.train_data), record, config, job.progress_fields)
+    train_or_restore_from_flags(trainer, f, _told(job.train_data), record, config, job.progress_fields)
     if "do_eval" in job.actions and f.do_eval:
-        flag_settings.log_results(step(job.evaluate, trainer))
+        flag_settings.log_results(_told(job.evaluate, trainer))
     if f.do_predict:
-        step(job.predict, trainer)
+        _told(job.predict, trainer)
     logging.info("Checkpoints and TensorBoard logs: %s", f.output_dir)
 
 
@@ -72,7 +87,8 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
 
     f = flag_values
     if not any(getattr(f, name) for name in actions):
-        fail(_NOTHING_TO_DO[tuple(actions)])
+        listed = ", ".join(f"`{name}`" for name in actions)
+        fail(_NOTHING_TO_DO.get(tuple(actions)) or f"At least one of {listed} must be True.")
     distribution.split_cpu(f.num_cpu_devices)
     lora_from_flags(f)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))
@@ -158,10 +174,11 @@ def train_or_restore_from_flags(trainer, flag_values, train_data, record, config
     )
 
 
-def run_or_search(f, run, task_class):
+def run_or_search(f, run, evaluation="do_eval", task_class=None):
     """`run()` with the flags' values; for a search (lists, --restarts>1: `bert_tf.training.search`)
     `run()` per run with the flags set to its values and subfolder, then --do_predict with the
-    chosen run (by the figures of the task's `evaluation` action). Training needs a process
+    chosen run, by the figures of the `evaluation` action; the settings its runs share are
+    `search_settings(f, task_class)`. Training needs a process
     that can train (`check_weights_may_change`), checked before anything is read or written."""
     from bert_tf.training import search, settings
 
@@ -178,7 +195,6 @@ def run_or_search(f, run, task_class):
             setattr(f, name, value)
         run()
 
-    evaluation = task_class.evaluation
     if not search.is_search(runs):
         library_call(lambda: search.check_not_search_folder(f.output_dir), flag_names=names)
         return use(runs[0], f.output_dir)
@@ -199,19 +215,33 @@ def run_or_search(f, run, task_class):
 _SEARCH_PATHS = ("init_checkpoint", "bert_config_file", "vocab_file", "data_dir")
 _SEARCH_SETTINGS = ("do_lower_case", "max_seq_length", "warmup_proportion", "optimizer", "gradient_accumulation_steps",
                     "mixed_precision", "lora_rank", "lora_alpha", "group_by_length")
+# The order search.json lists them in (the first that differs is the one a continuation names);
+# a task's flags not named here follow.
+_SEARCH_ORDER = (
+    "init_checkpoint", "bert_config_file", "vocab_file", "data_dir", "train_file", "predict_file", "labels_file",
+    "labels", "task_name", "tfds_name", "xnli_language", *_SEARCH_SETTINGS, "doc_stride", "max_query_length",
+    "version_2_with_negative", "feature_based", "lstm_units",
+)
 
 
-def search_settings(f, task_class):
+def search_settings(f, task_class=None):
     """`{flag name: value}` of the settings every run of a search of `task_class` shares (those
-    above the script has, and the task's `search_flags`), as its runs will take them: the casing a
-    Hugging Face folder given as --init_checkpoint has, paths (the model, its config and
-    vocabulary, the data: the task's `search_paths` too) made absolute, LoRA's alpha resolved, then
-    the task's `shared_settings`."""
+    above the script has, and the task's `search_flags`; without a class, every registered task's),
+    as its runs will take them: the casing a Hugging Face folder given as --init_checkpoint has,
+    paths (the model, its config and vocabulary, the data: the task's `search_paths` too) made
+    absolute, LoRA's alpha resolved, then the task's `shared_settings`."""
+    from bert_tf.runs import registry
+
+    classes = [task_class] if task_class else [kind.fine_tuning_class() for kind in registry.KINDS.values()]
     flag_settings.hf_folder_flags(f)
-    paths = _SEARCH_PATHS + task_class.search_paths
-    values = {name: f[name].value for name in paths + _SEARCH_SETTINGS + task_class.search_flags if name in f}
+    paths = _SEARCH_PATHS + tuple(p for c in classes for p in c.search_paths)
+    names = paths + _SEARCH_SETTINGS + tuple(n for c in classes for n in c.search_flags)
+    values = {name: f[name].value for name in names if name in f}
     values.update(lora_from_flags(f))
     for name in paths:
         if values.get(name):
             values[name] = os.path.abspath(values[name])
-    return task_class.shared_settings(values)
+    for task in classes:
+        values = task.shared_settings(values)
+    rank = {name: i for i, name in enumerate(_SEARCH_ORDER)}
+    return dict(sorted(values.items(), key=lambda item: rank.get(item[0], len(rank))))

@@ -68,7 +68,8 @@ class RunRecord:
     group_by_length: bool = False
     # A kind's own fields that are not attributes above (`TaskKind.record_fields` names them), so
     # that a task folder added later keeps its settings without a change here: name -> value,
-    # read as attributes (`record.pooling`) and written flat into the file as the others.
+    # read as attributes (`record.pooling`; None when unset) and written flat into the file as the
+    # others. A copy with another value: `dataclasses.replace(r, options={**r.options, name: value})`.
     options: dict = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self):
@@ -78,13 +79,17 @@ class RunRecord:
         if foreign:
             raise ValueError(f"{', '.join(foreign)}: not a field of kind {self.kind} (its fields: "
                              f"{', '.join(self.task_kind.record_fields)})")
-        object.__setattr__(self, "options", dict(self.options))
+        options = {name: tuple(v) if isinstance(v, list) else v for name, v in self.options.items()}
+        object.__setattr__(self, "options", options)
         object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
 
     def __getattr__(self, name):  # only for names that are not attributes: a kind's own fields
         options = self.__dict__.get("options") or {}
         if name in options:
             return options[name]
+        kind = self.__dict__.get("kind")
+        if kind is not None and name in registry.get(kind).record_fields:
+            return None  # a field this record does not set (e.g. one its kind added after the file was written)
         raise AttributeError(f"{type(self).__name__} of kind {self.__dict__.get('kind')!r} has no field {name!r}")
 
     @property

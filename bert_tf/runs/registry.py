@@ -129,12 +129,24 @@ KINDS = {
 
 
 def register(kind):
-    """Adds the TaskKind `kind` (a task folder outside this package, or a user's, registers its own);
-    a ValueError if its name or one of its old names is taken by another kind."""
-    taken = {name for other in KINDS.values() if other.name != kind.name for name in (other.name, *other.legacy_names)}
+    """Adds the TaskKind `kind`: a task outside this package registers its own when imported. A
+    ValueError when its name, one of its old names or its model class is another kind's, or when
+    it names no Task, exporter or FineTuning. Registering the same entry again changes nothing."""
+    if KINDS.get(kind.name) == kind:
+        return kind
+    if kind.name in KINDS:
+        raise ValueError(f"task kind {kind.name!r} is already a kind")
+    taken = {name for other in KINDS.values() for name in (other.name, *other.legacy_names)}
     clash = sorted({kind.name, *kind.legacy_names} & taken)
     if clash:
         raise ValueError(f"task kind {kind.name!r}: the name(s) {', '.join(clash)} are another kind's")
+    same_model = [other.name for other in KINDS.values() if other.model_class is kind.model_class]
+    if same_model:
+        raise ValueError(f"task kind {kind.name!r}: its model class {kind.model_class.__name__} is kind "
+                         f"{same_model[0]}'s (a kind is found by its model's class)")
+    for part in ("task", "exporter", "fine_tuning"):
+        if ":" not in getattr(kind, part):
+            raise ValueError(f"task kind {kind.name!r}: {part}={getattr(kind, part)!r} is not a \"module:Name\"")
     KINDS[kind.name] = kind
     return kind
 

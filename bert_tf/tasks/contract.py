@@ -3,35 +3,51 @@
 To add a task (say `paraphrase`):
 
 1. A folder `bert_tf/tasks/paraphrase/` holding its readers, its `Task` of the one training loop
-   (`bert_tf.training.task.Task`: inputs, model, loss, metrics), its output writers, its export,
-   and one `FineTuning` subclass below (by convention in `fine_tuning.py`).
-2. One registry entry (`bert_tf.runs.registry.register(TaskKind(...))`, or a line in its `KINDS`):
-   the kind's name, its model class, its head's checkpoint names, the run-record fields it keeps,
-   and the import paths of its Task, exporter and FineTuning as "module:Name" strings.
-3. A script `run_scripts/run_paraphrase.py`: the flags every fine-tuning script has, the task's
-   own, and one call, `fine_tuning.main(FLAGS, "paraphrase")`.
+   (`bert_tf.training.task.Task`: inputs, model, loss, metrics), its model class (encoder + head,
+   registered for Keras serialization), its output writers, its export, and one `FineTuning`
+   subclass below (by convention in `fine_tuning.py`).
+2. One registry entry: a `bert_tf.runs.registry.TaskKind` in its `KINDS`, or
+   `registry.register(TaskKind(...))` run when your package is imported. It names the kind, its
+   script, its model class and the attribute holding the head (`head_layer`), the head's
+   original-checkpoint names, the run-record fields it keeps (`record_fields`; a field
+   `RunRecord` lacks is kept in its `options`), the model's constructor arguments from a record
+   (`model_args`), and the import paths of its Task, exporter and FineTuning as "module:Name".
+3. A script `run_scripts/run_paraphrase.py`: the flags every fine-tuning script has
+   (`common_flags.define_fine_tuning_flags`, `define_padding_flags`), the task's own, and a
+   `main` that calls `fine_tuning.main(FLAGS, "paraphrase")`; a package outside bert_tf that
+   registers its kind is imported first. Then `python docs/generate_flags.py` (its flag page).
 
 Nothing in `bert_tf/training/`, `bert_tf/export/` or `bert_tf/checkpoints/` changes: they dispatch on
 the registry. The driver (`run_scripts/fine_tuning.py`) takes every run through the same steps
 and calls the methods below in this order; each reads the script's flags from `self.flags`:
 
     check_given()                       the inputs the actions need are named
-    [the driver: the common checks -> BertConfig; the padding settings]
+    [the driver: something to do, the casing, the config, max_seq_length, LoRA, warmup and
+     --output_dir checked -> BertConfig]
     check(config)                       the task's own flags
+    [the driver: the padding settings]
     read_inputs(config)                 every input read and checked, before anything is written
     record(group_by_length)             the run record (fine_tuning_task.json)
     fields_to_match(do_train)           which of its fields an earlier run in --output_dir must share
     check_run(record)                   checks against that earlier run
-    [the driver: --output_dir checked; the strategy]
+    [the driver: the earlier run checked; the strategy; the batch sizes against its replicas]
     build_task(config, record, length_bucket)
-    encode(task)                        the inputs as the task's features; returns the training
-                                        examples the steps count
+    encode(task)                        the inputs as the task's features (a task whose features
+                                        are cached in --output_dir builds them here, once the
+                                        folder is checked); returns the training examples the
+                                        steps count (the driver keeps it as num_train_examples)
     [the driver: the training settings; the Trainer]
-    describe()                          the log line's "Task ..." part
+    describe(), training_examples()     the log lines' words ("Task swag (4 choices)", "120 examples")
     train_data()                        what the Trainer trains on (--do_train)
-    [the driver: train, or restore the trained model]
-    evaluate(trainer)                   --do_eval: the dev figures, written to eval_results.txt
-    predict(trainer)                    --do_predict: the test outputs written
+    [the driver: train, resuming the latest checkpoint, or restore the trained model]
+    evaluate(trainer)                   --do_eval, where `actions` has it: the dev figures, written
+                                        to eval_results.txt; the driver logs them
+    predict(trainer)                    --do_predict: the test outputs written (the chief writes)
+
+The class attributes say the rest: `actions` (the script's action flags), `evaluation` (the action
+whose figures choose a search's best run), `progress_fields`, `loss_reads_padding` (padding is then
+never skipped), `search_flags` and `search_paths` (the task's flags every run of a search shares;
+`shared_settings` normalizes them). `kind` is set by the driver from the registry.
 
 A method raises `UsageError` with the message the user reads (flags written as `--name`), or a
 library error (ValueError, FileNotFoundError) whose message already names the file or setting;

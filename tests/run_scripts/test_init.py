@@ -72,7 +72,8 @@ OUR_PACKAGES = ("bert_tf", "run_scripts")
 
 def _scripts():
     paths = sorted(glob.glob(os.path.join(REPO, "run_scripts", "*.py")))
-    return [p for p in paths if os.path.basename(p) not in ("__init__.py", "common_flags.py")]
+    shared = {"__init__.py", *(f"{name}.py" for name in run_scripts.SHARED_MODULES)}
+    return [p for p in paths if os.path.basename(p) not in shared]
 
 
 def test_every_script_imports_run_scripts_before_anything_of_ours():

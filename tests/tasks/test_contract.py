@@ -215,6 +215,18 @@ def test_a_task_outside_the_package_runs_on_the_driver_resumes_and_exports(tmp_p
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("ckpt-")) == checkpoints
     other = _run(root, [*flags, "--score_scale=3"])  # its own field decides what resumes
     assert other.returncode == 1 and "score_scale" in other.stderr.splitlines()[-1], other.stderr[-2000:]
+    bad = _run(root, [*flags, "--score_scale=-1"])  # the task's own check: its words, one line
+    assert bad.returncode == 1
+    assert bad.stderr.splitlines()[-1] == "run_wordscore.py: error: --score_scale=-1.0 must be positive"
+
+    # Evaluating the trained run from another folder: restored through the package's checkpoints.
+    evaluated = tmp_path / "evaluated"
+    only_eval = script_flags(model, dict(data_dir=tmp_path / "data", output_dir=evaluated, init_checkpoint=out,
+                                         do_eval=True, max_seq_length=16, score_scale=2.5))
+    done = _run(root, only_eval)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert read_results(evaluated / "eval_results.txt")["eval_loss"] == read_results(out / "eval_results.txt")[
+        "eval_loss"]
 
     export_dir = tmp_path / "export"
     code = textwrap.dedent(f"""

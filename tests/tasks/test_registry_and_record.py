@@ -103,11 +103,11 @@ def test_a_lora_runs_record_keeps_its_adapters_and_others_do_not_write_them(tmp_
 
 
 def test_grouping_by_length_is_recorded_and_a_resumed_training_must_keep_it(tmp_path):
-    from bert_tf.tasks.classifier.run import fields_to_match as same_fields
+    from bert_tf.tasks.classifier.run import fields_to_match as classifier_fields
     from bert_tf.tasks.ner.run import fields_to_match as ner_fields
     from bert_tf.tasks.squad.run import fields_to_match as squad_fields
     from bert_tf.tasks.swag.run import fields_to_match as swag_fields
-    from bert_tf.training.run import check_earlier_run as check_output_dir
+    from bert_tf.training.run import check_earlier_run
 
     grouped = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), group_by_length=True)
     assert grouped.to_dict()["group_by_length"] is True
@@ -116,26 +116,78 @@ def test_grouping_by_length_is_recorded_and_a_resumed_training_must_keep_it(tmp_
     grouped.write(tmp_path)
     plain = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"))
     with pytest.raises(ValueError, match="with group_by_length True, not False"):
-        check_output_dir(str(tmp_path), plain, same_fields(True))
-    assert check_output_dir(str(tmp_path), plain, same_fields(False)) == []  # evaluating: any batch order
+        check_earlier_run(str(tmp_path), plain, classifier_fields(True))
+    assert check_earlier_run(str(tmp_path), plain, classifier_fields(False)) == []  # evaluating: any batch order
     for fields in (ner_fields, squad_fields, swag_fields):
         assert "group_by_length" in fields(True) and "group_by_length" not in fields(False)
 
 
 def test_a_run_trained_further_must_keep_its_length_but_may_be_evaluated_at_another(tmp_path):
-    from bert_tf.tasks.classifier.run import fields_to_match as same_fields
+    from bert_tf.tasks.classifier.run import fields_to_match as classifier_fields
     from bert_tf.tasks.ner.run import fields_to_match as ner_fields
     from bert_tf.tasks.squad.run import fields_to_match as squad_fields
     from bert_tf.tasks.swag.run import fields_to_match as swag_fields
-    from bert_tf.training.run import check_earlier_run as check_output_dir
+    from bert_tf.training.run import check_earlier_run
 
     RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), max_seq_length=32).write(tmp_path)
     longer = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), max_seq_length=64)
     with pytest.raises(ValueError, match=rf"^output_dir={tmp_path} holds a run of task 'mrpc' with max_seq_length 32, "
                                          "not 64: use another output_dir"):
-        check_output_dir(str(tmp_path), longer, same_fields(True))
+        check_earlier_run(str(tmp_path), longer, classifier_fields(True))
     # Evaluating or predicting: the inputs are cut differently, which is said.
-    assert check_output_dir(str(tmp_path), longer, same_fields(False)) == [
+    assert check_earlier_run(str(tmp_path), longer, classifier_fields(False)) == [
         f"max_seq_length=64, but the model in {tmp_path} was fine-tuned with 32: inputs are cut differently"]
     for fields in (ner_fields, squad_fields, swag_fields):
         assert "max_seq_length" in fields(True) and "max_seq_length" not in fields(False)
+
+
+def _with_own_field(name="wordscore"):
+    """A kind with a field RunRecord does not have (`score_scale`), registered for the test."""
+    from bert_tf.models import BertClassifier
+
+    class Scorer(BertClassifier):
+        pass
+
+    return registry.TaskKind(
+        name=name, script=f"run_{name}.py", model_class=Scorer, head_layer="classifier",
+        head_names=("output_weights", "output_bias"), record_fields=("score_scale", "buckets"),
+        task="m:T", exporter="m:e", fine_tuning="m:F",
+    )
+
+
+@pytest.fixture
+def own_kind(monkeypatch):
+    monkeypatch.setattr(registry, "KINDS", dict(registry.KINDS))  # the registry as it was, after the test
+    return registry.register(_with_own_field())
+
+
+def test_a_kinds_own_fields_live_in_options_and_round_trip(own_kind, tmp_path):
+    record = RunRecord(kind="wordscore", task_name="w", options={"score_scale": 2.5, "buckets": [1, 2]})
+    assert record.score_scale == 2.5 and record.buckets == (1, 2)  # lists become tuples, as labels do
+    written = record.to_dict()
+    assert written["score_scale"] == 2.5 and written["buckets"] == [1, 2] and "options" not in written
+    record.write(tmp_path)
+    again = run_record.read(str(tmp_path))
+    assert again == record and again.options == {"score_scale": 2.5, "buckets": (1, 2)}
+    unset = RunRecord(kind="wordscore", task_name="w")
+    assert unset.score_scale is None and "score_scale" not in unset.to_dict()  # a field an older file lacks
+    with pytest.raises(AttributeError, match="no field 'nothing'"):
+        unset.nothing  # noqa: B018
+    with pytest.raises(ValueError, match=r"^pooling: not a field of kind wordscore \(its fields: score_scale, bu"):
+        RunRecord(kind="wordscore", task_name="w", options={"pooling": "mean"})
+    with pytest.raises(ValueError, match=r"^f.json: unknown field\(s\) pooling"):
+        RunRecord.from_dict({"kind": "wordscore", "task_name": "w", "pooling": "mean"}, "f.json")
+
+
+def test_register_refuses_a_taken_name_or_model_and_an_incomplete_kind(own_kind):
+    import dataclasses
+
+    assert registry.get("wordscore") is own_kind
+    with pytest.raises(ValueError, match="'classifier' is already a kind"):
+        registry.register(dataclasses.replace(own_kind, name="classifier"))
+    with pytest.raises(ValueError, match="span_labeler are another kind's"):
+        registry.register(dataclasses.replace(own_kind, name="new", legacy_names=("span_labeler",)))
+    with pytest.raises(ValueError, match="its model class Scorer is kind wordscore's"):
+        registry.register(dataclasses.replace(own_kind, name="other"))
+    with pytest.raises(ValueError, match="fine_tuning"):
+        registry.register(dataclasses.replace(own_kind, name="bare", model_class=type("M", (), {}), fine_tuning=""))

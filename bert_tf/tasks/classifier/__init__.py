@@ -2,4 +2,6 @@
 
 Importing this package loads none of its modules; `__all__` names them."""
 
-__all__ = ["catalog", "export", "glue", "inputs", "metrics", "multilabel", "processors", "run", "task", "tfds"]
+__all__ = [
+    "catalog", "export", "fine_tuning", "glue", "inputs", "metrics", "multilabel", "processors", "run", "task", "tfds",
+]

@@ -12,10 +12,9 @@ class ClassifierFineTuning(FineTuning):
     search_flags = ("task_name", "tfds_name", "xnli_language")
     search_paths = ("labels_file",)
 
-    def check_given(self):
+    def check(self, config):  # after the common checks, as the original script's order was
         if not self.flags.data_dir and not self.flags.tfds_name:
             raise UsageError("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
-
 
     @staticmethod
     def shared_settings(values):
@@ -38,14 +37,14 @@ class ClassifierFineTuning(FineTuning):
 
     def record(self, group_by_length):
         f = self.flags
-        return run.classifier_record(self.processor, self.inputs.pair, f.do_lower_case, f.max_seq_length,
-                                     group_by_length)
+        self.run_record = run.classifier_record(self.processor, self.inputs.pair, f.do_lower_case, f.max_seq_length,
+                                                group_by_length)
+        return self.run_record
 
     def fields_to_match(self, do_train):
         return run.fields_to_match(do_train)
 
     def build_task(self, config, record, length_bucket):
-        self.describe_record = record
         return run.build_task(config, self.processor, record, self.flags.vocab_file, length_bucket)
 
     def encode(self, task):
@@ -53,7 +52,7 @@ class ClassifierFineTuning(FineTuning):
         return len(self.inputs.train or ())
 
     def describe(self):
-        record = self.describe_record
+        record = self.run_record
         return f"Task {record.task_name} ({record.label_kind}, {len(record.labels)} labels)"
 
     def train_data(self):

@@ -2,4 +2,4 @@
 
 Importing this package loads none of its modules; `__all__` names them."""
 
-__all__ = ["conll", "conlleval", "export", "inputs", "run", "task"]
+__all__ = ["conll", "conlleval", "export", "fine_tuning", "inputs", "run", "task"]

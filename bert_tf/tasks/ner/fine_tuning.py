@@ -17,7 +17,6 @@ class NerFineTuning(FineTuning):
         if not self.flags.data_dir and not self.flags.tfds_name:
             raise UsageError("--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required")
 
-
     @staticmethod
     def shared_settings(values):
         if values.get("feature_based") is None:

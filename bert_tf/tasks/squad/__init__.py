@@ -3,6 +3,6 @@
 Importing this package loads none of its modules; `__all__` names them."""
 
 __all__ = [
-    "export", "feature_cache", "feature_writer", "features", "inputs", "json_reader", "metrics", "predictions", "run",
-    "task", "tfds",
+    "export", "feature_cache", "feature_writer", "features", "fine_tuning", "inputs", "json_reader", "metrics",
+    "predictions", "run", "task", "tfds",
 ]

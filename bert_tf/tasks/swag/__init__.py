@@ -2,4 +2,4 @@
 
 Importing this package loads none of its modules; `__all__` names them."""
 
-__all__ = ["export", "reader", "run", "task"]
+__all__ = ["export", "fine_tuning", "reader", "run", "task"]
