@@ -1,0 +1,44 @@
+"""BERT as a sentence encoder: one vector per text, pooled over its real tokens (the
+sentence-transformers layout: a BERT module, a Pooling module, an optional Normalize)."""
+
+import keras
+
+from bert_tf.layers.sentence_pooling import SentencePooling
+from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs, task_model_config, with_encoder_deserialized
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertSentenceEmbedder(keras.Model):
+    """A `BertEncoder` and a `SentencePooling` on its `sequence_output`.
+
+    Arguments:
+        encoder: the BertEncoder.
+        pooling: "mean" (default), "cls", "max" or "mean_sqrt_len" (`SentencePooling`).
+        normalize: L2-normalize each vector (sentence-transformers' Normalize module).
+
+    Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
+    `[batch, seq]`). Output: float32 `[batch, hidden_size]`, one vector per sequence. No weights
+    beyond the encoder's.
+    """
+
+    def __init__(self, encoder: BertEncoder, pooling="mean", normalize=False, dtype=None, **kwargs):
+        # === Layers ===
+        self.encoder = encoder
+        self.pooler = SentencePooling(pooling, normalize, name="pooling", dtype="float32")
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        sequence_output = encoder(inputs)["sequence_output"]
+        super().__init__(inputs=inputs, outputs=self.pooler(sequence_output, inputs["input_mask"]), **kwargs)
+        self.dtype_policy = dtype if dtype is not None else encoder.dtype_policy
+
+        # === Config ===
+        self.pooling = pooling
+        self.normalize = bool(normalize)
+
+    def get_config(self):
+        return {**task_model_config(self), "pooling": self.pooling, "normalize": self.normalize}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**with_encoder_deserialized(config))
