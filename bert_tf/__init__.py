@@ -21,6 +21,7 @@ from bert_tf.models import (
     BertFeatureTagger,
     BertMultipleChoice,
     BertPretrainer,
+    BertSentenceEmbedder,
     BertSpanLabeler,
     BertTokenClassifier,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "BertFeatureTagger",
     "BertMultipleChoice",
     "BertPretrainer",
+    "BertSentenceEmbedder",
     "BertSpanLabeler",
     "BertTokenClassifier",
     "__version__",

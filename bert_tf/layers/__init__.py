@@ -6,6 +6,7 @@ from bert_tf.layers.classification_head import ClassificationHead
 from bert_tf.layers.flatten_choices import FlattenChoices
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.multi_head_attention import MultiHeadSelfAttention, attention_adder
+from bert_tf.layers.sentence_pooling import SentencePooling
 from bert_tf.layers.span_head import SpanHead
 from bert_tf.layers.token_classification_head import TokenClassificationHead
 from bert_tf.layers.transformer_block import TransformerBlock
@@ -16,6 +17,7 @@ __all__ = [
     "FlattenChoices",
     "MaskedLMHead",
     "MultiHeadSelfAttention",
+    "SentencePooling",
     "SpanHead",
     "TokenClassificationHead",
     "TransformerBlock",

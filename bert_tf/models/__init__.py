@@ -1,4 +1,4 @@
-"""BERT models: the encoder (backbone) and models that put heads on it."""
+"""BERT models: the encoder (backbone) and models that put heads on it or pool it (one vector per text)."""
 
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, encoder_inputs, padding_skipped
@@ -12,6 +12,7 @@ from bert_tf.models.bert_pretrainer import (
     next_sentence_loss,
     next_sentence_xent,
 )
+from bert_tf.models.bert_sentence_embedder import BertSentenceEmbedder
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 
@@ -23,6 +24,7 @@ __all__ = [
     "BertFeatureTagger",
     "BertMultipleChoice",
     "BertPretrainer",
+    "BertSentenceEmbedder",
     "BertSpanLabeler",
     "BertTokenClassifier",
     "encoder_inputs",
