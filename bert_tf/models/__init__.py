@@ -12,7 +12,7 @@ from bert_tf.models.bert_pretrainer import (
     next_sentence_loss,
     next_sentence_xent,
 )
-from bert_tf.models.bert_sentence_embedder import BertSentenceEmbedder
+from bert_tf.models.bert_sentence_embedder import BertSentenceEmbedder, in_batch_negatives_xent
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 
@@ -28,6 +28,7 @@ __all__ = [
     "BertSpanLabeler",
     "BertTokenClassifier",
     "encoder_inputs",
+    "in_batch_negatives_xent",
     "masked_lm_loss",
     "masked_lm_xent",
     "next_sentence_loss",

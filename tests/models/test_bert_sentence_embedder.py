@@ -63,3 +63,79 @@ def test_config_and_keras_file_round_trip(tmp_path):
     model = BertSentenceEmbedder(BertEncoder.from_bert_config(config), pooling="mean_sqrt_len", normalize=True)
     assert_config_round_trip(model)
     assert_keras_file_round_trip(model, encoder_part(tiny_inputs(config)), tmp_path)
+
+
+def _numpy_ranking_loss(anchors, positives, negatives, scale):
+    """MultipleNegativesRankingLoss in numpy: cross-entropy over scaled cosine similarities, the
+    right candidate of anchor i being positive i."""
+    def unit(x):
+        return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+    candidates = positives if negatives is None else np.concatenate([positives, negatives])
+    scores = unit(anchors) @ unit(candidates).T * scale
+    log_probs = scores - np.log(np.exp(scores - scores.max(-1, keepdims=True)).sum(-1, keepdims=True)) - scores.max(
+        -1, keepdims=True)
+    return -log_probs[np.arange(len(anchors)), np.arange(len(anchors))]
+
+
+@pytest.mark.parametrize("with_negatives", [False, True])
+def test_the_ranking_loss_is_cross_entropy_over_scaled_cosines_of_every_candidate(with_negatives):
+    from bert_tf.models.bert_sentence_embedder import in_batch_negatives_xent
+
+    rng = np.random.default_rng(0)
+    anchors, positives, negatives = (rng.standard_normal((5, 8)).astype(np.float32) for _ in range(3))
+    negatives = negatives if with_negatives else None
+    for scale in (20.0, 1.0):
+        got = np.asarray(in_batch_negatives_xent(anchors, positives, negatives, scale))
+        np.testing.assert_allclose(got, _numpy_ranking_loss(anchors, positives, negatives, scale), rtol=1e-5,
+                                   atol=1e-5)
+    # Each anchor's own positive made identical to it, the others far: the loss falls toward 0.
+    close = np.asarray(in_batch_negatives_xent(np.eye(5, 8), np.eye(5, 8), None, 20.0))
+    assert close.max() < 1e-6
+
+
+_JAX_EMBEDDER = r"""
+import json, os, sys
+os.environ["KERAS_BACKEND"] = "jax"
+import numpy as np
+import keras
+from bert_tf import BertConfig, BertEncoder, BertSentenceEmbedder
+from bert_tf.models.bert_sentence_embedder import in_batch_negatives_xent
+assert keras.backend.backend() == "jax"
+work = sys.argv[1]
+data = np.load(os.path.join(work, "io.npz"))
+config = BertConfig.from_json_file(os.path.join(work, "bert_config.json"))
+model = BertSentenceEmbedder(BertEncoder.from_bert_config(config), pooling="mean", normalize=True)
+model.load_weights(os.path.join(work, "tf.weights.h5"))
+x = {k: data[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+out = np.asarray(model(x, training=False))
+loss = np.asarray(in_batch_negatives_xent(out, out[::-1]))
+leaked = sorted(m for m in sys.modules if m == "tensorflow" or m.startswith("tensorflow."))
+print(json.dumps({"embeddings": float(np.abs(out - data["embeddings"]).max()),
+                  "loss": float(np.abs(loss - data["loss"]).max()), "leaked": leaked}))
+"""
+
+
+@pytest.mark.slow
+def test_the_jax_backend_embeds_as_tensorflow_does(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax")
+    from bert_tf.models.bert_sentence_embedder import in_batch_negatives_xent
+
+    config = tiny_config()
+    model = BertSentenceEmbedder(BertEncoder.from_bert_config(config), pooling="mean", normalize=True)
+    x = encoder_part(tiny_inputs(config))
+    out = np.asarray(model(x, training=False))
+    model.save_weights(str(tmp_path / "tf.weights.h5"))
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    np.savez(tmp_path / "io.npz", **x, embeddings=out, loss=np.asarray(in_batch_negatives_xent(out, out[::-1])))
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, "-c", _JAX_EMBEDDER, str(tmp_path)], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["leaked"] == [] and report["embeddings"] <= 1e-5 and report["loss"] <= 1e-4, report
