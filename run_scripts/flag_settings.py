@@ -6,7 +6,7 @@ import sys
 
 from absl import logging
 
-from bert_tf.tasks.contract import UsageError, as_flags
+from bert_tf.tasks.contract import UsageError, as_flags, named  # noqa: F401 - as_flags: the scripts write library messages with it
 
 
 def fail(message):
@@ -19,11 +19,9 @@ def library_call(work, prefix="", flag_names=()):
     what is wrong) as one line; `prefix` names the flag or file when the message does not, and
     the settings `flag_names` are written as flags (`as_flags`). A UsageError's message is the line."""
     try:
-        return work()
+        return named(work, prefix, flag_names)
     except UsageError as e:
         fail(str(e))
-    except (ValueError, FileNotFoundError, FloatingPointError) as e:
-        fail(as_flags(f"{prefix}{e}", flag_names) if flag_names else f"{prefix}{e}")
 
 
 def load_bert_config(path, flag="bert_config_file"):

@@ -10,6 +10,13 @@ POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len")
 NORMALIZE_EPSILON = 1e-12
 
 
+def l2_normalize(vectors):
+    """`vectors` (float `[..., hidden]`) divided by their L2 norm, at least NORMALIZE_EPSILON
+    (torch.nn.functional.normalize's rule, so a zero vector stays zero)."""
+    norm = ops.sqrt(ops.sum(ops.square(vectors), axis=-1, keepdims=True))
+    return vectors / ops.maximum(norm, NORMALIZE_EPSILON)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class SentencePooling(keras.layers.Layer):
     """Pools a sequence's token vectors into one.
@@ -47,10 +54,7 @@ class SentencePooling(keras.layers.Layer):
             total = ops.sum(vectors * mask, axis=1)  # [B, H]
             count = ops.maximum(ops.sum(mask, axis=1), 1e-9)  # [B, 1]
             pooled = total / (count if self.pooling == "mean" else ops.sqrt(count))
-        if self.normalize:
-            norm = ops.sqrt(ops.sum(ops.square(pooled), axis=-1, keepdims=True))
-            pooled = pooled / ops.maximum(norm, NORMALIZE_EPSILON)
-        return pooled
+        return l2_normalize(pooled) if self.normalize else pooled
 
     def compute_output_shape(self, sequence_output_shape, input_mask_shape=None):
         return (sequence_output_shape[0], sequence_output_shape[-1])

@@ -4,16 +4,11 @@ sentence-transformers layout: a BERT module, a Pooling module, an optional Norma
 import keras
 from keras import ops
 
-from bert_tf.layers.sentence_pooling import NORMALIZE_EPSILON, SentencePooling
+from bert_tf.layers.sentence_pooling import SentencePooling, l2_normalize
 from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs, task_model_config, with_encoder_deserialized
 
 # sentence-transformers' MultipleNegativesRankingLoss default: cosine similarities times 20.
 SIMILARITY_SCALE = 20.0
-
-
-def _unit(vectors):
-    norm = ops.sqrt(ops.sum(ops.square(vectors), axis=-1, keepdims=True))
-    return vectors / ops.maximum(norm, NORMALIZE_EPSILON)
 
 
 def in_batch_negatives_xent(anchors, positives, negatives=None, scale=SIMILARITY_SCALE):
@@ -26,8 +21,8 @@ def in_batch_negatives_xent(anchors, positives, negatives=None, scale=SIMILARITY
     Returns float32 `[batch]` (the loss is their mean).
     """
     candidates = positives if negatives is None else ops.concatenate([positives, negatives], axis=0)
-    a = _unit(ops.cast(anchors, "float32"))  # [B, H]
-    c = _unit(ops.cast(candidates, "float32"))  # [C, H], C = B or 2B
+    a = l2_normalize(ops.cast(anchors, "float32"))  # [B, H]
+    c = l2_normalize(ops.cast(candidates, "float32"))  # [C, H], C = B or 2B
     scores = ops.matmul(a, ops.transpose(c)) * scale  # [B, C]
     right = ops.sum(a * c[: ops.shape(a)[0]], axis=-1) * scale  # [B]: each anchor's own positive
     return ops.logsumexp(scores, axis=-1) - right
