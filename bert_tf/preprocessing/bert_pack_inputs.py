@@ -2,7 +2,6 @@
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 
 def longest_first_lengths(len_a, len_b, budget):
@@ -18,9 +17,12 @@ def longest_first_lengths(len_a, len_b, budget):
     return new_a, new_b
 
 
-def _keep_first(segment, lengths):
-    positions = tf.ragged.range(segment.row_lengths())
-    return tf.ragged.boolean_mask(segment, positions < tf.expand_dims(lengths, 1))
+def _gather_rows(segment, offset):
+    """int64 `[batch, seq]`: `segment[row, offset]` where the offset is in the row; where it is
+    not, some value of the segment (or 0), which the caller replaces."""
+    values = tf.concat([tf.cast(segment.flat_values, tf.int64), tf.zeros([1], tf.int64)], 0)
+    index = tf.cast(segment.row_starts(), tf.int64)[:, None] + offset
+    return tf.gather(values, tf.clip_by_value(index, 0, tf.size(values, out_type=tf.int64) - 1))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -66,29 +68,32 @@ class BertPackInputs(keras.layers.Layer):
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"BertPackInputs takes one or two segments, got {len(segments)}")
-        segments = [tf.cast(s, tf.int64) for s in segments]
-        len_a = segments[0].row_lengths()
-        single_budget = tf.minimum(len_a, seq_length - 2)
-        if len(segments) == 1:
-            segments = [_keep_first(segments[0], single_budget)]
-        else:
-            a, b = segments
-            len_b = b.row_lengths()
-            new_a, new_b = longest_first_lengths(len_a, len_b, seq_length - 3)
+        # Every output position is read from the flat ids by index arithmetic on the kept lengths:
+        # a few dozen dense ops, where ragged truncation and combining build thousands (slow to
+        # trace, and to start in every tf.data map and export).
+        len_a = tf.cast(segments[0].row_lengths(), tf.int64)
+        new_a = tf.minimum(len_a, seq_length - 2)
+        new_b = tf.zeros_like(new_a)  # B's kept ids; 0 packs the row as a single segment
+        if len(segments) == 2:
+            len_b = tf.cast(segments[1].row_lengths(), tf.int64)
+            pair_a, pair_b = longest_first_lengths(len_a, len_b, seq_length - 3)
             # The original packs an example whose B has no tokens as a single segment.
-            single = tf.equal(len_b, 0)
-            segments = [_keep_first(a, tf.where(single, single_budget, new_a)), _keep_first(b, new_b)]
-        ids, type_ids = tf_text.combine_segments(
-            segments, self.start_of_sequence_id, self.end_of_segment_id
-        )
-        if len(segments) == 2:  # drop the empty B's [SEP] from rows packed as single
-            lengths = ids.row_lengths()
-            last = tf.equal(tf.ragged.range(lengths), tf.expand_dims(lengths - 1, 1))
-            keep = tf.logical_not(tf.logical_and(last, tf.expand_dims(single, 1)))
-            ids = tf.ragged.boolean_mask(ids, keep)
-            type_ids = tf.ragged.boolean_mask(type_ids, keep)
-        word_ids, mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.padding_id)
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
+            new_a = tf.where(tf.equal(len_b, 0), new_a, pair_a)
+            new_b = pair_b
+        position = tf.range(tf.cast(seq_length, tf.int64), dtype=tf.int64)[None, :]
+        new_a, new_b = new_a[:, None], new_b[:, None]
+        start_b = new_a + 2
+        in_a = (position >= 1) & (position <= new_a)
+        in_b = (position >= start_b) & (position < start_b + new_b)
+        sep = tf.equal(position, new_a + 1) | ((new_b > 0) & tf.equal(position, start_b + new_b))
+        word_ids = _gather_rows(segments[0], position - 1)
+        if len(segments) == 2:
+            word_ids = tf.where(in_b, _gather_rows(segments[1], position - start_b), word_ids)
+        word_ids = tf.where(tf.equal(position, 0), tf.constant(self.start_of_sequence_id, tf.int64), word_ids)
+        word_ids = tf.where(sep, tf.constant(self.end_of_segment_id, tf.int64), word_ids)
+        mask = position < tf.where(new_b > 0, start_b + new_b + 1, new_a + 2)
+        word_ids = tf.where(mask, word_ids, tf.constant(self.padding_id, tf.int64))
+        type_ids = (position >= start_b) & mask
         return {
             "input_word_ids": tf.cast(word_ids, tf.int32),
             "input_mask": tf.cast(mask, tf.int32),

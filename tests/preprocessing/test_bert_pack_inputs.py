@@ -25,12 +25,14 @@ def test_pairs_truncate_longest_first_like_the_original():
         for row, i in enumerate(rows):
             la, lb, _ = cases[i]
             ka, kb = _original_truncation(la, lb, seq - 3)
-            expected = [101, *range(10, 10 + ka), 102, *range(50, 50 + kb), 102]
+            # The original's `if tokens_b:` after truncation: a B cut to nothing (seq 3 or 4) adds no [SEP].
+            second = [*range(50, 50 + kb), 102] if kb else []
+            expected = [101, *range(10, 10 + ka), 102, *second]
             expected += [0] * (seq - len(expected))
             assert out["input_word_ids"][row].numpy().tolist() == expected, (la, lb, seq)
-            types = [0] * (ka + 2) + [1] * (kb + 1)
-            assert out["input_type_ids"][row].numpy().tolist() == types + [0] * (seq - len(types))
-            assert out["input_mask"][row].numpy().sum() == ka + kb + 3
+            types = [0] * (ka + 2) + [1] * len(second)
+            assert out["input_type_ids"][row].numpy().tolist() == types + [0] * (seq - len(types)), (la, lb, seq)
+            assert out["input_mask"][row].numpy().sum() == ka + 2 + len(second)
 
 
 def test_single_segment_and_empty_second_segment():
