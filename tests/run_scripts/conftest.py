@@ -1,12 +1,11 @@
 import json
 import os
-import subprocess
-import sys
 import time
 import types
 
 import pytest
 
+from tests import warm_scripts
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
 
@@ -27,15 +26,9 @@ def google_model_dir(tmp_path):
 
 
 def run_script(name, *flags, timeout=300, env=None):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow", **(env or {})}
-    return subprocess.run(
-        [sys.executable, os.path.join(REPO, "run_scripts", name), *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        cwd=REPO,
-    )
+    """`python run_scripts/<name> <flags>` from the repository root: a CompletedProcess (a process
+    forked from the worker's warm interpreter, see tests/warm_scripts.py)."""
+    return warm_scripts.run([os.path.join(REPO, "run_scripts", name), *flags], env=env, timeout=timeout)
 
 
 # Runs a script's main() for several flag sets in one process (one TensorFlow start for all),
@@ -70,11 +63,8 @@ def run_main_cases(script, cases, mock=0, prelude="", timeout=600):
     """Runs `run_scripts/<script>.py`'s main() once per flag list in `cases`, all in one
     subprocess; returns each outcome ("ok" or the error line). `mock`: TFDS mock_data's
     num_examples; `prelude`: Python run first in the driver (it may set `context`)."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
     argv = [script, json.dumps([[str(a) for a in c] for c in cases]), json.dumps(mock), prelude]
-    result = subprocess.run(
-        [sys.executable, "-c", _DRIVER, REPO, *argv], capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout
-    )
+    result = warm_scripts.run(["-c", _DRIVER, REPO, *argv], timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
     line = [x for x in result.stdout.splitlines() if x.startswith("OUTCOMES ")][-1]
     return json.loads(line[len("OUTCOMES "):])
@@ -83,17 +73,18 @@ def run_main_cases(script, cases, mock=0, prelude="", timeout=600):
 def killed_and_rerun(script, flags, output_dir, timeout=300, marker="checkpoint"):
     """Runs `script` with `flags`, kill -9s it as soon as `marker` is in `output_dir` (by default
     its first checkpoint), then runs the same command again to the end; returns that second run."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
-    command = [sys.executable, os.path.join(REPO, "run_scripts", script), *[str(f) for f in flags]]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
-    deadline = time.time() + timeout
-    while not os.path.exists(os.path.join(output_dir, marker)):
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
-        assert time.time() < deadline
-        time.sleep(0.02)
-    process.kill()
-    process.wait()
-    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
+    process = warm_scripts.start([os.path.join(REPO, "run_scripts", script), *[str(f) for f in flags]])
+    try:
+        deadline = time.time() + timeout
+        while not os.path.exists(os.path.join(output_dir, marker)):
+            assert process.poll() is None, process.read("stderr")[-2000:]
+            assert time.time() < deadline
+            time.sleep(0.02)
+        process.kill()
+        process.wait()
+    finally:
+        process.close()
+    again = run_script(script, *[str(f) for f in flags], timeout=timeout)
     assert again.returncode == 0, again.stderr[-3000:]
     return again
 

@@ -2,10 +2,8 @@
 the driver's output, peak memory after each case and a simulated full disk."""
 
 import json
-import os
-import subprocess
-import sys
 
+from tests import warm_scripts
 from tests.run_scripts.conftest import _DRIVER, REPO
 
 # Wraps main() in the driver: prints the peak RSS after each case and, for a case whose output
@@ -34,11 +32,8 @@ def run_cases(script, cases, timeout=600, prelude=""):
     """Each case's outcome ("ok" or the script's error line), the peak RSS in kB after each
     case, and the driver's stderr (the scripts' logs). `prelude`: Python run first in the driver
     (e.g. a handler that writes the INFO lines of the cases given --verbosity=0)."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
     argv = [script, json.dumps([[str(a) for a in c] for c in cases]), "0", _PRELUDE + prelude]
-    result = subprocess.run(
-        [sys.executable, "-c", _DRIVER, REPO, *argv], capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout
-    )
+    result = warm_scripts.run(["-c", _DRIVER, REPO, *argv], timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     outcomes = json.loads([x for x in lines if x.startswith("OUTCOMES ")][-1][len("OUTCOMES "):])

@@ -8,6 +8,7 @@ import time
 import pytest
 from safetensors.numpy import save_file
 
+from tests import warm_scripts
 from tests.hf_folder import pytorch_tensors, write_folder
 from tests.run_scripts.conftest import REPO, run_script
 from tests.run_scripts.script_cases import run_cases
@@ -41,25 +42,21 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
     config_file, data = _setup(tmp_path)
     out = tmp_path / "out"
     steps = {"num_train_steps": 150}
-    command = [
-        sys.executable,
-        os.path.join(REPO, "run_scripts", "run_pretraining.py"),
-        *_flags(config_file, data, out, **steps),
-    ]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    flags = _flags(config_file, data, out, **steps)
+    process = warm_scripts.start([os.path.join(REPO, "run_scripts", "run_pretraining.py"), *flags])
     deadline = time.time() + 240
     # The checkpoint state file is written (atomically) after ckpt-50's files: killed before it,
     # the run has no checkpoint yet and rightly starts afresh, so wait for it to test resuming.
     while not (out / "checkpoint").exists():
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        assert process.poll() is None, process.read("stderr")[-2000:]
         assert time.time() < deadline
         time.sleep(0.05)
     process.kill()  # SIGKILL, at whatever point it is
     process.wait()
+    process.close()
     assert not (out / "eval_results.txt").exists()
 
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    result = run_script("run_pretraining.py", *flags)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Training resumed from" in result.stderr and "ckpt-" in result.stderr
     results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
@@ -75,19 +72,12 @@ def test_killed_run_resumes_with_the_same_command(tmp_path):
     assert os.path.isdir(out / "train") and os.listdir(out / "train")  # TensorBoard events
 
     # num_train_steps already reached: the same command just evaluates again.
-    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    again = run_script("run_pretraining.py", *flags)
     assert again.returncode == 0 and "now at step 150" in again.stderr
 
     # The resumed run ends where an uninterrupted one does: the same eval figures, to the last digit.
     straight = tmp_path / "straight"
-    uninterrupted = subprocess.run(
-        [*command[:2], *_flags(config_file, data, straight, **steps)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=300,
-    )
+    uninterrupted = run_script("run_pretraining.py", *_flags(config_file, data, straight, **steps))
     assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
     assert (straight / "eval_results.txt").read_text() == (out / "eval_results.txt").read_text()
 

@@ -8,12 +8,11 @@ fine_tuning_task.json."""
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from tests import warm_scripts
 from tests.run_scripts.fine_tuning_helpers import read_results, script_flags, write_model
 
 pytestmark = pytest.mark.slow
@@ -184,8 +183,8 @@ def _write_data(directory):
 
 def _run(root, args, code=None):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), REPO])}
-    command = [sys.executable, "-c", code] if code else [sys.executable, str(root / "run_wordscore.py"), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    command = ["-c", code] if code else [str(root / "run_wordscore.py"), *args]
+    return warm_scripts.run(command, env=env, timeout=600)
 
 
 def test_a_task_outside_the_package_runs_on_the_driver_resumes_and_exports(tmp_path):
