@@ -83,7 +83,6 @@ class BertPackInputs(keras.layers.Layer):
         position = tf.range(tf.cast(seq_length, tf.int64), dtype=tf.int64)[None, :]
         new_a, new_b = new_a[:, None], new_b[:, None]
         start_b = new_a + 2
-        in_a = (position >= 1) & (position <= new_a)
         in_b = (position >= start_b) & (position < start_b + new_b)
         sep = tf.equal(position, new_a + 1) | ((new_b > 0) & tf.equal(position, start_b + new_b))
         word_ids = _gather_rows(segments[0], position - 1)
