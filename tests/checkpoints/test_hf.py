@@ -75,6 +75,7 @@ CASES = [(a, "safetensors", a != "BertModel") for a in ARCHITECTURES] + [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architecture,fmt,prefix", CASES)
 def test_a_folder_loads_what_the_original_layout_loads(tmp_path, architecture, fmt, prefix):
     weights = _weights(architecture)
@@ -156,6 +157,7 @@ def _written(model, tmp_path, record=None, do_lower_case=False):
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architecture", list(ARCHITECTURES))
 def test_every_model_is_written_as_transformers_saves_its_class(tmp_path, architecture):
     weights = _weights(architecture, seed=4)

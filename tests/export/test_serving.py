@@ -95,6 +95,7 @@ def _call(fn, request, rows):
     return {k: np.asarray(v) for k, v in fn(**{k: tf.constant(v[rows]) for k, v in request.items()}).items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["classifier", "swag", "ner"])
 def test_a_requests_outputs_are_the_fixed_length_exports(setup, kind):
     request = setup.requests[kind]
@@ -109,6 +110,7 @@ def test_a_requests_outputs_are_the_fixed_length_exports(setup, kind):
                 np.testing.assert_array_equal(dynamic[name], value, err_msg=f"{kind} {name}")
 
 
+@pytest.mark.slow
 def test_squad_outputs_the_requests_bucketed_length_and_the_fixed_exports_values_there(setup):
     request, full = setup.requests["squad"], setup.full
     lengths = [
@@ -154,6 +156,7 @@ def test_the_preprocessors_default_call_pads_to_the_bucket_and_bert_pack_inputs_
     assert dynamic.bert_pack_inputs.__call__([pieces], seq_length=tf.constant(20))["input_mask"].shape == (5, 20)
 
 
+@pytest.mark.slow
 def test_an_xla_int8_export_serves_from_the_loaded_saved_model_as_its_model_in_process(setup, tmp_path):
     model = BertClassifier(BertEncoder.from_bert_config(tiny_config()), num_classes=len(LABELS))
     model.set_weights(setup.models["classifier"].get_weights())  # int8 quantizes the model in place
@@ -233,6 +236,7 @@ def test_the_old_places_of_the_serving_rules_give_the_same_objects():
     assert exports.DEFAULT_SERVING is serving.DEFAULT_SERVING
 
 
+@pytest.mark.slow
 def test_a_loaded_export_skips_the_padding_of_a_batch_and_serves_one_text_plainly(setup, tmp_path):
     """Written and loaded as a user serves it (no bert_tf in the graph): a batch of texts of
     different lengths goes through the padding-skipping branch, one text through the plain one;
@@ -262,6 +266,7 @@ def _product_dtypes(export_dir):
                                     for node in function.node_def if node.op == "MatMul"))
 
 
+@pytest.mark.slow
 def test_a_bf16_export_holds_bfloat16_weights_and_products_and_leaves_the_model_as_it_was(setup, tmp_path):
     """Written and loaded as a user serves it: bfloat16 kernels and products, float32 LayerNorms
     and head; float32 probabilities close to the float32 export's but not equal (bfloat16's
@@ -322,6 +327,7 @@ def test_in_precision_copies_the_model_as_keras_builds_it_under_that_global_poli
 
 @pytest.mark.parametrize("kind, xla", [("classifier", False), ("squad", False), ("ner", False), ("swag", False),
                                        ("classifier", True)])
+@pytest.mark.slow
 def test_every_task_serves_bf16_close_to_its_float_export(setup, kind, xla):
     """Each task's serving function on the bfloat16 copy (as write_text_in_export runs it; XLA
     too, which the export allows when asked): the float32 outputs of the float export with the same
@@ -371,6 +377,7 @@ with open(sys.argv[3], "w") as f:
 """
 
 
+@pytest.mark.slow
 def test_a_process_keeping_onednns_layouts_serves_every_row_class_exactly_and_lays_each_weight_out_once(
         setup, tmp_path):
     """A loaded float export in a process started with FROZEN_WEIGHTS_ENV=1, as model_runner

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 from bert_tf import BertClassifier, BertEncoder
 from bert_tf.checkpoints import original_weights
@@ -31,6 +32,7 @@ def test_dropout_only_in_training():
     assert not np.allclose(model(x, training=True), model(x, training=False))
 
 
+@pytest.mark.slow
 def test_plain_fit_learns_and_the_keras_file_round_trips(tmp_path):
     config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)

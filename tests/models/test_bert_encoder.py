@@ -62,6 +62,7 @@ def test_invalid_hyper_parameters_fail_fast():
         BertEncoder(vocab_size=10, hidden_size=8, num_attention_heads=2, hidden_act="swish")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("skip_padding", [False, True])
 def test_composes_into_a_functional_model_and_trains_with_fit(config, skip_padding):
     """A user's classifier over the encoder learns a rule only the tokens reveal; with the

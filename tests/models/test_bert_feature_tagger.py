@@ -76,6 +76,7 @@ def test_padding_changes_no_real_positions_logits():
     np.testing.assert_allclose(out_padded[:, :10][real], out[real], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_fit_trains_the_bilstm_and_head_only_and_the_encoder_runs_without_dropout(tmp_path):
     config = tiny_config(num_hidden_layers=4, hidden_dropout_prob=0.5, attention_probs_dropout_prob=0.5)
     model = BertFeatureTagger(

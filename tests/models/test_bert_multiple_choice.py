@@ -42,6 +42,7 @@ def test_flatten_choices_puts_example_b_choice_c_at_row_b_times_c_plus_c():
     assert_config_round_trip(layer)
 
 
+@pytest.mark.slow
 def test_plain_fit_learns_and_the_keras_file_round_trips(tmp_path):
     config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BertMultipleChoice(BertEncoder.from_bert_config(config), num_choices=C)

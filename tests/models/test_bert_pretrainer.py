@@ -87,6 +87,7 @@ def test_all_zero_weights_give_zero_not_nan():
     assert float(masked_lm_loss(logits, np.zeros((1, 2), np.int32), np.zeros((1, 2), np.float32))) == 0.0
 
 
+@pytest.mark.slow
 def test_fit_lowers_the_pretraining_loss():
     config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BertPretrainer(BertEncoder.from_bert_config(config))
@@ -110,6 +111,7 @@ def test_compute_loss_without_labels_is_a_clear_error(config):
         model.compute_loss(tiny_inputs(config), None, None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_trains_under_mixed_precision_and_round_trips(config, policy, tmp_path):
     keras.mixed_precision.set_global_policy(policy)

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 from bert_tf import BertEncoder, BertSpanLabeler
 from bert_tf.checkpoints import original_weights
@@ -33,6 +34,7 @@ def test_mixed_precision_logits_stay_float32():
     assert out["start_logits"].dtype == "float32" and out["end_logits"].dtype == "float32"
 
 
+@pytest.mark.slow
 def test_plain_fit_learns_and_the_keras_file_round_trips(tmp_path):
     config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BertSpanLabeler(BertEncoder.from_bert_config(config))

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 from bert_tf.checkpoints import original_weights
 from bert_tf.models import BertEncoder, BertTokenClassifier
@@ -22,6 +23,7 @@ def test_logits_are_a_dense_layer_on_every_final_vector():
     assert logits.dtype == np.float32 and logits.shape == (3, 10, 5)
 
 
+@pytest.mark.slow
 def test_plain_fit_with_first_piece_weights_learns_and_the_keras_file_round_trips(tmp_path):
     config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BertTokenClassifier(BertEncoder.from_bert_config(config), num_classes=3, dropout_rate=0.5)

@@ -2,6 +2,7 @@
 length, and no more traces of evaluation and prediction than there are lengths."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert_tf.tasks.ner.task import NerTask
@@ -38,6 +39,7 @@ def _windows(lengths):
     }
 
 
+@pytest.mark.slow
 def test_each_length_is_traced_once(tmp_path):
     data = _windows([3, 3, 7, 7, 11, 11, 2, 14])  # eval batches of 2: lengths 4, 8, 12, 16
     task = CountingTask(tiny_config(), LABELS, max_seq_length=SEQ, length_bucket=4)
@@ -56,6 +58,7 @@ def test_each_length_is_traced_once(tmp_path):
     assert task.traces["predict"] == 2
 
 
+@pytest.mark.slow
 def test_skipping_padding_trains_and_predicts_as_the_plain_loop(tmp_path, monkeypatch):
     """settings.skip_padding: prediction and training traced skipping the padding (the blocks
     say so when called); prediction of the same weights as without it on the real tokens; two

@@ -76,6 +76,7 @@ def lora_run(tmp_path_factory):
     return root, trainer, status, started
 
 
+@pytest.mark.slow
 def test_lora_learns_and_only_its_adapters_and_head_change(lora_run):
     root, trainer, status, started = lora_run
     assert status.start == INITIALISED and trainer.global_step == STEPS
@@ -110,6 +111,7 @@ def test_the_optimizer_keeps_state_for_what_trains_only(lora_run, tmp_path):
     assert sum(int(np.prod(v.shape)) for v in full.optimizer.variables if len(v.shape)) == 2 * 19906
 
 
+@pytest.mark.slow
 def test_a_stopped_lora_run_resumes_where_an_uninterrupted_one_ends(lora_run, tmp_path):
     root, whole, _, _ = lora_run
 
@@ -126,6 +128,7 @@ def test_a_stopped_lora_run_resumes_where_an_uninterrupted_one_ends(lora_run, tm
         np.testing.assert_array_equal(_np(a), _np(b))
 
 
+@pytest.mark.slow
 def test_its_checkpoint_reads_as_plain_merged_weights_with_the_same_outputs(lora_run, tmp_path):
     root, trainer, _, _ = lora_run
     dev = _examples(24, 2)

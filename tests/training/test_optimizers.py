@@ -135,6 +135,7 @@ def test_lamb_scales_each_update_by_the_trust_ratio():
         np.testing.assert_allclose(keras.ops.convert_to_numpy(v), w0 - 0.01 * ratio * update, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_trains_the_pretrainer_with_fit_and_round_trips():
     config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BertPretrainer(BertEncoder.from_bert_config(config))

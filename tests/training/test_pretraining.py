@@ -74,6 +74,7 @@ def one_device():
     return tf.distribute.OneDeviceStrategy("/cpu:0")
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_matches_one_larger_batch(tmp_path):
     config = tiny_config(**NO_DROPOUT)
     data, _ = write_records(tmp_path / "d.tfrecord", 64, config.vocab_size)
@@ -93,6 +94,7 @@ def test_gradient_accumulation_matches_one_larger_batch(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_restart_resumes_at_the_saved_step_with_the_same_result(tmp_path):
     config = tiny_config()  # with dropout: its seed states are checkpointed too
     data, _ = write_records(tmp_path / "d.tfrecord", 40, config.vocab_size)
@@ -156,6 +158,7 @@ def test_eval_from_an_original_checkpoint_matches_numpy(tmp_path):
     assert "global_step = 0" in lines
 
 
+@pytest.mark.slow
 def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
     config = tiny_config(**NO_DROPOUT)
     data, _ = write_records(tmp_path / "d.tfrecord", 40, config.vocab_size)
@@ -266,6 +269,7 @@ def test_mirrored_over_two_cpu_devices_follows_the_one_device_trajectory(tmp_pat
     np.testing.assert_allclose(out["mirrored"]["weights"], out["one"]["weights"], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_init_checkpoint_accepts_our_training_checkpoints(tmp_path):
     from bert_tf import BertEncoder
     from bert_tf.checkpoints import restore
@@ -291,6 +295,7 @@ def test_init_checkpoint_accepts_our_training_checkpoints(tmp_path):
         restore(BertEncoder.from_bert_config(tiny_config(num_hidden_layers=3)), ckpt)
 
 
+@pytest.mark.slow
 def test_float16_uses_dynamic_loss_scaling_and_skips_overflowing_steps(tmp_path):
     config = tiny_config(**NO_DROPOUT)
     data, _ = write_records(tmp_path / "d.tfrecord", 64, config.vocab_size)
@@ -313,6 +318,7 @@ def test_float16_uses_dynamic_loss_scaling_and_skips_overflowing_steps(tmp_path)
 @pytest.mark.parametrize(
     "variant", [{"optimizer": "lamb"}, {"policy": "mixed_bfloat16"}, {"jit_compile": True}], ids=["lamb", "bf16", "xla"]
 )
+@pytest.mark.slow
 def test_loop_variants_train(tmp_path, variant):
     config = tiny_config(**NO_DROPOUT)
     data, _ = write_records(tmp_path / "d.tfrecord", 48, config.vocab_size)

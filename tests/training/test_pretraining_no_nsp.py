@@ -49,6 +49,7 @@ def test_eval_from_an_original_checkpoint_has_masked_lm_figures_only(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_training_on_the_same_records_and_fine_tuning_from_its_checkpoint(tmp_path):
     config = tiny_config(**NO_DROPOUT)
     data, _ = write_records(tmp_path / "d.tfrecord", 40, config.vocab_size)

@@ -28,6 +28,7 @@ def _files(folder):
             if e.is_file() and e.name.endswith((".tfrecord", ".done.json"))}
 
 
+@pytest.mark.slow
 def test_a_rerun_after_a_failure_keeps_the_finished_shards_and_writes_the_local_bytes(tmp_path):
     with open(CORPUS, encoding="utf-8") as f:
         documents = f.read().split("\n\n")

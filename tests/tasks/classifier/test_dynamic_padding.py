@@ -21,6 +21,7 @@ EXAMPLES = [
 LENGTHS = [4, 11, 4, 19, 14, 3, 24, 5, 4]
 
 
+@pytest.mark.slow
 def test_eval_and_predict_equal_fixed_padding(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt", VOCAB)
     examples = [InputExample(f"g{i}", a, b, "ab"[i % 2]) for i, (a, b) in enumerate(EXAMPLES)]

@@ -5,6 +5,7 @@ run exports from its folder as a fine-tuned one does and tags text as its Keras 
 import json
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert_tf.tasks.ner.export import word_windows
@@ -37,6 +38,7 @@ def test_word_windows_of_a_batch_without_words():
     assert _windows([], [0, 0, 0], 6, 2) == [[], [], []]
 
 
+@pytest.mark.slow
 def test_a_feature_based_run_exports_from_its_folder_and_tags_text_as_its_model(tmp_path):
     from bert_tf.export import exports
     from bert_tf.models import BertEncoder, BertFeatureTagger

@@ -2,6 +2,7 @@
 the choices' probabilities of fixed padding, on the same weights."""
 
 import numpy as np
+import pytest
 
 from bert_tf.tasks.classifier.inputs import packed_lengths
 from bert_tf.tasks.swag.reader import SwagExample, encode_examples
@@ -19,6 +20,7 @@ EXAMPLES = [
 ]
 
 
+@pytest.mark.slow
 def test_eval_and_predict_equal_fixed_padding(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt", VOCAB)
     data = encode_examples(EXAMPLES)
