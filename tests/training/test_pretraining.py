@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -19,7 +17,7 @@ from bert_tf.training.pretraining import (
     input_error_message,
 )
 from bert_tf.training.trainer import INITIALISED, RESUMED
-from tests import numpy_bert
+from tests import numpy_bert, warm_scripts
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config
 
@@ -226,10 +224,7 @@ def _two_cpu_devices(code, tmp_path):
     64 records in tmp_path; returns the JSON it printed last."""
     write_records(tmp_path / "d.tfrecord", 64, tiny_config().vocab_size)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path), repo],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, cwd=repo,
-    )
+    result = warm_scripts.run(["-c", code, str(tmp_path), repo], cwd=repo, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
