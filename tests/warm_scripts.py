@@ -157,6 +157,8 @@ class ForkedRun:
     def __init__(self, argv, env, cwd):
         self.folder = tempfile.mkdtemp(prefix="script-run-")
         self.paths = {name: os.path.join(self.folder, name) for name in ("stdout", "stderr", "status")}
+        for name in ("stdout", "stderr"):  # readable from the start, as a pipe is
+            open(self.paths[name], "w").close()
         self.pid = _warm_server().start({"argv": argv, "env": env, "cwd": cwd, **self.paths})
         self.returncode = None
 
