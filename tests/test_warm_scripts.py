@@ -6,7 +6,6 @@ what TensorFlow reads as it loads."""
 import json
 import os
 import signal
-import sys
 import time
 
 from tests import warm_scripts
@@ -74,6 +73,8 @@ def test_an_environment_read_as_tensorflow_loads_gets_a_real_process(tmp_path):
     # A PYTHONPATH folder holding a module of a name already imported (numpy) would be shadowed only in a real process.
     (tmp_path / "numpy.py").write_text("")
     assert warm_scripts.needs_real_process({**base, "PYTHONPATH": str(tmp_path)})
-    result = warm_scripts.run(["-c", "import sys; print(sys.executable == sys.argv[1])", sys.executable],
-                              env={"PYTHONHASHSEED": "1"})
-    assert result.returncode == 0 and result.stdout.strip() == "True"
+    # A real process is this test process's child; a forked one is the warm interpreter's.
+    parent_is_this = "import os, sys; print(os.getppid() == int(sys.argv[1]))"
+    for env, real in (({"PYTHONHASHSEED": "1"}, "True"), ({}, "False")):
+        result = warm_scripts.run(["-c", parent_is_this, str(os.getpid())], env=env)
+        assert result.returncode == 0 and result.stdout.strip() == real, (env, result.stderr)
