@@ -22,3 +22,10 @@ def _float32_policy_and_seed():
     keras.utils.set_random_seed(1234)
     yield
     keras.mixed_precision.set_global_policy("float32")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Files with slow tests first (each runs whole on one worker, `--dist loadfile`): the long
+    ones start early and the short ones fill the end, so that neither worker waits long at the end."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: the order within a group stays
