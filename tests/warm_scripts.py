@@ -119,11 +119,9 @@ for line in requests:
 
 class _Server:
     def __init__(self):
-        env = {**os.environ, **BASE_ENV}
-        self.env = env
         self.process = subprocess.Popen(
             [sys.executable, "-c", _SERVER, REPO], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO,
+            stderr=subprocess.DEVNULL, text=True, env={**os.environ, **BASE_ENV}, cwd=REPO,
         )
         self.lock = threading.Lock()
         assert self.process.stdout.readline().strip() == "READY", "the warm interpreter did not start"
@@ -151,14 +149,28 @@ def _warm_server():
     return _server
 
 
-class ForkedRun:
+class _Outputs:
+    """A run's stdout and stderr files in a folder of its own, readable from the start (as a pipe is)."""
+
+    def __init__(self):
+        self.folder = tempfile.mkdtemp(prefix="script-run-")
+        self.paths = {name: os.path.join(self.folder, name) for name in ("stdout", "stderr", "status")}
+        for name in ("stdout", "stderr"):
+            open(self.paths[name], "w").close()
+
+    def read(self, name):
+        with open(self.paths[name], encoding="utf-8", errors="surrogateescape") as f:
+            return f.read()
+
+    def close(self):
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class ForkedRun(_Outputs):
     """A script's process forked from the warm interpreter, with Popen's poll / wait / kill."""
 
     def __init__(self, argv, env, cwd):
-        self.folder = tempfile.mkdtemp(prefix="script-run-")
-        self.paths = {name: os.path.join(self.folder, name) for name in ("stdout", "stderr", "status")}
-        for name in ("stdout", "stderr"):  # readable from the start, as a pipe is
-            open(self.paths[name], "w").close()
+        super().__init__()
         self.pid = _warm_server().start({"argv": argv, "env": env, "cwd": cwd, **self.paths})
         self.returncode = None
 
@@ -201,13 +213,6 @@ class ForkedRun:
             time.sleep(0.02)
         return self.returncode
 
-    def read(self, name):
-        with open(self.paths[name], encoding="utf-8", errors="surrogateescape") as f:
-            return f.read()
-
-    def close(self):
-        shutil.rmtree(self.folder, ignore_errors=True)
-
 
 def needs_real_process(env):
     """Whether `env` changes something read while TensorFlow or Keras load (a forked child
@@ -236,13 +241,12 @@ def start(argv, env=None, cwd=REPO):
     return ForkedRun([str(a) for a in argv], env, str(cwd))
 
 
-class _RealRun:
+class _RealRun(_Outputs):
     def __init__(self, argv, env, cwd):
-        self.folder = tempfile.mkdtemp(prefix="script-run-")
-        self.paths = {name: os.path.join(self.folder, name) for name in ("stdout", "stderr")}
-        self.files = [open(self.paths[n], "w") for n in ("stdout", "stderr")]
-        self.process = subprocess.Popen([sys.executable, *[str(a) for a in argv]], stdout=self.files[0],
-                                        stderr=self.files[1], env=env, cwd=cwd)
+        super().__init__()
+        with open(self.paths["stdout"], "w") as out, open(self.paths["stderr"], "w") as err:
+            self.process = subprocess.Popen([sys.executable, *[str(a) for a in argv]], stdout=out, stderr=err,
+                                            env=env, cwd=cwd)
 
     def poll(self):
         return self.process.poll()
@@ -264,17 +268,6 @@ class _RealRun:
     @property
     def pid(self):
         return self.process.pid
-
-    def read(self, name):
-        for f in self.files:
-            f.flush()
-        with open(self.paths[name], encoding="utf-8", errors="surrogateescape") as f:
-            return f.read()
-
-    def close(self):
-        for f in self.files:
-            f.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def run(argv, env=None, cwd=REPO, timeout=300):
