@@ -14,6 +14,10 @@ import run_scripts  # noqa: E402, F401
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
+from tests import peers  # noqa: E402
+
+_PREFETCH = pytest.StashKey()
+
 
 @pytest.fixture(autouse=True)
 def _float32_policy_and_seed():
@@ -29,3 +33,19 @@ def pytest_collection_modifyitems(session, config, items):
     ones start early and the short ones fill the end, so that neither worker waits long at the end."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)  # stable: the order within a group stays
+
+
+def pytest_sessionstart(session):
+    """A run of the whole suite (no file, test or -m given) starts installing the peers at once."""
+    config = session.config
+    whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr
+    if whole_suite and not hasattr(config, "workerinput"):  # the controller, not each xdist worker
+        config.stash[_PREFETCH] = peers.prefetch(config)
+
+
+def pytest_sessionfinish(session):
+    """An installation still running when the run ends is stopped (the next run starts it again)."""
+    process = session.config.stash.get(_PREFETCH, None)
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()

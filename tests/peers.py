@@ -1,32 +1,82 @@
-"""Peers (tensorflow-hub, transformers, PyTorch) for the interoperability tests: installed once
-into a folder of their own, cached in pytest's cache when there is one, never into the test
-environment (they are not dependencies)."""
+"""Peers (tensorflow-hub, transformers, PyTorch) for the interoperability tests and the benches'
+smoke runs: installed once into a folder of their own, cached in pytest's cache when there is one,
+never into the test environment (they are not dependencies).
+
+A run of the whole suite starts their installation in the background as it begins (`prefetch`,
+from tests/conftest.py), so that the tests that need them find them ready instead of waiting
+for pip; a test that comes first waits on the same lock, and one that finds no finished
+installation installs again and shows pip's error."""
 
 import fcntl
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+
+TRANSFORMERS_VERSION = "5.24.0"
+TORCH_VERSION = "2.13.0"  # the CPU wheel in /opt/wheels
+HUB_VERSION = "0.16.1"
+
+REPO = Path(__file__).resolve().parent.parent
 
 
-def installed_peers(request, tmp_path_factory, name, wanted, no_deps=False, timeout=600):
-    """The folder holding the pip requirements `wanted` (`name` keys the cache), installed there
-    on first use; put it on a subprocess's PYTHONPATH."""
+def _peer_sets():
+    """name -> (pip requirements, --no-deps, timeout in s), the smaller first."""
+    import tensorflow as tf
+
+    major, minor = tf.__version__.split(".")[:2]
+    return {
+        # tensorflow-hub and the tf-keras of the installed TensorFlow.
+        "tf_hub_peers": ([f"tensorflow-hub=={HUB_VERSION}", f"tf-keras=={major}.{minor}.*"], True, 600),
+        "hf_peers": ([f"transformers=={TRANSFORMERS_VERSION}", f"torch=={TORCH_VERSION}"], False, 900),
+    }
+
+
+def installed_peers(request, tmp_path_factory, name):
+    """The folder holding the peer set `name` (`_peer_sets`), installed there on first use; put
+    it on a subprocess's PYTHONPATH."""
+    wanted, no_deps, timeout = _peer_sets()[name]
     cache = getattr(request.config, "cache", None)
     base = cache.mkdir(name) if cache is not None else tmp_path_factory.mktemp(name)
-    target = base / "-".join(w.replace("==", "").replace(".*", "") for w in wanted)
-    # Parallel test workers (pytest -n) wait for the one that installs instead of installing twice.
-    with open(base / f"{target.name}.lock", "w") as lock:
+    return _locked_install(base, wanted, no_deps, timeout)
+
+
+def _locked_install(base, wanted, no_deps, timeout):
+    Path(base).mkdir(parents=True, exist_ok=True)
+    target = Path(base) / "-".join(w.replace("==", "").replace(".*", "") for w in wanted)
+    # Parallel test workers (pytest -n) and the prefetch wait for the one that installs instead of
+    # installing twice.
+    with open(Path(base) / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _install(target, wanted, no_deps, timeout)
+        if not (target / "installed.json").is_file():
+            shutil.rmtree(target, ignore_errors=True)  # an installation cut short (a stopped prefetch)
+            options = ["--no-deps"] if no_deps else []
+            result = subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", *options, "--target", str(target), *wanted],
+                capture_output=True, text=True, timeout=timeout,
+            )
+            assert result.returncode == 0, result.stderr[-3000:]
+            (target / "installed.json").write_text(json.dumps(wanted))
     return target
 
 
-def _install(target, wanted, no_deps, timeout):
-    if not (target / "installed.json").is_file():
-        options = ["--no-deps"] if no_deps else []
-        result = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", *options, "--target", str(target), *wanted],
-            capture_output=True, text=True, timeout=timeout,
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        (target / "installed.json").write_text(json.dumps(wanted))
+def prefetch(config):
+    """Starts installing every peer set into pytest's cache in a process of its own (silent: its
+    output goes nowhere) and returns it, or None without a cache."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None
+    jobs = [(str(cache.mkdir(name)), *spec) for name, spec in _peer_sets().items()]
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.peers", json.dumps(jobs)], cwd=REPO, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+if __name__ == "__main__":
+    for base, wanted, no_deps, timeout in json.loads(sys.argv[1]):
+        try:
+            _locked_install(base, wanted, no_deps, timeout)
+        except (AssertionError, OSError, subprocess.SubprocessError):
+            pass  # the test that needs this set installs it again and shows pip's error

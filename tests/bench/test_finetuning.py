@@ -13,7 +13,6 @@ import sys
 
 import pytest
 
-from tests.checkpoints.test_hf_interop import TORCH_VERSION, TRANSFORMERS_VERSION
 from tests.peers import installed_peers
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,8 +21,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_smoke_run_measures_full_fine_tuning_and_lora(request, tmp_path_factory, tmp_path):
-    peers = installed_peers(request, tmp_path_factory, "hf_peers",
-                            [f"transformers=={TRANSFORMERS_VERSION}", f"torch=={TORCH_VERSION}"], timeout=900)
+    peers = installed_peers(request, tmp_path_factory, "hf_peers")
     # As a user starts it: no PYTHONPATH, the bench finds this checkout's bert_tf itself.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     bench = os.path.join("bench", "finetuning.py")

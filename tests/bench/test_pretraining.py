@@ -8,7 +8,6 @@ import re
 import pytest
 
 from tests.bench.smoke import number, run_bench
-from tests.checkpoints.test_hf_interop import TORCH_VERSION, TRANSFORMERS_VERSION
 from tests.peers import installed_peers
 
 pytestmark = pytest.mark.slow
@@ -21,8 +20,7 @@ SMOKE_TRAINING_FLOPS = 3 * (2 * (524_288 + 131_072) + 330_240)
 
 
 def test_smoke_run_measures_our_loop_and_pytorch(request, tmp_path_factory):
-    peers = installed_peers(request, tmp_path_factory, "hf_peers",
-                            [f"transformers=={TRANSFORMERS_VERSION}", f"torch=={TORCH_VERSION}"], timeout=900)
+    peers = installed_peers(request, tmp_path_factory, "hf_peers")
     out = run_bench("pretraining.py", "--smoke", f"--peer_dirs={peers}")
     assert (f"config: L=2 H=32 A=2 I=64 vocab=1000 seq=32 predictions=5 batch=8; {SMOKE_TRAINING_FLOPS:,} "
             "training FLOP/sequence") in out

@@ -25,8 +25,6 @@ from tests.tiny import VOCAB, tiny_config, write_vocab
 
 pytestmark = pytest.mark.slow
 
-TRANSFORMERS_VERSION = "5.24.0"
-TORCH_VERSION = "2.13.0"  # the CPU wheel in /opt/wheels
 CONFIG = tiny_config()
 LABELS = ("neg", "neutral", "pos")
 CHOICES = 4  # what a run record says when a Hugging Face folder does not (transformers' takes any number)
@@ -84,11 +82,6 @@ with open(os.path.join(work, "report.json"), "w") as f:
 """
 
 
-def _hf_packages(request, tmp_path_factory):
-    wanted = [f"transformers=={TRANSFORMERS_VERSION}", f"torch=={TORCH_VERSION}"]
-    return installed_peers(request, tmp_path_factory, "hf_peers", wanted, timeout=900)
-
-
 def _inputs():
     rng = np.random.default_rng(0)
     ids = rng.integers(5, CONFIG.vocab_size, size=(2, 8)).astype(np.int32)
@@ -139,7 +132,7 @@ def _ours(model, x, architecture):
 def interop(request, tmp_path_factory):
     """Our folder of each class written (with its outputs), transformers run on them and writing
     its own; returns the work folder, our outputs, transformers' outputs and its report."""
-    packages = _hf_packages(request, tmp_path_factory)
+    packages = installed_peers(request, tmp_path_factory, "hf_peers")
     work = tmp_path_factory.mktemp("hf_interop")
     vocab = write_vocab(work / "vocab.txt", VOCAB)
     x = _inputs()

@@ -660,7 +660,6 @@ def test_a_mixed_precision_keras_file_exports_with_float32_outputs(exported, loa
 # TF Hub: the exports through tensorflow_hub.KerasLayer under tf-keras, as TF Hub-based fine-tuning
 # code uses them. Neither package is a dependency: they are installed for this test only.
 
-HUB_VERSION = "0.16.1"
 
 _HUB_SCRIPT = r"""
 import json, sys
@@ -711,18 +710,11 @@ print(json.dumps({
 """
 
 
-def _hub_packages(request, tmp_path_factory):
-    """tensorflow-hub and the tf-keras of the installed TensorFlow (`tests.peers`)."""
-    major, minor = tf.__version__.split(".")[:2]
-    wanted = [f"tensorflow-hub=={HUB_VERSION}", f"tf-keras=={major}.{minor}.*"]
-    return installed_peers(request, tmp_path_factory, "tf_hub_peers", wanted, no_deps=True)
-
-
 @pytest.fixture(scope="module")
 def tf_hub_run(request, tmp_path_factory, exported):
     """The TF Hub script on the encoder and preprocessor exports, running in the background
     (its output in files: a full pipe would stop it); yields (process, stdout path, stderr path)."""
-    packages = _hub_packages(request, tmp_path_factory)
+    packages = installed_peers(request, tmp_path_factory, "tf_hub_peers")  # tensorflow-hub, tf-keras
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(packages), "TF_USE_LEGACY_KERAS": "1"}
     stdout, stderr = exported.root / "hub.out", exported.root / "hub.err"
     with open(stdout, "w") as out, open(stderr, "w") as err:
