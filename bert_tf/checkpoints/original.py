@@ -108,11 +108,12 @@ def original_variable_map(model) -> dict:
         # The original's fine-tuned heads, kernel stored [outputs, hidden]: run_classifier's
         # top-level output_weights [num_labels, hidden] (also the token classifier's, per tag, and
         # the multiple-choice model's one score), run_squad's cls/squad/output_weights [2, hidden].
-        head = getattr(model, kind.head_layer).dense
-        kernel, bias = kind.head_names
         out = _encoder_map(model.encoder)
-        out[kernel] = _Entry(head.kernel, transpose=True, optional=True)
-        out[bias] = _Entry(head.bias, optional=True)
+        if kind.head_names:  # a model without a head of its own (the sentence embedder) is its encoder's
+            head = getattr(model, kind.head_layer).dense
+            kernel, bias = kind.head_names
+            out[kernel] = _Entry(head.kernel, transpose=True, optional=True)
+            out[bias] = _Entry(head.bias, optional=True)
         return out
     if isinstance(model, BertEncoder):
         return _encoder_map(model)

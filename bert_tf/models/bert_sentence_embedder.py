@@ -11,19 +11,23 @@ from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs, task_model_
 SIMILARITY_SCALE = 20.0
 
 
-def in_batch_negatives_xent(anchors, positives, negatives=None, scale=SIMILARITY_SCALE):
+def in_batch_negatives_xent(anchors, positives, negatives=None, scale=SIMILARITY_SCALE, candidate_weights=None):
     """Per-anchor cross-entropy of the in-batch-negatives contrastive loss (sentence-transformers'
     MultipleNegativesRankingLoss): anchor i's candidates are every positive of the batch, then
     every hard negative when given; its right one is positive i. Scores are cosine similarities
     times `scale`.
 
     anchors, positives: float `[batch, hidden]`; negatives: float `[batch, hidden]` or None.
+    candidate_weights: None, or float `[candidates]` (the positives', then the negatives'): a
+    candidate of weight 0 (a row padding the batch) is no anchor's candidate.
     Returns float32 `[batch]` (the loss is their mean).
     """
     candidates = positives if negatives is None else ops.concatenate([positives, negatives], axis=0)
     a = l2_normalize(ops.cast(anchors, "float32"))  # [B, H]
     c = l2_normalize(ops.cast(candidates, "float32"))  # [C, H], C = B or 2B
     scores = ops.matmul(a, ops.transpose(c)) * scale  # [B, C]
+    if candidate_weights is not None:  # padding rows out of every softmax (a right one is real or ignored)
+        scores = scores + (ops.cast(candidate_weights, "float32")[None, :] - 1.0) * 1e9
     right = ops.sum(a * c[: ops.shape(a)[0]], axis=-1) * scale  # [B]: each anchor's own positive
     return ops.logsumexp(scores, axis=-1) - right
 

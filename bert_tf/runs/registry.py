@@ -13,7 +13,14 @@ checkpoint code does) loads no task, and no task module can import its way back 
 import dataclasses
 import importlib
 
-from bert_tf.models import BertClassifier, BertFeatureTagger, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+from bert_tf.models import (
+    BertClassifier,
+    BertFeatureTagger,
+    BertMultipleChoice,
+    BertSentenceEmbedder,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,8 +28,11 @@ class TaskKind:
     name: str  # the one name of the kind (see the module docstring)
     script: str  # the run_scripts/ script that fine-tunes it
     model_class: type  # the Keras model (encoder + head)
-    head_layer: str  # the model's attribute holding the head (its `.dense` is the output layer)
-    # The original layout's names of the head's kernel and bias (the kernel stored [outputs, hidden]).
+    # The model's attribute holding the head (its `.dense` is the output layer); "" for a model
+    # without weights beyond its encoder's (the sentence embedder's pooling).
+    head_layer: str
+    # The original layout's names of the head's kernel and bias (the kernel stored [outputs, hidden]);
+    # () without a head.
     head_names: tuple
     record_fields: tuple  # the run-record fields this kind keeps, beyond those every run keeps
     task: str  # "module:Class" of its Task, imported on demand
@@ -41,6 +51,9 @@ class TaskKind:
     # record -> the model class, where a record may ask for another than model_class (ner's
     # feature-based tagger); None: model_class
     model_variant: callable = lambda record: None
+    # The dev figures (eval_results.txt keys, higher is better) a search chooses its best run by,
+    # the first found, where none of `bert_tf.training.search.METRICS` is there.
+    dev_metrics: tuple = ()
 
     def task_class(self):
         return _load(self.task)
@@ -123,6 +136,14 @@ KINDS = {
             fine_tuning="bert_tf.tasks.swag.fine_tuning:SwagFineTuning",
             model_args=lambda record: {"num_choices": record.num_choices}, legacy_names=("multiple_choice",),
             hf_architecture="BertForMultipleChoice", hf_head="classifier",
+        ),
+        TaskKind(
+            name="embedder", script="run_sentence_embedding.py", model_class=BertSentenceEmbedder, head_layer="",
+            head_names=(), record_fields=("pooling", "normalize", "similarity_scale"),
+            task="bert_tf.tasks.embedder.task:EmbedderTask", exporter="bert_tf.tasks.embedder.export:export_run",
+            fine_tuning="bert_tf.tasks.embedder.fine_tuning:EmbedderFineTuning",
+            model_args=lambda record: {"pooling": record.pooling or "mean", "normalize": bool(record.normalize)},
+            dev_metrics=("mrr_at_10", "spearman"),
         ),
     )
 }

@@ -36,6 +36,7 @@ import shutil
 
 from bert_tf.io_utils import atomic_write, owner_tag, read_json_object
 from bert_tf.runs import record as run_record
+from bert_tf.runs import registry
 
 RECORD_FILE = run_record.SEARCH_FILE
 TABLE_FILES = ("search_results.csv", "search_results.md")
@@ -197,11 +198,13 @@ def read_results(run_dir):
 
 
 def headline_metric(results, source):
-    """`(name, value)` of the first of METRICS in `results`; `source` names the file otherwise."""
-    for name in METRICS:
+    """`(name, value)` of the first of METRICS, then of the task kinds' own `dev_metrics`, in
+    `results`; `source` names the file otherwise."""
+    names = METRICS + tuple(name for kind in registry.KINDS.values() for name in kind.dev_metrics)
+    for name in names:
         if name in results:
             return name, results[name]
-    raise ValueError(f"{source}: none of the dev metrics a search chooses by ({', '.join(METRICS)})")
+    raise ValueError(f"{source}: none of the dev metrics a search chooses by ({', '.join(names)})")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,6 +14,7 @@ from bert_tf import (
     BertEncoder,
     BertMultipleChoice,
     BertPretrainer,
+    BertSentenceEmbedder,
     BertSpanLabeler,
     BertTokenClassifier,
 )
@@ -87,6 +88,8 @@ RUNS = {
     "squad": ({"model": "span_labeler", "task_name": "squad"}, BertSpanLabeler),  # an earlier release's record
     "ner": ({"kind": "ner", "task_name": "ner", "labels": ["O", "B-PER", "I-PER"]}, BertTokenClassifier),
     "swag": ({"kind": "swag", "task_name": "swag", "num_choices": 4}, BertMultipleChoice),
+    "embedder": ({"kind": "embedder", "task_name": "sentence_embedding", "pooling": "max", "normalize": True},
+                 BertSentenceEmbedder),
     "pretraining": (None, BertPretrainer),  # run_pretraining leaves no record
 }
 
@@ -104,7 +107,7 @@ def _run(directory, record, model, step=7, config=None):
 def _model_for(model_class):
     encoder = BertEncoder.from_bert_config(tiny_config())
     sizes = {BertClassifier: {"num_classes": 3}, BertTokenClassifier: {"num_classes": 3},
-             BertMultipleChoice: {"num_choices": 4}}
+             BertMultipleChoice: {"num_choices": 4}, BertSentenceEmbedder: {"pooling": "max", "normalize": True}}
     return model_class(encoder, **sizes.get(model_class, {}))
 
 
@@ -156,7 +159,8 @@ def test_a_keras_file_and_the_errors_of_each_source(tmp_path):
     dense.save(str(tmp_path / "dense.keras"))
     with pytest.raises(ValueError, match=r"^checkpoint_to_convert=.*dense.keras holds a Sequential, which has no "
                                          r"original layout; expected one of BertEncoder, BertPretrainer, "
-                                         r"BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice$"):
+                                         r"BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice, "
+                                         r"BertSentenceEmbedder$"):
         convert.read_model(str(tmp_path / "dense.keras"))
     with pytest.raises(FileNotFoundError, match=r"^checkpoint_to_convert: Keras model file '.*absent.keras' does not"):
         convert.read_model(str(tmp_path / "absent.keras"))

@@ -13,6 +13,7 @@ from bert_tf import (
     BertClassifier,
     BertEncoder,
     BertMultipleChoice,
+    BertSentenceEmbedder,
     BertSpanLabeler,
     BertTokenClassifier,
 )
@@ -33,6 +34,9 @@ RUNS = {
             BertTokenClassifier, {"num_classes": 2}),
     "swag": ({"kind": "swag", "task_name": "swag", "num_choices": 4, "max_seq_length": 12},
              BertMultipleChoice, {"num_choices": 4}),
+    "embedder": ({"kind": "embedder", "task_name": "sentence_embedding", "pooling": "cls", "normalize": True,
+                  "similarity_scale": 20.0, "max_seq_length": 10}, BertSentenceEmbedder,
+                 {"pooling": "cls", "normalize": True}),
 }
 
 

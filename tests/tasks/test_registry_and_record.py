@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from bert_tf.models import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+from bert_tf.models import (
+    BertClassifier,
+    BertEncoder,
+    BertMultipleChoice,
+    BertSentenceEmbedder,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
 from bert_tf.runs import record as run_record
 from bert_tf.runs import registry
 from bert_tf.runs.record import RunRecord
@@ -16,6 +23,7 @@ EXPECTED = {
     "squad": (BertSpanLabeler, "run_squad.py", ("cls/squad/output_weights", "cls/squad/output_bias")),
     "ner": (BertTokenClassifier, "run_ner.py", ("output_weights", "output_bias")),
     "swag": (BertMultipleChoice, "run_swag.py", ("output_weights", "output_bias")),
+    "embedder": (BertSentenceEmbedder, "run_sentence_embedding.py", ()),  # no head: the encoder's weights alone
 }
 
 
@@ -50,6 +58,12 @@ def test_models_are_sized_from_the_record():
     assert registry.get("classifier").build_model(regression, encoder).num_classes == 1
     swag = RunRecord(kind="swag", task_name="swag", num_choices=5)
     assert registry.get("swag").build_model(swag, encoder).num_choices == 5
+    embedder = RunRecord(kind="embedder", task_name="sentence_embedding", options={"pooling": "cls", "normalize": True})
+    model = registry.get("embedder").build_model(embedder, encoder)
+    assert (model.pooling, model.normalize) == ("cls", True)
+    # A record that says nothing of the pooling (a Google checkpoint converted): the mean, not normalized.
+    model = registry.get("embedder").build_model(RunRecord(kind="embedder", task_name="x"), encoder)
+    assert (model.pooling, model.normalize) == ("mean", False)
     model = registry.get("ner").build_model(RunRecord(kind="ner", task_name="ner", labels=("O", "B-X")), encoder)
     assert registry.of_model(model).name == "ner" and registry.of_model(encoder) is None
 

@@ -1,0 +1,105 @@
+"""Sentence embeddings on the one fine-tuning driver (`bert_tf.tasks.contract`):
+run_sentence_embedding.py's steps.
+
+--init_checkpoint may be a sentence-transformers folder: its modules say the pooling, the
+normalization and the max length (`bert_tf.checkpoints.sentence_transformers`), which flags given
+anyway must agree with; its BERT module is the Hugging Face folder the encoder starts from. Any
+other start (a Google checkpoint, a plain Hugging Face folder, one of our runs) takes the flags,
+--pooling=mean by default."""
+
+from absl import logging
+
+from bert_tf.checkpoints import sentence_transformers as st
+from bert_tf.tasks.contract import FineTuning, UsageError, named
+from bert_tf.tasks.embedder import run
+from bert_tf.tasks.embedder.reader import ScoredPairs
+
+DEFAULT_POOLING = "mean"
+
+
+def modules_from_flags(f):
+    """The Modules of a sentence-transformers folder given as --init_checkpoint (None for any
+    other source), checked against --pooling, --normalize and --max_seq_length where given; sets
+    the unset ones (and --init_checkpoint to its BERT module's folder)."""
+    if not st.is_sentence_transformers_folder(f.init_checkpoint):
+        return None
+    folder = f.init_checkpoint
+    modules = named(lambda: st.read_modules(folder), "--init_checkpoint: ")
+    given = {name: f[name].value if f[name].present else None for name in ("pooling", "normalize", "max_seq_length")}
+    named(lambda: st.check_agrees(modules, **given, source=folder), flag_names=tuple(given))
+    f.pooling, f.normalize = modules.pooling, modules.normalize
+    if modules.max_seq_length is not None and not f["max_seq_length"].present:
+        f.max_seq_length = modules.max_seq_length
+    f.init_checkpoint = modules.transformer
+    return modules
+
+
+class EmbedderFineTuning(FineTuning):
+    kind = "embedder"
+    progress_fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
+    search_flags = ("pooling", "normalize", "similarity_scale")
+
+    def check_given(self):
+        if not self.flags.data_dir:
+            raise UsageError("--data_dir (train.tsv, dev.tsv, test.tsv) is required")
+        # Before the driver reads the config and casing of --init_checkpoint: a sentence-transformers
+        # folder's BERT module is the Hugging Face folder they come from.
+        self.modules = modules_from_flags(self.flags)
+
+    def check(self, config):
+        f = self.flags
+        if f.pooling is None:
+            f.pooling = DEFAULT_POOLING
+        if not f.similarity_scale > 0:
+            raise UsageError(f"--similarity_scale={f.similarity_scale} must be positive")
+
+    def read_inputs(self, config):
+        f = self.flags
+        read = lambda split: named(lambda: run.read_split(f.data_dir, split), flag_names=("data_dir",))  # noqa: E731
+        self.train = read("train") if f.do_train else None
+        self.dev = read("dev") if f.do_eval else None
+        self.test = read("test") if f.do_predict else None
+        if self.train is not None and len(self.train) < 2:
+            raise UsageError(f"--data_dir={f.data_dir}: train.tsv has {len(self.train)} pair; in-batch negatives "
+                             "need at least 2")
+
+    def record(self, group_by_length):
+        if group_by_length:
+            raise UsageError("--group_by_length is not offered for sentence embeddings: a batch's rows are each "
+                             "other's negatives, and grouping by length would make them alike")
+        f = self.flags
+        return run.embedder_record(f.pooling, f.normalize, f.similarity_scale, f.do_lower_case, f.max_seq_length)
+
+    def fields_to_match(self, do_train):
+        return run.fields_to_match(do_train)
+
+    def build_task(self, config, record, length_bucket):
+        self.task = run.build_task(config, record, self.flags.vocab_file, length_bucket)
+        return self.task
+
+    def encode(self, task):
+        return len(self.train) if self.train is not None else 0
+
+    def describe(self):
+        t = self.task
+        return (f"Task embedder ({t.pooling} pooling{', normalized' if t.normalize else ''}, "
+                f"similarity scale {t.similarity_scale:g})")
+
+    def training_examples(self):
+        negatives = self.train is not None and self.train.negative is not None
+        return f"{self.num_train_examples} pairs{' with hard negatives' if negatives else ''}"
+
+    def train_data(self):
+        return run.features(self.train) if self.train is not None else None
+
+    def evaluate(self, trainer):
+        unit = "scored pairs" if isinstance(self.dev, ScoredPairs) else "pairs"
+        self.announce("evaluation", len(self.dev), unit)
+        return run.evaluate(trainer, self.dev)
+
+    def predict(self, trainer):
+        self.announce("prediction", len(self.test), "texts")
+        written = run.predict(trainer, self.test)
+        if written:  # the chief
+            logging.info("Embeddings: %s (texts in %s)", written.embeddings_file, written.texts_file)
+

@@ -1,0 +1,87 @@
+"""A sentence-embedding run's steps around the one loop (run_sentence_embedding.py's main, without
+its flags): reading the split files, the run record, the task, evaluation (eval_results.txt) and
+prediction's files (test_embeddings.npy and test_texts.txt)."""
+
+import dataclasses
+import os
+
+import numpy as np
+
+from bert_tf.data.text_files import split_file
+from bert_tf.io_utils import atomic_write
+from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
+from bert_tf.tasks.embedder.reader import read_pairs, read_texts
+from bert_tf.tasks.embedder.task import EmbedderTask, features
+
+TASK_NAME = "sentence_embedding"
+SPLIT_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
+EMBEDDINGS_FILE = "test_embeddings.npy"  # float32 [texts, hidden], row i the embedding of text i
+TEXTS_FILE = "test_texts.txt"  # the texts, one per line, in the rows' order
+
+
+def read_split(data_dir, split):
+    """The split's file in `data_dir`: Pairs (train), Pairs or ScoredPairs (dev), texts (test)."""
+    path = split_file(data_dir, split, SPLIT_FILES[split])
+    if split == "test":
+        return read_texts(path)
+    return read_pairs(path, scored_allowed=split == "dev")
+
+
+def embedder_record(pooling, normalize, similarity_scale, do_lower_case, max_seq_length):
+    """The run record of an embedding run."""
+    return RunRecord(
+        kind="embedder", task_name=TASK_NAME, do_lower_case=do_lower_case, max_seq_length=max_seq_length,
+        options={"pooling": pooling, "normalize": bool(normalize), "similarity_scale": float(similarity_scale)},
+    )
+
+
+def fields_to_match(do_train):
+    """The record fields an earlier run in output_dir must share: one that trains resumes it (the
+    same model and loss, the same batches); one that only evaluates or predicts needs the same
+    vectors (the pooling and normalization)."""
+    model = ("kind", "pooling", "normalize")
+    return (*model, "task_name", "similarity_scale", *RESUMED_FIELDS) if do_train else model
+
+
+def build_task(bert_config, record: RunRecord, vocab_file, length_bucket=None):
+    """The EmbedderTask of `record`, its batches cut to a multiple of `length_bucket`."""
+    return EmbedderTask(
+        bert_config, record.pooling, record.normalize, record.similarity_scale, vocab_file=vocab_file,
+        do_lower_case=record.do_lower_case, max_seq_length=record.max_seq_length, length_bucket=length_bucket,
+    )
+
+
+def evaluate(trainer, dev):
+    """The dev figures (`EmbedderTask.eval_results`), written to eval_results.txt in the trainer's
+    output_dir; returns them."""
+    results = trainer.evaluate(features(dev))
+    trainer.write_eval_results(results)
+    return results
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictionFiles:
+    embeddings_file: str
+    texts_file: str
+
+
+def write_predictions(output_dir, texts, embeddings):
+    """test_embeddings.npy (float32 `[len(texts), hidden]`; rows past the texts are padding and
+    dropped) and test_texts.txt (each text on its line; a line break inside a text written as a
+    space) in `output_dir`, each written whole or not at all. Returns PredictionFiles."""
+    files = PredictionFiles(os.path.join(output_dir, EMBEDDINGS_FILE), os.path.join(output_dir, TEXTS_FILE))
+    with atomic_write(files.embeddings_file, "wb") as f:
+        np.save(f, np.asarray(embeddings[: len(texts)], np.float32))
+    with atomic_write(files.texts_file) as f:
+        for text in texts:
+            f.write(" ".join(text.splitlines()) + "\n")
+    return files
+
+
+def predict(trainer, texts):
+    """The trained model's embedding of each of `texts`, written to the trainer's output_dir
+    (`write_predictions`). Every worker predicts; only the chief writes and gets PredictionFiles."""
+    predictions = trainer.predict(features(texts))
+    if not trainer.is_chief:
+        return None
+    return write_predictions(trainer.settings.output_dir, texts, predictions["embeddings"])

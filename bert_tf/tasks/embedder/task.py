@@ -1,0 +1,187 @@
+"""Sentence embeddings as a task of the one loop: a BertSentenceEmbedder fine-tuned with the
+in-batch-negatives contrastive loss (sentence-transformers' MultipleNegativesRankingLoss).
+
+Each batch packs its anchors, positives and (when given) hard negatives as single-segment
+sequences (`[CLS] text [SEP]`, tokenized in graph) into one encoder batch of 2 or 3 times its
+rows, cut to its longest sequence (`length_bucket`); the model embeds them all in one call and the
+loss splits the vectors again. Anchor i's candidates are every positive and negative of its batch
+on its replica (as sentence-transformers on one device; gradient accumulation's micro-batches
+each form their own candidates); rows of weight 0 (the padding of the last eval batch) are no one's
+candidate and count nowhere.
+
+Evaluation (`eval_results`): on pairs, each real anchor retrieves among all positives of the
+file by cosine similarity: `recall_at_1`, `recall_at_10`, `mrr_at_10`, and `eval_loss` (the
+in-batch loss over eval batches, which depends on their size); on scored pairs, `spearman` and
+`pearson` of the pairs' cosine similarities with their scores. Prediction: one vector per text.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.data.batching import array_dataset
+from bert_tf.data.lengths import cut_padding
+from bert_tf.layers.sentence_pooling import l2_normalize
+from bert_tf.models import INPUT_NAMES, BertEncoder, BertSentenceEmbedder
+from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE, in_batch_negatives_xent
+from bert_tf.tasks.classifier import metrics
+from bert_tf.tasks.classifier.inputs import TextPacker
+from bert_tf.tasks.embedder.reader import ANCHOR, NEGATIVE, POSITIVE, TEXT, Pairs, ScoredPairs
+from bert_tf.training.settings import padding_settings
+from bert_tf.training.task import Task
+
+# The retrieval figures' cut-offs (recall_at_K, mrr_at_10).
+RECALL_AT = (1, 10)
+MRR_AT = 10
+_SCORE = "score"
+
+
+def features(data):
+    """Pairs, ScoredPairs or a sequence of texts -> the dict of numpy arrays `EmbedderTask.dataset`
+    reads: `anchor`, `positive` (and `negative`) for pairs; `anchor`, `positive` and `score` for
+    scored pairs (sentence1 retrieves nothing: it is embedded as an anchor, sentence2 as a
+    positive); `text` for texts."""
+    column = lambda values: np.array(list(values), dtype=object)  # noqa: E731
+    if isinstance(data, Pairs):
+        out = {ANCHOR: column(data.anchor), POSITIVE: column(data.positive)}
+        if data.negative is not None:
+            out[NEGATIVE] = column(data.negative)
+        return out
+    if isinstance(data, ScoredPairs):
+        return {ANCHOR: column(data.sentence1), POSITIVE: column(data.sentence2), _SCORE: data.score}
+    return {TEXT: column(data)}
+
+
+def retrieval_figures(anchors, positives):
+    """recall_at_K and mrr_at_10 of each anchor (row i of `anchors`, float `[n, hidden]`)
+    retrieving its own positive (row i of `positives`) among all of them by cosine similarity; a
+    tie counts against the anchor (the right one ranks after every candidate scoring as high)."""
+    a = anchors / np.maximum(np.linalg.norm(anchors, axis=1, keepdims=True), 1e-12)
+    p = positives / np.maximum(np.linalg.norm(positives, axis=1, keepdims=True), 1e-12)
+    scores = a @ p.T  # [n, n]
+    right = np.diag(scores)
+    rank = np.sum(scores >= right[:, None], axis=1)  # 1 = first
+    out = {f"recall_at_{k}": float(np.mean(rank <= k)) for k in RECALL_AT}
+    out[f"mrr_at_{MRR_AT}"] = float(np.mean(np.where(rank <= MRR_AT, 1.0 / rank, 0.0)))
+    return out
+
+
+def similarity_figures(first, second, scores):
+    """spearman and pearson of the cosine similarities of rows i of `first` and `second` with `scores`."""
+    cosine = np.sum(first * second, axis=1) / np.maximum(
+        np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1), 1e-12)
+    return {"spearman": metrics.spearman(cosine, scores), "pearson": metrics.pearson(cosine, scores)}
+
+
+class EmbedderTask(Task):
+    """A BertSentenceEmbedder (`pooling`, `normalize`) trained with in-batch negatives at
+    `similarity_scale`; vocab_file / do_lower_case / max_seq_length configure the in-graph input;
+    length_bucket and group_by_length as the other tasks' (`padding_settings`; grouping is not
+    offered: a batch's rows are its own candidates, and grouping by length would make them alike)."""
+
+    sum_names = ("loss_sum", "correct", "examples")
+
+    def __init__(self, bert_config, pooling="mean", normalize=False, similarity_scale=SIMILARITY_SCALE,
+                 vocab_file=None, do_lower_case=True, max_seq_length=128, length_bucket=None):
+        from bert_tf.preprocessing import text_preprocessing
+
+        bert_config.check_seq_length(max_seq_length)
+        if not similarity_scale > 0:
+            raise ValueError(f"similarity_scale={similarity_scale} must be positive")
+        self.bert_config = bert_config
+        self.pooling, self.normalize, self.similarity_scale = pooling, bool(normalize), float(similarity_scale)
+        self.max_seq_length = max_seq_length
+        if length_bucket is not None:
+            padding_settings(length_bucket)  # a ValueError naming the setting
+        self.length_bucket = length_bucket
+        self.pack = None
+        if vocab_file is not None:
+            tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, max_seq_length, bert_config.vocab_size)
+            self.pack = TextPacker(tokenizer, packer, pair=False)
+
+    def build_model(self):
+        encoder = BertEncoder.from_bert_config(self.bert_config)  # the config's dropout: no head of its own
+        return BertSentenceEmbedder(encoder, self.pooling, self.normalize)
+
+    def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+        if self.pack is None:
+            raise ValueError("EmbedderTask needs a vocab_file to read text")
+        texts = [k for k in (ANCHOR, POSITIVE, NEGATIVE, TEXT) if k in data]
+
+        def to_model(batch):
+            packed = [self.pack(batch[k], None) for k in texts]  # each [B, S]
+            x = {name: tf.concat([p[name] for p in packed], axis=0) for name in INPUT_NAMES}  # [len(texts) * B, S]
+            y = {"weight": batch["weight"]}
+            if NEGATIVE in batch:  # the negatives' rows are candidates as their anchors' are
+                y["negative_weight"] = batch["weight"]
+            if _SCORE in batch:
+                y[_SCORE] = batch[_SCORE]
+            return cut_padding(x, self.length_bucket, INPUT_NAMES), y
+
+        ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches)
+        return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+    # -----------------------------------------------------------------------------------------
+    # Loss and metrics
+
+    @staticmethod
+    def _split(labels, outputs):
+        """The batch's vectors as (anchors, positives, negatives or None), each `[B, hidden]`:
+        the dataset put B anchors, then B positives, then B negatives where `labels` has their
+        weights (`negative_weight`)."""
+        rows = tf.shape(labels["weight"])[0]
+        negatives = outputs[2 * rows:] if "negative_weight" in labels else None
+        return outputs[:rows], outputs[rows:2 * rows], negatives
+
+    def _per_example(self, labels, outputs):
+        """(loss, correct) per anchor, float32 `[B]`: in-batch negatives over the real rows."""
+        anchors, positives, negatives = self._split(labels, outputs)
+        weight = labels["weight"]
+        candidates = weight if negatives is None else tf.concat([weight, labels["negative_weight"]], axis=0)
+        loss = in_batch_negatives_xent(anchors, positives, negatives, self.similarity_scale, candidates)
+        a = l2_normalize(tf.cast(anchors, tf.float32))
+        c = l2_normalize(tf.cast(positives if negatives is None else tf.concat([positives, negatives], 0), tf.float32))
+        scores = tf.matmul(a, c, transpose_b=True) + (candidates[None, :] - 1.0) * 1e9
+        correct = tf.equal(tf.argmax(scores, axis=-1, output_type=tf.int32), tf.range(tf.shape(a)[0]))
+        return loss, tf.cast(correct, tf.float32)
+
+    def normalizers(self, labels):
+        return {"examples": tf.reduce_sum(labels["weight"])}
+
+    def sums(self, labels, outputs):
+        weight = labels["weight"]
+        if _SCORE in labels:  # scored pairs are no retrieval: no loss, no accuracy
+            zero = tf.zeros([], tf.float32)
+            return {"loss_sum": zero, "correct": zero, "examples": tf.reduce_sum(weight)}
+        loss, correct = self._per_example(labels, outputs)
+        return {
+            "loss_sum": tf.reduce_sum(weight * loss),
+            "correct": tf.reduce_sum(weight * correct),
+            "examples": tf.reduce_sum(weight),
+        }
+
+    def loss(self, sums, normalizers):
+        return sums["loss_sum"] / normalizers["examples"]
+
+    def train_logs(self, sums):
+        n = max(sums["examples"], 1e-12)
+        return {"loss": sums["loss_sum"] / n, "accuracy": sums["correct"] / n}
+
+    def predict_outputs(self, outputs):
+        return {"embeddings": tf.cast(outputs, tf.float32)}
+
+    def eval_outputs(self, labels, outputs):
+        anchors, positives, _ = self._split(labels, outputs)
+        out = {"anchor": tf.cast(anchors, tf.float32), "positive": tf.cast(positives, tf.float32),
+               "weight": labels["weight"]}
+        if _SCORE in labels:
+            out[_SCORE] = labels[_SCORE]
+        return out
+
+    def eval_results(self, sums, gathered, batch_losses):
+        real = gathered["weight"] > 0
+        anchors, positives = gathered["anchor"][real], gathered["positive"][real]
+        if _SCORE in gathered:
+            return similarity_figures(anchors, positives, gathered[_SCORE][real])
+        n = max(sums["examples"], 1e-12)
+        return {**retrieval_figures(anchors, positives), "eval_loss": sums["loss_sum"] / n,
+                "loss": float(np.mean(batch_losses))}
