@@ -26,7 +26,7 @@ def modules_from_flags(f):
     folder = f.init_checkpoint
     modules = named(lambda: st.read_modules(folder), "--init_checkpoint: ")
     given = {name: f[name].value if f[name].present else None for name in ("pooling", "normalize", "max_seq_length")}
-    named(lambda: st.check_agrees(modules, **given, source=folder), flag_names=tuple(given))
+    named(lambda: st.check_agrees(modules, **given, source=folder), "--")  # the flag, then the folder's value
     f.pooling, f.normalize = modules.pooling, modules.normalize
     if modules.max_seq_length is not None and not f["max_seq_length"].present:
         f.max_seq_length = modules.max_seq_length

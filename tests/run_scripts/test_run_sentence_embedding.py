@@ -1,0 +1,241 @@
+"""run_sentence_embedding.py as a user runs it: contrastive fine-tuning on pairs with hard
+negatives, the retrieval figures (restated here in numpy from the run's own predictions), STS-style
+figures, predictions as .npy, the text-in export, a second run of the same command, a
+sentence-transformers folder as --init_checkpoint (its modules' settings, disagreeing flags and
+modules we cannot compute refused), and bad inputs."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from bert_tf.checkpoints import sentence_transformers as st
+from tests.hf_folder import write_folder
+from tests.run_scripts.conftest import run_main_cases, run_script
+from tests.tf1_checkpoint import original_shapes, random_weights
+from tests.tiny import tiny_config, write_vocab
+
+pytestmark = pytest.mark.slow
+
+TOPICS = ["apple", "river", "stone", "cloud", "piano", "tiger", "lemon", "tower", "ocean", "forest",
+          "candle", "mirror", "rocket", "garden", "bridge", "violin", "desert", "castle", "pepper", "silver"]
+FILL = ["the", "a", "is", "on", "and", "big", "small", "red", "blue", "near", "with", "very"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + TOPICS + FILL
+CONFIG = tiny_config(vocab_size=len(VOCAB))
+
+
+def _sentence(rng, topic):
+    words = rng.sample(FILL, 4) + [topic]
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+def write_pairs(directory, seed=0, n_train=64):
+    """train.tsv (anchor, positive, negative: a pair shares its topic word, the negative has
+    another), dev.tsv (one pair per topic) and test.tsv (texts, one of them of other scripts).
+    Returns the test texts."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    train = ["anchor\tpositive\tnegative"]
+    for _ in range(n_train):
+        topic = rng.choice(TOPICS)
+        other = rng.choice([t for t in TOPICS if t != topic])
+        train.append(f"{_sentence(rng, topic)}\t{_sentence(rng, topic)}\t{_sentence(rng, other)}")
+    (directory / "train.tsv").write_text("\n".join(train) + "\n", encoding="utf-8")
+    dev = [(_sentence(rng, t), _sentence(rng, t)) for t in TOPICS]
+    (directory / "dev.tsv").write_text("positive\tanchor\n" + "".join(f"{p}\t{a}\n" for a, p in dev), encoding="utf-8")
+    texts = [_sentence(rng, t) for t in TOPICS[:6]] + ["Zoë 猫 river"]
+    (directory / "test.tsv").write_text("text\n" + "".join(f"{t}\n" for t in texts), encoding="utf-8")
+    return dev, texts
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "bert_config.json").write_text(json.dumps(CONFIG.to_dict()))
+    write_vocab(d / "vocab.txt", VOCAB)
+    return d
+
+
+def _flags(model_dir, data_dir, out, **overrides):
+    values = dict(
+        do_train=True, do_eval=True, do_predict=True, data_dir=data_dir, vocab_file=model_dir / "vocab.txt",
+        bert_config_file=model_dir / "bert_config.json", max_seq_length=16, train_batch_size=16,
+        learning_rate=3e-3, num_train_epochs=20, output_dir=out,
+    )
+    values.update(overrides)
+    return [f"--{k}={v}" for k, v in values.items() if v is not None] + ["--noprogress"]
+
+
+def _results(out):
+    return {k: float(v) for k, v in (line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())}
+
+
+def _retrieval(anchors, positives):
+    """recall@1, recall@10, MRR@10 of anchor i finding positive i among all by cosine (restated)."""
+    a = anchors / np.linalg.norm(anchors, axis=1, keepdims=True)
+    p = positives / np.linalg.norm(positives, axis=1, keepdims=True)
+    ranks = []
+    for i, row in enumerate(a @ p.T):
+        order = sorted(range(len(row)), key=lambda j: (-row[j], j != i))  # a tie ranks the right one last
+        order = [j for j in order if j != i]
+        ranks.append(1 + sum(row[j] >= row[i] for j in order))
+    ranks = np.array(ranks)
+    return np.mean(ranks <= 1), np.mean(ranks <= 10), np.mean(np.where(ranks <= 10, 1.0 / ranks, 0.0))
+
+
+def test_learns_retrieval_writes_its_figures_and_embeddings_exports_them_and_a_second_run_trains_nothing(
+        tmp_path, model_dir):
+    data = tmp_path / "pairs"
+    dev, texts = write_pairs(data)
+    out = tmp_path / "run"
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Task embedder (mean pooling, similarity scale 20)" in result.stderr
+    assert "Running training: 64 pairs with hard negatives, batch size 16, 80 steps" in result.stderr
+    results = _results(out)
+    assert set(results) == {"recall_at_1", "recall_at_10", "mrr_at_10", "eval_loss", "loss", "global_step"}
+    assert results["global_step"] == 80 and results["recall_at_1"] >= 0.8  # chance: 1 in 20
+    assert json.loads((out / "fine_tuning_task.json").read_text()) == {
+        "kind": "embedder", "task_name": "sentence_embedding", "do_lower_case": True, "max_seq_length": 16,
+        "pooling": "mean", "normalize": False, "similarity_scale": 20.0}
+    embeddings = np.load(out / "test_embeddings.npy")
+    assert embeddings.shape == (7, 32) and embeddings.dtype == np.float32
+    assert (out / "test_texts.txt").read_text(encoding="utf-8").splitlines() == texts
+
+    # The dev figures restated: the run's model embeds the dev anchors and positives (a predict-only
+    # run from its folder), and numpy ranks them.
+    again = tmp_path / "dev_as_test"
+    again.mkdir()
+    (again / "test.tsv").write_text("text\n" + "".join(f"{a}\n" for a, _ in dev) + "".join(f"{p}\n" for _, p in dev))
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, again, out, do_train=False, do_eval=False))
+    assert result.returncode == 0, result.stderr[-3000:]
+    vectors = np.load(out / "test_embeddings.npy")
+    recall_1, recall_10, mrr_10 = _retrieval(vectors[:20], vectors[20:])
+    assert results["recall_at_1"] == pytest.approx(recall_1, abs=1e-9)
+    assert results["recall_at_10"] == pytest.approx(recall_10, abs=1e-9)
+    assert results["mrr_at_10"] == pytest.approx(mrr_10, abs=1e-6)
+
+    # The export serves the same vectors from text, with TensorFlow and tensorflow-text alone.
+    export = tmp_path / "export"
+    result = run_script("export_saved_model.py", "--export_type=embedder", f"--init_checkpoint={out}",
+                        f"--export_dir={export}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 - its ops
+
+    served = tf.saved_model.load(str(export)).signatures["serving_default"](text_a=tf.constant(texts))
+    np.testing.assert_allclose(served["embeddings"].numpy(), embeddings, atol=1e-5)
+
+    # The same command again: the run is finished, nothing is trained; another pooling is refused.
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out, do_predict=False))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _results(out) == results
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out, pooling="cls"))
+    assert result.returncode == 1
+    assert "pooling" in result.stderr.strip().splitlines()[-1]
+
+
+def write_st_folder(directory, pooling="mean", normalize=True, max_seq_length=12, seed=3, modules=None):
+    """A sentence-transformers folder of the tiny config: the BERT module at the top (config.json,
+    model.safetensors, vocab), modules.json, the Pooling config, sentence_bert_config.json;
+    `modules`: another modules.json list."""
+    weights = random_weights(original_shapes(CONFIG, with_heads=False), seed=seed)
+    write_folder(directory, weights, CONFIG, "BertModel", vocab=VOCAB, do_lower_case=True)
+    for name, value in st.module_files(pooling, normalize, max_seq_length, CONFIG.hidden_size).items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(json.dumps(value, indent=2))
+    if normalize:
+        (directory / st.NORMALIZE_FOLDER).mkdir(exist_ok=True)
+    if modules is not None:
+        (directory / st.MODULES_FILE).write_text(json.dumps(modules))
+    return directory
+
+
+def test_a_sentence_transformers_folder_gives_its_settings_and_an_sts_dev_file_gives_correlations(tmp_path):
+    folder = write_st_folder(tmp_path / "st", pooling="max", normalize=True, max_seq_length=12)
+    data = tmp_path / "sts"
+    data.mkdir()
+    rng = random.Random(1)
+    pairs = [(_sentence(rng, rng.choice(TOPICS)), _sentence(rng, rng.choice(TOPICS)), i / 4) for i in range(21)]
+    (data / "dev.tsv").write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{b}\t{s}\n" for a, b, s in pairs))
+    (data / "test.tsv").write_text("id\ttext\n" + "".join(f"{i}\t{t}\n" for i, t in enumerate(
+        [a for a, _, _ in pairs] + [b for _, b, _ in pairs])))
+    out = tmp_path / "eval"
+    result = run_script("run_sentence_embedding.py", "--do_eval", "--do_predict", f"--data_dir={data}",
+                        f"--init_checkpoint={folder}", f"--output_dir={out}", "--noprogress")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Task embedder (max pooling, normalized, similarity scale 20)" in result.stderr
+    results = _results(out)
+    assert set(results) == {"spearman", "pearson", "global_step"}
+    vectors = np.load(out / "test_embeddings.npy")
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)  # the Normalize module
+    cosine = np.sum(vectors[:21] * vectors[21:], axis=1)
+    rank = lambda x: np.argsort(np.argsort(x))  # noqa: E731 - distinct values here
+    expected = np.corrcoef(rank(cosine), rank(np.array([s for *_, s in pairs])))[0, 1]
+    assert results["spearman"] == pytest.approx(expected, abs=1e-6)
+    assert results["pearson"] == pytest.approx(np.corrcoef(cosine, [s for *_, s in pairs])[0, 1], abs=1e-5)
+
+    # Flags that disagree with the folder's modules, and modules we cannot compute: one line each.
+    dense = write_st_folder(tmp_path / "dense", modules=[
+        {"idx": 0, "name": "0", "path": "", "type": st.TRANSFORMER},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": st.POOLING},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])
+    base = ["--do_eval", f"--data_dir={data}", "--noprogress"]
+    cases = [
+        base + [f"--init_checkpoint={folder}", "--pooling=mean", f"--output_dir={tmp_path / 'b1'}"],
+        base + [f"--init_checkpoint={folder}", "--max_seq_length=16", f"--output_dir={tmp_path / 'b2'}"],
+        base + [f"--init_checkpoint={folder}", "--normalize=false", f"--output_dir={tmp_path / 'b3'}"],
+        base + [f"--init_checkpoint={dense}", f"--output_dir={tmp_path / 'b4'}"],
+    ]
+    outcomes = run_main_cases("run_sentence_embedding", cases)
+    assert [outcome.removeprefix("run_sentence_embedding.py: error: ") for outcome in outcomes] == [
+        f"--pooling=mean but the sentence-transformers folder {folder} has pooling=max",
+        f"--max_seq_length=16 but the sentence-transformers folder {folder} has max_seq_length=12",
+        f"--normalize=False but the sentence-transformers folder {folder} has normalize=True",
+        f"--init_checkpoint: {dense / 'modules.json'}: its module sentence_transformers.models.Dense (path '2_Dense') "
+        "is not one bert_tf computes: a BERT Transformer, a Pooling module, optionally Normalize",
+    ]
+    assert not any((tmp_path / f"b{i}").exists() for i in range(1, 5))
+
+
+def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path, model_dir):
+    good = tmp_path / "good"
+    write_pairs(good)
+
+    def data(name, **files):
+        d = tmp_path / name
+        d.mkdir()
+        for split in ("train", "dev", "test"):
+            (d / f"{split}.tsv").write_text(files.get(split, (good / f"{split}.tsv").read_text()))
+        return d
+
+    one_pair = data("one", train="anchor\tpositive\na b\tc d\n")
+    no_positive = data("nopos", train="anchor\tnegative\na\tb\n")
+    bad_score = data("score", dev="sentence1\tsentence2\tscore\na\tb\thigh\n")
+    no_text = data("notext", test="sentence\nthe cat\n")
+    cases = [
+        (dict(data_dir=None), "--data_dir (train.tsv, dev.tsv, test.tsv) is required"),
+        (dict(data_dir=one_pair), f"--data_dir={one_pair}: train.tsv has 1 pair; in-batch negatives need at least 2"),
+        (dict(data_dir=no_positive), f"{no_positive / 'train.tsv'}:1: no column 'positive' in the header ('anchor', "
+                                     "'negative'); expected anchor positive"),
+        (dict(data_dir=bad_score), f"{bad_score / 'dev.tsv'}:2: score 'high' is not a number"),
+        (dict(data_dir=no_text), f"{no_text / 'test.tsv'}:1: no column 'text' in the header ('sentence'); "
+                                 "expected text"),
+        (dict(similarity_scale=0), "--similarity_scale=0.0 must be positive"),
+        (dict(group_by_length=True), "--group_by_length is not offered for sentence embeddings: a batch's rows are "
+                                     "each other's negatives, and grouping by length would make them alike"),
+        (dict(pooling="sum"), "flags parsing error"),
+    ]
+    argvs = [_flags(model_dir, values.get("data_dir", good), tmp_path / f"out{i}",
+                    **{k: v for k, v in values.items() if k != "data_dir"}) for i, (values, _) in enumerate(cases)]
+    argvs[0] = [a for a in argvs[0] if not a.startswith("--data_dir")]
+    outcomes = run_main_cases("run_sentence_embedding", argvs[:-1])
+    for (_, message), outcome in zip(cases[:-1], outcomes, strict=True):
+        assert outcome == f"run_sentence_embedding.py: error: {message}"
+    assert not any((tmp_path / f"out{i}").exists() for i in range(len(cases) - 1))
+    result = run_script("run_sentence_embedding.py", *argvs[-1])
+    assert result.returncode == 1 and "flag --pooling=sum: value should be one of <mean|cls|max|mean_sqrt_len>" in \
+        result.stderr
