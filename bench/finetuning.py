@@ -7,7 +7,8 @@ PyTorch (and keras-hub when installed); LoRA beside full fine-tuning.
                                [--text=single,pairs] [--peer_path=DIR] [--lora_rank=8]
                                [--threads=N --inter_op_threads=N]
     python bench/finetuning.py --save_defaults [--rounds=2 --steps=20]  # this machine's jit_compile
-    python bench/finetuning.py --smoke [--lora_rank=4]  # tiny config, a few steps (the suite's)
+    python bench/finetuning.py --smoke [--lora_rank=4]  # tiny config, a few steps (the suite's); with
+        --save_defaults, XLA on for the configuration its choice reads only (dynamic, full fine-tuning)
 
 Text (`--text`): "single", data/corpus.txt's sentences as they are, one per example; "pairs", two
 consecutive sentences. The vocab: data/vocab.txt padded with [unusedN] tokens to --vocab_size (the
@@ -26,9 +27,10 @@ tables and embeddings have BERT-Base's size). Every side starts from the same te
 - PyTorch: transformers' BertForSequenceClassification of the same shape, eager, as its Trainer
   runs it, each batch padded to its longest row by DataCollatorWithPadding ("dynamic") or to
   --seq_length ("fixed"); bench/finetuning_pytorch_peer.py says the rest. It runs in a process of
-  its own per text and padding (TensorFlow's and torch's thread pools in one process compete for
-  the cores), taking its turn in each round; both sides use --threads threads, one at a time (its
-  OpenMP threads wait passively unless OMP_WAIT_POLICY says otherwise: see `pytorch_peer`).
+  its own (TensorFlow's and torch's thread pools in one process compete for the cores), a model
+  and step for each text and padding, taking its turn in each round; both sides use --threads
+  threads, one at a time (its OpenMP threads wait passively unless OMP_WAIT_POLICY says otherwise:
+  see `peer_process.start`).
   transformers and torch are no dependencies: install them into a folder of their own
   (`pip install --target DIR transformers torch`) and pass `--peer_path=DIR`; without them the peer
   is skipped with a message.
@@ -225,19 +227,23 @@ def pytorch_available():
     return not missing
 
 
-def pytorch_peer(data, vocab, padding, processes):
-    """A function measuring transformers' examples/s once (module docstring) in a process of its own
-    (bench/finetuning_pytorch_peer.py), started here and warmed up; each batch padded to its longest
-    row ("dynamic") or to --seq_length ("fixed"); None when not installed. `processes`: an ExitStack
-    that ends the process (its input closed, it exits)."""
-    if not pytorch_available():
-        return None
-    a, b, y = (list(column) for column in zip(*data, strict=True))
-    spec = dict(text_a=a, text_b=b, labels=y, vocab=vocab, padding=padding,
-                peer_dirs=[FLAGS.peer_path] if FLAGS.peer_path else [], threads=FLAGS.threads,
-                **{name: FLAGS[name].value for name in PEER_FLAGS})
-    return peer_process.start("finetuning_pytorch_peer.py", spec, os.path.dirname(vocab), processes,
-                              f"PyTorch ({padding})")
+def pytorch_peers(datas, vocab, processes):
+    """{text kind: {name: a function measuring transformers' examples/s once}} (module docstring),
+    each text with each padding (each batch padded to its longest row, "dynamic", or to --seq_length,
+    "fixed"), all in one process of their own (bench/finetuning_pytorch_peer.py: a model and step
+    each), started here and warmed up; {} when not installed. `processes`: an ExitStack that ends
+    the process (its input closed, it exits)."""
+    paddings = [p for p in FLAGS.padding if p != "dynamic_plain"]
+    if not paddings or not pytorch_available():
+        return {}
+    variants = {}
+    for kind, data in datas.items():
+        a, b, y = (list(column) for column in zip(*data, strict=True))
+        variants.update({f"{kind}/{p}": dict(text_a=a, text_b=b, labels=y, padding=p) for p in paddings})
+    spec = dict(vocab=vocab, peer_dirs=[FLAGS.peer_path] if FLAGS.peer_path else [], threads=FLAGS.threads,
+                variants=variants, **{name: FLAGS[name].value for name in PEER_FLAGS})
+    measure = peer_process.start("finetuning_pytorch_peer.py", spec, os.path.dirname(vocab), processes, "PyTorch")
+    return {kind: {pytorch_name(p): functools.partial(measure, f"{kind}/{p}") for p in paddings} for kind in datas}
 
 
 def optimizer_state(trainer):
@@ -339,7 +345,7 @@ def measure(datas, vocab, peers, tmp):
             runs = [(p, 0) for p in FLAGS.padding]
             runs += [("dynamic", FLAGS.lora_rank)] if FLAGS.lora_rank and not i else []
             for padding, rank in runs:
-                for xla in (x == "true" for x in FLAGS.xla):
+                for xla in xla_settings(padding, rank):
                     rate, trainers[rank] = ours(kind, padding, xla, data, vocab, tempfile.mkdtemp(dir=tmp), rank)
                     rates[kind].setdefault(ours_name(padding, xla, rank), []).append(rate)
             for name, measure_once in peers[kind].items():
@@ -347,6 +353,16 @@ def measure(datas, vocab, peers, tmp):
             latest = ", ".join(f"{name} {values[-1]:.1f}" for name, values in rates[kind].items())
             print(f"round {r + 1}, {kind}: {latest}", flush=True)
     return rates, trainers
+
+
+def xla_settings(padding, rank):
+    """--xla's settings for one configuration of ours; under --smoke, where --xla is not given, XLA on
+    only for the one --save_defaults's choice reads (dynamic padding, full fine-tuning): XLA's code
+    path once, not a compilation for every configuration."""
+    settings = [x == "true" for x in FLAGS.xla]
+    if FLAGS.smoke and not FLAGS["xla"].present and (padding, rank) != ("dynamic", 0):
+        return [xla for xla in settings if not xla]
+    return settings
 
 
 def ratio(rates, over, under):
@@ -461,11 +477,9 @@ def main(argv):
     datas = {kind: texts(kind) for kind in FLAGS.text}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as processes:
         vocab = vocab_file(tmp)
-        peers = {}
+        peers = pytorch_peers(datas, vocab, processes)
         for kind, data in datas.items():
-            found = {pytorch_name(p): pytorch_peer(data, vocab, p, processes) for p in FLAGS.padding
-                     if p != "dynamic_plain"}
-            found[KERAS_HUB] = keras_hub_peer(data, vocab)
+            found = {**peers.get(kind, {}), KERAS_HUB: keras_hub_peer(data, vocab)}
             peers[kind] = {name: run for name, run in found.items() if run is not None}
         rates, trainers = measure(datas, vocab, peers, tmp)
         processes.close()  # the peers are done

@@ -1,15 +1,15 @@
 """bench/finetuning.py's PyTorch peer, in a process of its own (bench/peer_process.py says why and
-the protocol): the bench starts one of these per text and padding and takes turns with it. Not run
-by hand:
+the protocol): the bench starts one, with a variant for each text and padding, and takes turns
+with it. Not run by hand:
 
     python bench/finetuning_pytorch_peer.py SPEC.json
 
-SPEC (written by bench/finetuning.py): the examples' texts and labels, vocab.txt, the model's shape,
---seq_length, --batch_size, --steps, --rounds, the padding ("dynamic": each batch padded to its
-longest row by DataCollatorWithPadding, as transformers' Trainer does; "fixed": to --seq_length),
-the folder holding transformers and torch, and the threads. The step: transformers'
-BertForSequenceClassification (tanh GELU, as ours), eager, torch's AdamW (weight decay 0.01), linear
-warm-up and decay, gradients clipped to norm 1; the text tokenized once up front by the fast
+SPEC (written by bench/finetuning.py): vocab.txt, the model's shape, --seq_length, --batch_size,
+--steps, --rounds, the folder holding transformers and torch, and the threads; each variant (text
+and padding) its examples' texts and labels and its padding ("dynamic": each batch padded to its
+longest row by DataCollatorWithPadding, as transformers' Trainer does; "fixed": to --seq_length).
+The step: transformers' BertForSequenceClassification (tanh GELU, as ours), eager, torch's AdamW
+(weight decay 0.01), linear warm-up and decay, gradients clipped to norm 1; the text tokenized once up front by the fast
 tokenizer from the same vocab.txt (as `datasets.map` does).
 """
 

@@ -7,7 +7,10 @@ round while our side waits.
 The protocol, both ends here: the bench writes the peer's spec as JSON and starts
 `python bench/<peer script> SPEC.json` (`start`); the peer builds its step, runs its warm-up, prints
 "ready", then answers each "measure" line on stdin with the rate of `spec["steps"]` steps of
-`spec["batch_size"]` examples, and exits at the end of stdin (`serve`).
+`spec["batch_size"]` examples, and exits at the end of stdin (`serve`). A spec with "variants"
+({key: what differs from the spec}: another padding, dtype or text) has one step built for each in
+the one process (torch and transformers imported once), and "measure KEY" measures one of them;
+they take their turns one at a time, so they never compete for the cores.
 """
 
 import importlib.util
@@ -29,8 +32,9 @@ def missing_pytorch():
 
 def start(script, spec, directory, processes, name):
     """A function returning the peer's rate once per call, from `bench/<script>` started on `spec`
-    (written into `directory`) and warmed up. `processes`: an ExitStack that ends the process (its
-    input closed, it exits). `name` goes into the error if the peer does not start."""
+    (written into `directory`) and warmed up; with spec["variants"], the function takes the key of
+    the variant to measure. `processes`: an ExitStack that ends the process (its input closed, it
+    exits). `name` goes into the error if the peer does not start."""
     handle, spec_path = tempfile.mkstemp(dir=directory, prefix="peer-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as f:
         json.dump(spec, f)
@@ -49,8 +53,8 @@ def start(script, spec, directory, processes, name):
         raise RuntimeError(f"the {name} peer did not start: it said {first.strip()!r} instead of 'ready', exit "
                            f"status {peer.wait()} (its stderr above)")
 
-    def measure():
-        peer.stdin.write("measure\n")
+    def measure(variant=None):
+        peer.stdin.write("measure\n" if variant is None else f"measure {variant}\n")
         peer.stdin.flush()
         line = peer.stdout.readline()
         if not line:
@@ -65,7 +69,8 @@ def serve(build):
     (its `peer_dirs` folders put on sys.path, after the interpreter's own packages, as the benches do),
     sets torch to spec["threads"] threads (intra- and inter-op, torch's documented knobs, the count
     ours uses), builds `run = build(spec, torch, transformers)` (`run(steps)` trains that many steps;
-    its warm-up done), prints "ready", then one rate per "measure" line until stdin ends."""
+    its warm-up done) for the spec or each of its variants, prints "ready", then one rate per
+    "measure" ("measure KEY") line until stdin ends."""
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
     sys.path.extend(spec["peer_dirs"])
@@ -74,10 +79,15 @@ def serve(build):
 
     torch.set_num_threads(spec["threads"])
     torch.set_num_interop_threads(spec["threads"])
-    run = build(spec, torch, transformers)
+    variants = spec.pop("variants", None)
+    if variants is None:
+        runs = {"measure": build(spec, torch, transformers)}
+    else:
+        runs = {f"measure {key}": build({**spec, **changes}, torch, transformers) for key, changes in variants.items()}
     print("ready", flush=True)
     for line in sys.stdin:
-        if line.strip() != "measure":
+        run = runs.get(line.strip())
+        if run is None:
             raise SystemExit(f"unknown request {line.strip()!r}")
         start_time = time.perf_counter()
         run(spec["steps"])

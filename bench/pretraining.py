@@ -30,17 +30,18 @@ with `bf16=True`) on the same shapes: the masked-LM head reads the 20
 gathered positions as ours does (not all 128), the next-sentence head the pooled output, summed
 cross-entropies, torch.optim.AdamW (weight decay 0.01) with the gradient clipped to norm 1 as
 ours. It runs in a process of its own (bench/pretraining_pytorch_peer.py; bench/peer_process.py
-says why), takes turns with ours in each round, and its ratio is printed as keras-hub's. Every side
-uses --threads intra- and inter-op threads. Its figure depends on the machine being quiet far more
-than ours: with two OpenMP threads on 2 cores that other processes also use, its steps slowed ~5x
-(35.6 sequences/s at load 1; 5.3-7.3 at load 5, when one thread gave 13.7), so read its ratio with
-the load beside it (printed at the end).
+says why), one for every dtype (a model and step each), takes turns with ours in each round, and
+its ratio is printed as keras-hub's. Every side uses --threads intra- and inter-op threads. Its
+figure depends on the machine being quiet far more than ours: with two OpenMP threads on 2 cores
+that other processes also use, its steps slowed ~5x (35.6 sequences/s at load 1; 5.3-7.3 at load
+5, when one thread gave 13.7), so read its ratio with the load beside it (printed at the end).
 
 MFU counts the whole model's FLOPs for all; ours skips part of them (the last layer runs only
 for the rows the pre-training heads read), which is what a higher rate buys.
 """
 
 import contextlib
+import functools
 import os
 import statistics
 import sys
@@ -192,21 +193,24 @@ def keras_hub_baseline(xla, dtype):
     return measure
 
 
-def pytorch_peer(directory, processes, dtype):
-    """A function measuring transformers' BertForPreTraining on PyTorch once (sequences/s), in a
-    process of its own (bench/pretraining_pytorch_peer.py: the step), started and warmed up here;
-    bfloat16: under bf16 autocast, as transformers' Trainer trains on a CPU with `bf16=True`."""
+def pytorch_peer(directory, processes):
+    """{dtype: a function measuring transformers' BertForPreTraining on PyTorch once (sequences/s)}
+    for each of --dtypes, all in one process of their own (bench/pretraining_pytorch_peer.py: a
+    model and step each), started and warmed up here; bfloat16: under bf16 autocast, as
+    transformers' Trainer trains on a CPU with `bf16=True`."""
     spec = dict(peer_dirs=FLAGS.peer_dirs, threads=FLAGS.threads, vocab_size=FLAGS.vocab_size,
                 num_layers=FLAGS.num_layers, hidden_size=FLAGS.hidden_size, num_heads=FLAGS.num_heads,
                 intermediate_size=FLAGS.intermediate_size, seq_length=FLAGS.seq_length,
                 predictions=FLAGS.predictions, batch_size=FLAGS.batch_size, steps=FLAGS.steps,
-                bfloat16=dtype == "bfloat16")
-    return peer_process.start("pretraining_pytorch_peer.py", spec, directory, processes, "PyTorch")
+                variants={dtype: {"bfloat16": dtype == "bfloat16"} for dtype in FLAGS.dtypes})
+    measure = peer_process.start("pretraining_pytorch_peer.py", spec, directory, processes, "PyTorch")
+    return {dtype: functools.partial(measure, dtype) for dtype in FLAGS.dtypes}
 
 
 def installed_peers(directory, processes):
     """{peer name: builder(dtype) -> measure function, or None for a dtype it does not run} of the
-    peers that are installed; the PyTorch peer's process (started here) ends with `processes`."""
+    peers that are installed; the PyTorch peer's process (started at its first build, for every
+    dtype) ends with `processes`."""
     sys.path.extend(FLAGS.peer_dirs)
     builders = {}
     if "keras_hub" in FLAGS.peers:
@@ -222,7 +226,8 @@ def installed_peers(directory, processes):
             print(f"transformers or torch is not installed (no {', '.join(missing)}): no comparison with PyTorch "
                   "(see --peer_dirs)")
         else:
-            builders["PyTorch eager"] = lambda dtype: pytorch_peer(directory, processes, dtype)
+            started = functools.cache(lambda: pytorch_peer(directory, processes))
+            builders["PyTorch eager"] = lambda dtype: started()[dtype]
     return builders
 
 

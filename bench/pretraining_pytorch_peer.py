@@ -4,8 +4,9 @@ the protocol). Not run by hand:
     python bench/pretraining_pytorch_peer.py SPEC.json
 
 SPEC (written by bench/pretraining.py): the model's shape, --seq_length, --predictions,
---batch_size, --steps, the folder holding transformers and torch, and the threads; bench/accelerator.py
-adds "device" ("cuda"), "bfloat16" and "attention_probs_dropout_prob". The step: transformers'
+--batch_size, --steps, the folder holding transformers and torch, and the threads, and a variant
+for each dtype ("bfloat16" true or false); bench/accelerator.py writes no variants, and adds
+"device" ("cuda"), "bfloat16" and "attention_probs_dropout_prob". The step: transformers'
 BertForPreTraining's layers on PyTorch (eager, its default attention: SDPA) on one batch of
 full-length synthetic instances; the masked-LM head reads the gathered positions only (as ours and
 the original's do, not all --seq_length), the next-sentence head the pooled output; summed
