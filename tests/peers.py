@@ -1,4 +1,4 @@
-"""Peers (tensorflow-hub, transformers, PyTorch) for the interoperability tests and the benches'
+"""Peers (tensorflow-hub, transformers, PyTorch, sentence-transformers) for the interoperability tests and the benches'
 smoke runs: installed once into a folder of their own, cached in pytest's cache when there is one,
 never into the test environment (they are not dependencies).
 
@@ -17,6 +17,7 @@ from pathlib import Path
 TRANSFORMERS_VERSION = "5.24.0"
 TORCH_VERSION = "2.13.0"  # the CPU wheel in /opt/wheels
 HUB_VERSION = "0.16.1"
+SENTENCE_TRANSFORMERS_VERSION = "6.2.0"
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,6 +31,9 @@ def _peer_sets():
         # tensorflow-hub and the tf-keras of the installed TensorFlow.
         "tf_hub_peers": ([f"tensorflow-hub=={HUB_VERSION}", f"tf-keras=={major}.{minor}.*"], True, 600),
         "hf_peers": ([f"transformers=={TRANSFORMERS_VERSION}", f"torch=={TORCH_VERSION}"], False, 900),
+        # sentence-transformers and what it needs beyond hf_peers: used with hf_peers after it on the path.
+        "st_peers": ([f"sentence-transformers=={SENTENCE_TRANSFORMERS_VERSION}", "scikit-learn==1.9.1", "scipy==1.17.1",
+                      "joblib==1.6.0", "threadpoolctl==3.8.0", "cloudpickle==3.1.3", "narwhals==2.29.0"], True, 600),
     }
 
 

@@ -149,9 +149,17 @@ def is_ours(path):
     return os.path.isdir(path) or is_training_checkpoint(path)
 
 
+def is_original(path):
+    """Whether `path` is the prefix of a checkpoint in Google's name-based layout (its `.index`
+    beside it), not one of ours."""
+    return not path.endswith(".keras") and os.path.isfile(f"{path}.index") and not is_ours(path)
+
+
 def read_model(checkpoint_to_convert, bert_config_file=None):
     """The model of a .keras file, of one of our training checkpoints (`is_ours`) rebuilt on its
-    run's bert_config.json (or `bert_config_file`), or of a Hugging Face folder. A
+    run's bert_config.json (or `bert_config_file`), of a Hugging Face folder, or of a checkpoint in
+    Google's layout (`is_original`: the model its variables say, on `bert_config_file` or the
+    bert_config.json beside it, as Hugging Face's own converter takes them). A
     `bert_config_file` given is written beside the converted checkpoint (with its extra keys) and
     must match the model."""
     path = checkpoint_to_convert
@@ -167,6 +175,15 @@ def read_model(checkpoint_to_convert, bert_config_file=None):
         config_file = bert_config_file or os.path.join(run_record.run_directory(path), "bert_config.json")
         config, warnings = sources.read_config(config_file, setting)
         model, step, record = training_checkpoint_model(path, config)
+    elif is_original(path):  # Google's layout: the config given, else the bert_config.json beside it
+        config_file = sources.named_or_beside(bert_config_file, "bert_config_file", path, "bert_config.json")
+        if config_file is None:
+            raise ValueError(f"bert_config_file is required: no bert_config.json beside checkpoint_to_convert={path}")
+        config, warnings = sources.read_config(config_file, "bert_config_file" if bert_config_file else
+                                               "checkpoint_to_convert")
+        model = original_model(path, config)
+        with sources.prefixed("checkpoint_to_convert: "):
+            load_original_checkpoint(model, path)
     else:
         with sources.prefixed("checkpoint_to_convert: "):
             model = load_keras_model(path)

@@ -18,12 +18,12 @@ import math
 import os
 import shutil
 
-from bert_tf.checkpoints import hf_weights
+from bert_tf.checkpoints import hf_weights, sentence_transformers
 from bert_tf.checkpoints.hf_weights import ENCODER, MASKED_LM, PRETRAINER
 from bert_tf.config import BertConfig
 from bert_tf.io_utils import read_json_object, staging_folder, swap_in_folder
 from bert_tf.layers.common import LAYER_NORM_EPSILON
-from bert_tf.models import BertEncoder, BertPretrainer
+from bert_tf.models import BertEncoder, BertPretrainer, BertSentenceEmbedder
 from bert_tf.runs import registry
 from bert_tf.runs.record import RunRecord
 from bert_tf.tokenization import load_vocab
@@ -69,7 +69,12 @@ _WRITTEN_KEYS = {
     TOKENIZER_CONFIG: {"do_lower_case", "tokenizer_class", "model_max_length"},
     hf_weights.SAFETENSORS: None,
     VOCAB: None,
+    # A sentence embedder's modules (`sentence_transformers.module_files`); its module folders below.
+    sentence_transformers.MODULES_FILE: None,
+    sentence_transformers.TRANSFORMER_CONFIG: {"max_seq_length", "do_lower_case"},
+    sentence_transformers.MODEL_CONFIG: {"prompts", "default_prompt_name", "similarity_fn_name"},
 }
+_WRITTEN_FOLDERS = (sentence_transformers.POOLING_FOLDER, sentence_transformers.NORMALIZE_FOLDER)
 
 
 def is_hf_folder(path):
@@ -236,14 +241,20 @@ def check_same_vocab(vocab_file, folder):
 
 
 def task_architectures():
-    return [kind.hf_architecture for kind in registry.KINDS.values()]
+    return [kind.hf_architecture for kind in registry.KINDS.values() if kind.hf_architecture]
 
 
 def run_record(folder, found=None):
     """The run record of a fine-tuned folder (`found`: its FolderConfig, read when not given):
     its kind from `architectures`, labels from `id2label` (transformers reads one label as a
-    regression), casing from tokenizer_config.json; None for a folder of another class."""
+    regression), casing from tokenizer_config.json; None for a folder of another class. A
+    sentence-transformers folder whose BERT module is the folder itself is a sentence embedder
+    (`sentence_transformers.run_record`)."""
     found = found or read_config(folder)
+    if sentence_transformers.is_sentence_transformers_folder(folder):
+        modules = sentence_transformers.read_modules(folder)
+        if os.path.samefile(modules.transformer, folder):
+            return sentence_transformers.run_record(modules, folder, tokenizer_casing(folder), found.bert_config)
     kind = registry.of_hf_architecture(found.architecture)
     if kind is None:
         return None
@@ -311,6 +322,8 @@ def _not_written(folder, name):
     `transformers_version` (named first), so a folder saved by it, or downloaded from the Hub, is
     never taken for ours."""
     path = os.path.join(folder, name)
+    if name in _WRITTEN_FOLDERS and os.path.isdir(path):
+        return next((f"{name}/{entry}" for entry in sorted(os.listdir(path)) if entry != "config.json"), None)
     if name not in _WRITTEN_KEYS or not os.path.isfile(path):
         return name
     if _WRITTEN_KEYS[name] is None:
@@ -345,7 +358,9 @@ def check_output_folder(folder):
 def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_config=None):
     """Writes `model` (a BertEncoder, BertPretrainer or task model; `record`: its run record,
     for the label names) as the Hugging Face folder `folder`: config.json, model.safetensors,
-    vocab.txt (a copy of `vocab_file`) and tokenizer_config.json. The files are written into a
+    vocab.txt (a copy of `vocab_file`) and tokenizer_config.json; a BertSentenceEmbedder also gets
+    its sentence-transformers modules (`sentence_transformers.module_files`, the max length the
+    record's), so that SentenceTransformer loads the folder. The files are written into a
     temporary folder beside it, renamed onto `folder` when complete (a folder this function
     wrote before is replaced; any other that is not empty is refused, `check_output_folder`).
     Returns transformers' class of the model written."""
@@ -358,13 +373,20 @@ def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_con
     pad = tokens.index("[PAD]") if "[PAD]" in tokens else 0
     tokenizer = {"do_lower_case": bool(do_lower_case), "tokenizer_class": _TOKENIZERS[0],
                  "model_max_length": config.max_position_embeddings}
+    files = {CONFIG: config_json(model, config, record, pad), TOKENIZER_CONFIG: tokenizer}
+    if isinstance(model, BertSentenceEmbedder):  # a sentence-transformers folder: the BERT module and its own
+        length = record.max_seq_length if record is not None else config.max_position_embeddings
+        files.update(sentence_transformers.module_files(model.pooling, model.normalize, length, config.hidden_size))
 
     def write(staging):
         hf_weights.write_safetensors(tensors, os.path.join(staging, hf_weights.SAFETENSORS))
-        for name, values in ((CONFIG, config_json(model, config, record, pad)), (TOKENIZER_CONFIG, tokenizer)):
+        for name, values in files.items():
+            os.makedirs(os.path.dirname(os.path.join(staging, name)), exist_ok=True)
             with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
                 json.dump(values, f, indent=2, sort_keys=True)
                 f.write("\n")
+        if getattr(model, "normalize", False):  # the Normalize module: a folder and no file
+            os.makedirs(os.path.join(staging, sentence_transformers.NORMALIZE_FOLDER))
         shutil.copyfile(vocab_file, os.path.join(staging, VOCAB))
 
     _replace_folder(folder, write)

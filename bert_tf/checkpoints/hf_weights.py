@@ -67,7 +67,7 @@ def architecture_of(model):
     """transformers' class of `model` (a BertEncoder, BertPretrainer or a task kind's model)."""
     kind = registry.of_model(model)
     if kind is not None:
-        return kind.hf_architecture
+        return kind.hf_architecture or ENCODER  # a kind without a head of its own (the sentence embedder): its encoder
     if isinstance(model, BertPretrainer):
         return PRETRAINER
     if isinstance(model, BertEncoder):

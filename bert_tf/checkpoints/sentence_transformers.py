@@ -14,6 +14,8 @@ import json
 import os
 
 from bert_tf.io_utils import read_json_object
+from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE
+from bert_tf.runs.record import RunRecord
 
 MODULES_FILE = "modules.json"
 TRANSFORMER_CONFIG = "sentence_bert_config.json"
@@ -120,6 +122,17 @@ def _check_no_prompt(folder):
     if values.get("similarity_fn_name") not in (None, "cosine"):
         raise ValueError(f"{path}: similarity_fn_name={values['similarity_fn_name']!r}: bert_tf's embeddings are "
                          "compared by cosine")
+
+
+def run_record(modules, folder, do_lower_case, bert_config):
+    """The run record that the folder (`modules`, its BERT module's casing and config) stands for:
+    a sentence embedder with its pooling and normalization, at its max length (else the config's
+    longest), the loss's default scale, named after the folder."""
+    return RunRecord(
+        kind="embedder", task_name=os.path.basename(os.path.normpath(folder)), do_lower_case=do_lower_case,
+        max_seq_length=modules.max_seq_length or bert_config.max_position_embeddings,
+        options={"pooling": modules.pooling, "normalize": modules.normalize, "similarity_scale": SIMILARITY_SCALE},
+    )
 
 
 def check_agrees(modules, pooling=None, normalize=None, max_seq_length=None, source="init_checkpoint"):

@@ -138,13 +138,14 @@ def test_learns_retrieval_writes_its_figures_and_embeddings_exports_them_and_a_s
     assert "pooling" in result.stderr.strip().splitlines()[-1]
 
 
-def write_st_folder(directory, pooling="mean", normalize=True, max_seq_length=12, seed=3, modules=None):
-    """A sentence-transformers folder of the tiny config: the BERT module at the top (config.json,
-    model.safetensors, vocab), modules.json, the Pooling config, sentence_bert_config.json;
-    `modules`: another modules.json list."""
-    weights = random_weights(original_shapes(CONFIG, with_heads=False), seed=seed)
-    write_folder(directory, weights, CONFIG, "BertModel", vocab=VOCAB, do_lower_case=True)
-    for name, value in st.module_files(pooling, normalize, max_seq_length, CONFIG.hidden_size).items():
+def write_st_folder(directory, pooling="mean", normalize=True, max_seq_length=12, seed=3, modules=None, vocab=VOCAB,
+                    config=CONFIG):
+    """A sentence-transformers folder of `config` as all-MiniLM-L6-v2's is laid out: the BERT module
+    at the top (config.json, model.safetensors, `vocab`, uncased), modules.json, the Pooling config,
+    sentence_bert_config.json; `modules`: another modules.json list."""
+    weights = random_weights(original_shapes(config, with_heads=False), seed=seed)
+    write_folder(directory, weights, config, "BertModel", vocab=vocab, do_lower_case=True)
+    for name, value in st.module_files(pooling, normalize, max_seq_length, config.hidden_size).items():
         (directory / name).parent.mkdir(parents=True, exist_ok=True)
         (directory / name).write_text(json.dumps(value, indent=2))
     if normalize:
