@@ -57,6 +57,24 @@ def test_original_to_keras_to_original(google_model_dir, tmp_path):
     assert written["directionality"] == "bidi"  # the released config's extra key survives
     assert written == json.loads((model.path / "bert_config.json").read_text())
 
+    # Google's checkpoint straight to a Hugging Face folder (its config and vocab beside it), as
+    # transformers' own converter takes it: the same folder as the two steps through the .keras file.
+    direct, two_steps = tmp_path / "hf_direct", tmp_path / "hf_two_steps"
+    result = run_script("convert_checkpoint.py", "--direction=to_hf", f"--checkpoint_to_convert={model.prefix}",
+                        f"--converted_checkpoint_path={direct}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Wrote a Hugging Face folder of a BertPretrainer (BertForPreTraining) to {direct}" in result.stderr
+    result = run_script("convert_checkpoint.py", "--direction=to_hf", f"--checkpoint_to_convert={keras_file}",
+                        f"--vocab_file={model.path / 'vocab.txt'}", f"--converted_checkpoint_path={two_steps}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(os.listdir(direct)) == sorted(os.listdir(two_steps))
+    for name in ("config.json", "tokenizer_config.json", "vocab.txt"):
+        assert (direct / name).read_text() == (two_steps / name).read_text(), name
+    from safetensors.numpy import load_file
+
+    ours, theirs = load_file(str(direct / "model.safetensors")), load_file(str(two_steps / "model.safetensors"))
+    assert sorted(ours) == sorted(theirs) and all(np.array_equal(ours[k], theirs[k]) for k in ours)
+
 
 def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing(google_model_dir, tmp_path):
     model = google_model_dir
@@ -174,7 +192,7 @@ def test_bad_paths_and_files_fail_before_any_work_and_a_full_disk_leaves_nothing
             ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'x.keras'}", *to_hf_output("hub"),
              f"--vocab_file={model.path / 'vocab.txt'}"],
             r"--converted_checkpoint_path=.*hub is not empty and not the output of an earlier conversion \(it holds "
-            r"1_Pooling, README.md, config.json with transformers_version, modules.json, tokenizer.json\): name a new",
+            r"README.md, config.json with transformers_version, tokenizer.json\): name a new",
         ),
         (
             ["--direction=to_hf", f"--checkpoint_to_convert={tmp_path / 'hf'}", *to_hf_output("hf_other"),
