@@ -42,8 +42,7 @@ ONNX Runtime never compete: in one process PyTorch's batch-1 p50 came out 10-25x
 --intra_op_threads threads (0: the cores) and --inter_op_threads (0: the library's default), set as
 each library documents (tf.config.threading, torch.set_num_threads, ORT SessionOptions). The sides
 stay loaded and take turns for --rounds rounds (the idle ones wait on a pipe), each timing the same
-requests, so that a change in the machine's load falls on all alike (before that, untimed, a side
-loads and checks its agreement while ours checks its own). Yet PyTorch's OpenMP threads
+requests, so that a change in the machine's load falls on all alike. Yet PyTorch's OpenMP threads
 suffer most on a machine loaded past its cores (load 7 on 2 cores: batch-1 p50 0.3-1.6 s at 2 threads,
 0.10 s at 1): read its figures with the printed load, or compare all sides at --intra_op_threads=1.
 
@@ -338,38 +337,20 @@ def serve_side():
 
 
 class Side:
-    """A side's process (this script again, with this run's flags and --side) and its pipes; it
-    starts loading at once, and `ready` waits for it."""
+    """A side's process (this script again, with this run's flags and --side) and its pipes."""
 
     def __init__(self, side, directory, env=None):
         argv = [a for a in sys.argv[1:] if not a.startswith("--side")]
         self.side, self.process = side, subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), *argv, f"--side={side}", f"--side_dir={directory}"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
-        self._ready = None
-
-    def ready(self):
-        """The side's first line (its lines to print and warm-up requests), once it has loaded."""
-        if self._ready is None:
-            self._ready = self._line()
-        return self._ready
-
-    def send(self, **command):
-        """Passes `command` on; a side still loading takes it when it has loaded (`answer` reads the reply)."""
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-
-    def answer(self):
-        """The side's answer to the oldest command sent and not answered yet."""
-        self.ready()
-        return self._line()
+        self.ready = self.ask()
 
     def ask(self, **command):
-        """The side's answer to `command`."""
-        self.send(**command)
-        return self.answer()
-
-    def _line(self):
+        """The side's answer to `command` (none: its first line, once it has loaded)."""
+        if command:
+            self.process.stdin.write(json.dumps(command) + "\n")
+            self.process.stdin.flush()
         line = self.process.stdout.readline()
         if not line:
             raise RuntimeError(f"the {self.side} side's process ended with {self.process.wait()} (its stderr above)")
@@ -403,11 +384,9 @@ def one_per_shape(calls, pack):
 
 
 def start_sides(directory):
-    """The sides' processes, ours first (it writes what the peers load), and the skipped peers' reasons;
-    the last ones may still be loading."""
+    """The sides' processes, ours first (it writes what the peers load), and the skipped peers' reasons."""
     torch_found, onnx_found = peers_found()
-    sides, skipped = [Side("ours", directory)], []
-    sides[0].ready()  # the others load what it wrote
+    sides, skipped = [Side("ours", directory)], []  # ours first: the others load what it wrote
     if frozen_names():
         sides.append(Side("ours_frozen", directory, env={FROZEN_WEIGHTS_ENV: "1"}))
     if not torch_found:
@@ -415,7 +394,6 @@ def start_sides(directory):
                        "(pip install --target DIR torch transformers onnxruntime onnx; --peer_dirs=DIR)"]
     sides.append(Side("torch", directory))
     if onnx_found:
-        sides[-1].ready()  # the ONNX Runtime sides load the file it exports
         sides += [Side("ort_fp32", directory), Side("ort_int8", directory)]
     else:
         skipped.append("ONNX Runtime peers skipped: onnxruntime or onnx not found (pip install --target DIR "
@@ -424,12 +402,8 @@ def start_sides(directory):
 
 
 def agreement(sides, sample):
-    """The largest probability difference of each path from ours at --ours[0] on `sample`'s requests.
-    Asked of every side at once (untimed): a side still loading answers when it has loaded, while
-    the others compute theirs."""
-    for side in sides:
-        side.send(op="agree", requests=sample)
-    answers = {name: got for side in sides for name, got in side.answer().items()}
+    """The largest probability difference of each path from ours at --ours[0] on `sample`'s requests."""
+    answers = {name: got for side in sides for name, got in side.ask(op="agree", requests=sample).items()}
     want = [np.asarray(w) for w in answers[FLAGS.ours[0]]]
     return {name: max(float(np.abs(np.asarray(g) - w).max()) for g, w in zip(got, want, strict=True))
             for name, got in answers.items()}
@@ -504,10 +478,10 @@ def main(argv):
         vocab_file(directory)
         sides, skipped = start_sides(directory)
         try:
-            differences = agreement(sides, ones[:8] + batches[:2])
-            for line in [*(line for side in sides for line in side.ready()["lines"]), *skipped]:
+            for line in [*(line for side in sides for line in side.ready["lines"]), *skipped]:
                 print(f"  {line}")
-            rows = measure(sides, sides[0].ready()["warm_up"])
+            differences = agreement(sides, ones[:8] + batches[:2])
+            rows = measure(sides, sides[0].ready["warm_up"])
             memory = {side.side: side.ask(op="memory")["peak_gib"] for side in sides}
         finally:
             for side in sides:
