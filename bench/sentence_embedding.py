@@ -51,6 +51,9 @@ flags.DEFINE_integer("batches", 8, "Timed calls of --batch_size per round.", low
 flags.DEFINE_integer("latency_calls", 60, "Timed calls of one sentence per round.", lower_bound=1)
 flags.DEFINE_integer("rounds", 3, "The sides take turns this many times.", lower_bound=1)
 flags.DEFINE_integer("threads", 0, "Each side's intra-op threads (0: the machine's cores).", lower_bound=0)
+flags.DEFINE_list("export_flags", [], "More flags of export_saved_model.py for our export, e.g. "
+                  "--export_flags=--serving_jit_compile=true or --export_flags=--quantize=int8 (default: none, its "
+                  "defaults).")
 flags.DEFINE_list("peer_dirs", [], "Folders holding sentence-transformers, transformers and torch (appended to "
                   "sys.path of the peer's process).")
 flags.DEFINE_bool("smoke", False, "The tiny config, a few calls (flags given still win).")
@@ -106,7 +109,7 @@ def write_model(directory):
     export = os.path.join(directory, "export")
     result = subprocess.run(
         [sys.executable, os.path.join(REPO, "run_scripts", "export_saved_model.py"), "--export_type=embedder",
-         f"--init_checkpoint={folder}", f"--export_dir={export}"], capture_output=True, text=True)
+         f"--init_checkpoint={folder}", f"--export_dir={export}", *FLAGS.export_flags], capture_output=True, text=True)
     if result.returncode:
         raise SystemExit(f"export_saved_model.py failed: {result.stderr.strip().splitlines()[-1]}")
 
@@ -206,7 +209,8 @@ def peer_found():
 def prepare(directory):
     """Writes the model folder and our export in a process of its own (TensorFlow stays out of this one)."""
     subprocess.run([sys.executable, os.path.abspath(__file__), "--side=prepare", f"--side_dir={directory}",
-                    f"--config={FLAGS.config}", f"--seq_length={FLAGS.seq_length}"],
+                    f"--config={FLAGS.config}", f"--seq_length={FLAGS.seq_length}",
+                    f"--export_flags={','.join(FLAGS.export_flags)}"],
                    check=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")})
 
 
@@ -228,7 +232,8 @@ def main(argv):
     print(f"config: L={config['num_hidden_layers']} H={config['hidden_size']} A={config['num_attention_heads']} "
           f"I={config['intermediate_size']} vocab={VOCAB_SIZE}, mean pooling + Normalize, max length "
           f"{FLAGS.seq_length}; batch {FLAGS.batch_size}; {threads()} threads each side; text: data/corpus.txt's "
-          f"{len(texts)} sentences, {words:.1f} words on average", flush=True)
+          f"{len(texts)} sentences, {words:.1f} words on average; export flags: "
+          f"{' '.join(FLAGS.export_flags) or 'the defaults'}", flush=True)
     with tempfile.TemporaryDirectory() as directory:
         prepare(directory)
         sides = {"ours": Side("ours", directory)}

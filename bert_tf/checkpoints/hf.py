@@ -23,7 +23,7 @@ from bert_tf.checkpoints.hf_weights import ENCODER, MASKED_LM, PRETRAINER
 from bert_tf.config import BertConfig
 from bert_tf.io_utils import read_json_object, staging_folder, swap_in_folder
 from bert_tf.layers.common import LAYER_NORM_EPSILON
-from bert_tf.models import BertEncoder, BertPretrainer, BertSentenceEmbedder
+from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.runs import registry
 from bert_tf.runs.record import RunRecord
 from bert_tf.tokenization import load_vocab
@@ -251,10 +251,9 @@ def run_record(folder, found=None):
     sentence-transformers folder whose BERT module is the folder itself is a sentence embedder
     (`sentence_transformers.run_record`)."""
     found = found or read_config(folder)
-    if sentence_transformers.is_sentence_transformers_folder(folder):
-        modules = sentence_transformers.read_modules(folder)
-        if os.path.samefile(modules.transformer, folder):
-            return sentence_transformers.run_record(modules, folder, tokenizer_casing(folder), found.bert_config)
+    embedder = sentence_transformers.folder_record(folder, lambda: tokenizer_casing(folder), found.bert_config)
+    if embedder is not None:
+        return embedder
     kind = registry.of_hf_architecture(found.architecture)
     if kind is None:
         return None
@@ -358,9 +357,8 @@ def check_output_folder(folder):
 def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_config=None):
     """Writes `model` (a BertEncoder, BertPretrainer or task model; `record`: its run record,
     for the label names) as the Hugging Face folder `folder`: config.json, model.safetensors,
-    vocab.txt (a copy of `vocab_file`) and tokenizer_config.json; a BertSentenceEmbedder also gets
-    its sentence-transformers modules (`sentence_transformers.module_files`, the max length the
-    record's), so that SentenceTransformer loads the folder. The files are written into a
+    vocab.txt (a copy of `vocab_file`) and tokenizer_config.json; a BertSentenceEmbedder also
+    its sentence-transformers modules (`sentence_transformers.embedder_files`). The files are written into a
     temporary folder beside it, renamed onto `folder` when complete (a folder this function
     wrote before is replaced; any other that is not empty is refused, `check_output_folder`).
     Returns transformers' class of the model written."""
@@ -373,20 +371,17 @@ def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_con
     pad = tokens.index("[PAD]") if "[PAD]" in tokens else 0
     tokenizer = {"do_lower_case": bool(do_lower_case), "tokenizer_class": _TOKENIZERS[0],
                  "model_max_length": config.max_position_embeddings}
-    files = {CONFIG: config_json(model, config, record, pad), TOKENIZER_CONFIG: tokenizer}
-    if isinstance(model, BertSentenceEmbedder):  # a sentence-transformers folder: the BERT module and its own
-        length = record.max_seq_length if record is not None else config.max_position_embeddings
-        files.update(sentence_transformers.module_files(model.pooling, model.normalize, length, config.hidden_size))
+    files = {CONFIG: config_json(model, config, record, pad), TOKENIZER_CONFIG: tokenizer,
+             **sentence_transformers.embedder_files(model, record, config)}
 
     def write(staging):
         hf_weights.write_safetensors(tensors, os.path.join(staging, hf_weights.SAFETENSORS))
-        for name, values in files.items():
-            os.makedirs(os.path.dirname(os.path.join(staging, name)), exist_ok=True)
-            with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
-                json.dump(values, f, indent=2, sort_keys=True)
-                f.write("\n")
-        if getattr(model, "normalize", False):  # the Normalize module: a folder and no file
-            os.makedirs(os.path.join(staging, sentence_transformers.NORMALIZE_FOLDER))
+        for name, values in files.items():  # None: a folder without a file
+            os.makedirs(os.path.join(staging, name if values is None else os.path.dirname(name)), exist_ok=True)
+            if values is not None:
+                with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
+                    json.dump(values, f, indent=2, sort_keys=True)
+                    f.write("\n")
         shutil.copyfile(vocab_file, os.path.join(staging, VOCAB))
 
     _replace_folder(folder, write)

@@ -14,7 +14,7 @@ import json
 import os
 
 from bert_tf.io_utils import read_json_object
-from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE
+from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE, BertSentenceEmbedder
 from bert_tf.runs.record import RunRecord
 
 MODULES_FILE = "modules.json"
@@ -124,12 +124,18 @@ def _check_no_prompt(folder):
                          "compared by cosine")
 
 
-def run_record(modules, folder, do_lower_case, bert_config):
-    """The run record that the folder (`modules`, its BERT module's casing and config) stands for:
-    a sentence embedder with its pooling and normalization, at its max length (else the config's
-    longest), the loss's default scale, named after the folder."""
+def folder_record(folder, casing, bert_config):
+    """The run record a sentence-transformers folder whose BERT module is the folder itself stands
+    for (None for any other folder): a sentence embedder with its modules' pooling and
+    normalization, at its max length (else the config's longest), the loss's default scale, the
+    casing `casing()` reads, named after the folder."""
+    if not is_sentence_transformers_folder(folder):
+        return None
+    modules = read_modules(folder)
+    if not os.path.samefile(modules.transformer, folder):
+        return None
     return RunRecord(
-        kind="embedder", task_name=os.path.basename(os.path.normpath(folder)), do_lower_case=do_lower_case,
+        kind="embedder", task_name=os.path.basename(os.path.normpath(folder)), do_lower_case=casing(),
         max_seq_length=modules.max_seq_length or bert_config.max_position_embeddings,
         options={"pooling": modules.pooling, "normalize": modules.normalize, "similarity_scale": SIMILARITY_SCALE},
     )
@@ -148,7 +154,7 @@ def module_files(pooling, normalize, max_seq_length, hidden_size, do_lower_case=
     """{relative path: JSON value} of the files that describe an embedding model's modules beside
     its BERT folder's own: modules.json, sentence_bert_config.json, the Pooling module's config and
     config_sentence_transformers.json (cosine similarity, no prompt). A Normalize module has no
-    file: its folder is made by the writer."""
+    file (`embedder_files` adds its folder)."""
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": TRANSFORMER},
         {"idx": 1, "name": "1", "path": POOLING_FOLDER, "type": POOLING},
@@ -164,3 +170,16 @@ def module_files(pooling, normalize, max_seq_length, hidden_size, do_lower_case=
         os.path.join(POOLING_FOLDER, "config.json"): pooling_config,
         MODEL_CONFIG: {"prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"},
     }
+
+
+def embedder_files(model, record=None, bert_config=None):
+    """{relative path: JSON value, or None for a folder without a file} that make a Hugging Face
+    folder of `model` a sentence-transformers folder when it is a BertSentenceEmbedder (its
+    `module_files`, the max length `record`'s or else the config's longest, and the Normalize
+    module's folder); {} for any other model."""
+    if not isinstance(model, BertSentenceEmbedder):
+        return {}
+    config = bert_config or model.encoder.bert_config()
+    length = record.max_seq_length if record is not None else config.max_position_embeddings
+    files = module_files(model.pooling, model.normalize, length, config.hidden_size)
+    return {**files, NORMALIZE_FOLDER: None} if model.normalize else files

@@ -16,7 +16,8 @@ def test_smoke_run_measures_our_export_beside_sentence_transformers(request, tmp
     peers = [installed_peers(request, tmp_path_factory, name) for name in ("st_peers", "hf_peers")]
     out = run_bench("sentence_embedding.py", "--smoke", f"--peer_dirs={','.join(map(str, peers))}")
     assert re.search(r"^config: L=2 H=32 A=2 I=64 vocab=30522, mean pooling \+ Normalize, max length 32; batch 8; "
-                     r"\d+ threads each side; text: data/corpus.txt's \d+ sentences", out, re.M), out
+                     r"\d+ threads each side; text: data/corpus.txt's \d+ sentences, [\d.]+ words on average; "
+                     r"export flags: the defaults$", out, re.M), out
     assert number(r"^agreement: max \|ours - sentence-transformers \(PyTorch\)\| = ([\d.e+-]+) over 64", out) <= 1e-5
     for label in ("bert_tf export \\(text in\\)", "sentence-transformers \\(PyTorch\\)"):
         assert re.search(rf"^  {label} +: +[\d.]+ seq/s at batch 8; batch 1 p50 [\d.]+ ms, p99 [\d.]+ ms", out, re.M)

@@ -18,13 +18,21 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+from bert_tf import (
+    BertClassifier,
+    BertEncoder,
+    BertMultipleChoice,
+    BertSentenceEmbedder,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
 from bert_tf.export import common, exports, serving
 from bert_tf.export.common import FROZEN_WEIGHTS_ENV, LAYOUT_ROWS, model_runner
 from bert_tf.export.preprocessor import PreprocessorSavedModel
 from bert_tf.export.serving import FORMATS, ServingFormat, ServingOptions, choose_serving_jit_compile, in_precision
 from bert_tf.preprocessing import text_preprocessing
 from bert_tf.tasks.classifier.export import ClassifierSavedModel, export_classifier
+from bert_tf.tasks.embedder.export import EmbedderSavedModel
 from bert_tf.tasks.ner.export import TokenClassifierSavedModel
 from bert_tf.tasks.squad.export import SpanLabelerSavedModel
 from bert_tf.tasks.swag.export import MultipleChoiceSavedModel
@@ -64,6 +72,7 @@ def setup(tmp_path_factory):
         "squad": BertSpanLabeler(BertEncoder.from_bert_config(config)),
         "ner": BertTokenClassifier(BertEncoder.from_bert_config(config), num_classes=len(TAGS)),
         "swag": BertMultipleChoice(BertEncoder.from_bert_config(config), num_choices=2),
+        "embedder": BertSentenceEmbedder(BertEncoder.from_bert_config(config), "mean", normalize=True),
     }
     for i, model in enumerate(models.values()):
         _scrambled(model, seed=i)
@@ -74,6 +83,7 @@ def setup(tmp_path_factory):
         "squad": lambda run: SpanLabelerSavedModel(models["squad"], tokenizer, packer, run, 5),
         "ner": lambda run: TokenClassifierSavedModel(models["ner"], tokenizer, packer, run, TAGS, 2),
         "swag": lambda run: MultipleChoiceSavedModel(models["swag"], tokenizer, packer, run),
+        "embedder": lambda run: EmbedderSavedModel(models["embedder"], tokenizer, packer, run),
     }
     served = {}
     for kind, make_root in roots.items():
@@ -86,6 +96,7 @@ def setup(tmp_path_factory):
         "squad": {"question": _texts(6, 3, 1, 4), "context": _texts(6, 4, 1, 9)},
         "ner": {"text": _texts(5, 5, 1, 12) + [" ".join(_texts(1, 6, 40, 41))]},  # the last one takes windows
         "swag": {"context": _texts(6, 7, 1, 4), "choices": np.reshape(_texts(12, 8, 1, 6), (6, 2)).tolist()},
+        "embedder": {"text_a": _texts(5, 9, 1, 8) + [" ".join(_texts(1, 10, 40, 41))]},  # the last one is cut
     }
     return types.SimpleNamespace(vocab=vocab, models=models, served=served, requests=requests, roots=roots,
                                  full=FullTokenizer(vocab, do_lower_case=True), tokenizer=tokenizer, packer=packer)
@@ -96,7 +107,7 @@ def _call(fn, request, rows):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["classifier", "swag", "ner"])
+@pytest.mark.parametrize("kind", ["classifier", "swag", "ner", "embedder"])
 def test_a_requests_outputs_are_the_fixed_length_exports(setup, kind):
     request = setup.requests[kind]
     for rows in (slice(0, 1), slice(None)):  # one short request, all of them
@@ -326,7 +337,7 @@ def test_in_precision_copies_the_model_as_keras_builds_it_under_that_global_poli
 
 
 @pytest.mark.parametrize("kind, xla", [("classifier", False), ("squad", False), ("ner", False), ("swag", False),
-                                       ("classifier", True)])
+                                       ("embedder", False), ("classifier", True)])
 @pytest.mark.slow
 def test_every_task_serves_bf16_close_to_its_float_export(setup, kind, xla):
     """Each task's serving function on the bfloat16 copy (as write_text_in_export runs it; XLA
