@@ -84,6 +84,8 @@ def test_bad_values_are_refused_naming_the_setting(values, message):
     (("exact_match", "f1", "global_step"), "f1"),  # SQuAD v1.1
     (("exact", "f1", "HasAns_f1", "NoAns_f1"), "f1"),  # SQuAD v2.0
     (("eval_accuracy", "eval_loss", "loss"), "eval_accuracy"),  # SWAG and other classifiers
+    (("recall_at_1", "recall_at_10", "mrr_at_10", "eval_loss"), "mrr_at_10"),  # sentence embeddings: retrieval
+    (("spearman", "pearson", "global_step"), "spearman"),  # sentence embeddings: STS-style pairs
 ])
 def test_each_task_is_judged_by_the_figure_glue_and_the_paper_report(keys, chosen):
     results = {key: float(i) for i, key in enumerate(keys)}
