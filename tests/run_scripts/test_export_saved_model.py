@@ -19,7 +19,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+from bert_tf import (
+    BertClassifier,
+    BertEncoder,
+    BertMultipleChoice,
+    BertSentenceEmbedder,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
 from bert_tf.checkpoints import restore, save_keras_model
 from bert_tf.preprocessing import BertTokenizer
 from bert_tf.tasks.ner.conll import Sentence
@@ -46,6 +53,8 @@ RECORDS = {
             "do_lower_case": True, "max_seq_length": 8, "window_context_words": 2},
     "swag": {"task_name": "swag", "kind": "swag", "num_choices": 4, "do_lower_case": True,
              "max_seq_length": 12},
+    "embedder": {"task_name": "sentence_embedding", "kind": "embedder", "do_lower_case": True, "max_seq_length": 16,
+                 "pooling": "mean", "normalize": True, "similarity_scale": 20.0},
 }
 WORDS = [w for w in VOCAB[5:] if not w.startswith("##")] + ["Runs", "unwanted", "Zoë", "猫", "cat's", "mat!"]
 
@@ -94,6 +103,7 @@ def _sources(root):
         "squad": BertSpanLabeler(BertEncoder.from_bert_config(config)),
         "ner": BertTokenClassifier(BertEncoder.from_bert_config(config), num_classes=len(TAGS)),
         "swag": BertMultipleChoice(BertEncoder.from_bert_config(config), num_choices=4),
+        "embedder": BertSentenceEmbedder(BertEncoder.from_bert_config(config), "mean", normalize=True),
     }
     runs = {}
     for i, (kind, model) in enumerate(models.items()):
@@ -331,6 +341,7 @@ def _requests():
                   "short": {"question": ["the cat"], "context": ["a dog sat"]}},
         "ner": {**both({"text": ner_text}), "empty": {"text": ["", " "]}},
         "swag": both({"context": texts_a, "choices": choices}),
+        "embedder": both({"text_a": texts_a}),
     }
 
 
@@ -364,8 +375,9 @@ def loaded(request, exported):
 
 def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_written(exported):
     outcomes = exported.outcomes
-    for kind in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag", "encoder_bf16", "encoder_from_run",
-                 "overwrite", "squad_fixed", "classifier_int8", "classifier_measured", "classifier_bf16"):
+    for kind in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag", "embedder", "encoder_bf16",
+                 "encoder_from_run", "overwrite", "squad_fixed", "classifier_int8", "classifier_measured",
+                 "classifier_bf16"):
         assert outcomes[kind] == "ok", (kind, outcomes[kind])
     expected = {
         "config_mismatch": "checkpoint has shape (32,), model expects (16,)",
@@ -378,13 +390,13 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
         "too_long": "Cannot use sequence length 64 because the BERT model was only trained up to sequence length 24",
         "exists": "already exists (overwrite it with --overwrite)",
         "length_bucket": "--length_bucket=0 must be a positive integer",
-        "quantize_encoder": "--quantize=int8 is for the task exports (classifier, squad, ner, swag), not "
+        "quantize_encoder": "--quantize=int8 is for the task exports (classifier, squad, ner, swag, embedder), not "
                             "export_type=encoder",
         "skip_with_xla": "--skip_padding needs a serving function without XLA (--noserving_jit_compile)",
-        "skip_preprocessor": "--skip_padding is for the task exports (classifier, squad, ner, swag), not "
+        "skip_preprocessor": "--skip_padding is for the task exports (classifier, squad, ner, swag, embedder), not "
                              "--export_type=preprocessor",
         "bf16_int8": "--mixed_precision=bf16 is for float weights, not quantize=int8",
-        "bf16_encoder": "--mixed_precision=bf16 is for the task exports (classifier, squad, ner, swag), "
+        "bf16_encoder": "--mixed_precision=bf16 is for the task exports (classifier, squad, ner, swag, embedder), "
                         "not export_type=encoder",
         "overwrite_run": f"--export_dir: export directory {str(exported.sources.runs['swag'])!r} holds "
                          "bert_config.json, checkpoint, ckpt-",
@@ -416,7 +428,7 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
 
 def test_exports_load_without_this_package_and_carry_their_files(exported, loaded):
     assert loaded.results["modules"] == []
-    for name in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag"):
+    for name in ("encoder", "preprocessor", "classifier", "squad", "ner", "swag", "embedder"):
         # Plain TensorFlow objects: no Keras class is revived.
         assert all(
             not m.startswith(("keras", "tf_keras", "bert_tf")) for m in loaded.results[f"{name}/object_types"]
@@ -479,6 +491,7 @@ def test_saved_model_cli_lists_each_signature_with_names_dtypes_and_shapes(loade
         "ner": ["inputs['text']", "outputs['label']", "outputs['probabilities']", "shape: (-1, -1, 3)",
                 "outputs['num_words']"],
         "swag": ["inputs['choices']", "shape: (-1, 4)", "outputs['probabilities']", "outputs['label']"],
+        "embedder": ["inputs['text_a']", "DT_STRING", "outputs['embeddings']", "DT_FLOAT", "shape: (-1, 32)"],
     }
     for name in ("encoder", "classifier"):  # --all: every signature, then the callable functions
         assert "signature_def['serving_default']" in listings[name] and "Concrete Functions:" in listings[name]
@@ -635,6 +648,20 @@ def test_multiple_choice_matches_keras_on_the_same_text(exported, loaded):
         got = loaded.results[f"swag/{key}"]
         np.testing.assert_allclose(got["probabilities"], probabilities, atol=1e-5, err_msg=key)
         assert got["label"] == [choices[i] for choices, i in zip(request["choices"], got["label_id"], strict=True)]
+
+
+def test_the_embedder_export_pools_the_encoders_real_tokens_and_normalizes_as_numpy_restates(exported, loaded):
+    model, tok = exported.sources.models["embedder"], loaded.tokenizer
+    for key in ("b1", "b64"):
+        texts = loaded.requests["embedder"][key]["text_a"]
+        packed = _packed(tok, texts, None, 16)
+        tokens = np.asarray(model.encoder(packed, training=False)["sequence_output"])  # [B, 16, H]
+        mask = packed["input_mask"][:, :, None].astype(np.float32)
+        mean = (tokens * mask).sum(1) / mask.sum(1)
+        want = mean / np.linalg.norm(mean, axis=1, keepdims=True)
+        got = np.asarray(loaded.results[f"embedder/{key}"]["embeddings"])
+        assert loaded.results[f"embedder/{key}"]["dtypes"] == {"embeddings": "float32"}
+        np.testing.assert_allclose(got, want, atol=1e-5, err_msg=key)
 
 
 def test_a_mixed_precision_keras_file_exports_with_float32_outputs(exported, loaded):
