@@ -67,7 +67,8 @@ from absl import app, flags, logging
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/finetuning.py`: bert_tf from this checkout
 
-import model_shape  # noqa: E402  (bench/, this script's folder)
+import bench_text  # noqa: E402  (bench/, this script's folder)
+import model_shape  # noqa: E402
 import peer_process  # noqa: E402
 
 from bert_tf.data.lengths import cut_padding  # noqa: E402
@@ -123,25 +124,10 @@ MARKERS = ("market", "winter")  # the separable task's label 0 and 1 words
 LIBRARY_CUTS = "length_bucket" in inspect.signature(ClassifierTask).parameters
 
 
-def vocab_file(directory):
-    with open(os.path.join(REPO, "data", "vocab.txt"), encoding="utf-8") as f:
-        tokens = [line.rstrip("\n") for line in f]
-    tokens += [f"[unused{i}]" for i in range(FLAGS.vocab_size - len(tokens))]
-    path = os.path.join(directory, "vocab.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(tokens) + "\n")
-    return path
-
-
-def corpus_sentences():
-    with open(os.path.join(REPO, "data", "corpus.txt"), encoding="utf-8") as f:
-        return [line.strip() for line in f if line.strip()]
-
-
 def texts(kind):
     """(text_a, text_b or None, label) * --examples: a corpus sentence as it is ("single") or two
     consecutive ones ("pairs"); random labels (throughput only)."""
-    sentences = corpus_sentences()
+    sentences = bench_text.corpus_sentences()
     rng = random.Random(0)
     out = []
     for _ in range(FLAGS.examples):
@@ -476,7 +462,7 @@ def main(argv):
     )
     datas = {kind: texts(kind) for kind in FLAGS.text}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as processes:
-        vocab = vocab_file(tmp)
+        vocab = bench_text.padded_vocab(tmp, FLAGS.vocab_size)
         peers = pytorch_peers(datas, vocab, processes)
         for kind, data in datas.items():
             found = {**peers.get(kind, {}), KERAS_HUB: keras_hub_peer(data, vocab)}

@@ -43,6 +43,8 @@ from absl import app, flags
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/sentence_embedding.py`: bert_tf from this checkout
 
+import bench_text  # noqa: E402  (bench/, this script's folder)
+
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("config", "minilm", ["minilm", "base", "tiny"], "The BERT module's shape.")
 flags.DEFINE_integer("seq_length", 256, "The folder's max length (all-MiniLM-L6-v2's 256): longer texts are cut.")
@@ -72,11 +74,6 @@ AGREEMENT_TEXTS = 64
 PEER_NAME = "sentence-transformers (PyTorch)"
 
 
-def sentences():
-    with open(os.path.join(REPO, "data", "corpus.txt"), encoding="utf-8") as f:
-        return [line.strip() for line in f if line.strip()]
-
-
 def threads():
     return FLAGS.threads or os.cpu_count()
 
@@ -91,12 +88,7 @@ def write_model(directory):
     from bert_tf.checkpoints import hf
     from bert_tf.runs.record import RunRecord
 
-    with open(os.path.join(REPO, "data", "vocab.txt"), encoding="utf-8") as f:
-        tokens = [line.rstrip("\n") for line in f]
-    tokens += [f"[unused{i}]" for i in range(VOCAB_SIZE - len(tokens))]
-    vocab = os.path.join(directory, "vocab.txt")
-    with open(vocab, "w", encoding="utf-8") as f:
-        f.write("\n".join(tokens) + "\n")
+    vocab = bench_text.padded_vocab(directory, VOCAB_SIZE)
     config = BertConfig(vocab_size=VOCAB_SIZE, **CONFIGS[FLAGS.config])
     import keras
 
@@ -141,7 +133,7 @@ def serve_side(side, directory):
     """The side's loop: embed the agreement texts (saved as side.npy), warm up, say "ready", then one
     JSON line of figures per "measure" line until stdin ends."""
     embed = our_embed(directory) if side == "ours" else their_embed(directory)
-    texts = sentences()
+    texts = bench_text.corpus_sentences()
     np.save(os.path.join(directory, f"{side}.npy"), embed(texts[:AGREEMENT_TEXTS]))
     batches = [[texts[(i * FLAGS.batch_size + j) % len(texts)] for j in range(FLAGS.batch_size)]
                for i in range(FLAGS.batches)]
@@ -227,7 +219,7 @@ def main(argv):
         serve_side(FLAGS.side, FLAGS.side_dir)
         return
     config = CONFIGS[FLAGS.config]
-    texts = sentences()
+    texts = bench_text.corpus_sentences()
     words = statistics.mean(len(t.split()) for t in texts)
     print(f"config: L={config['num_hidden_layers']} H={config['hidden_size']} A={config['num_attention_heads']} "
           f"I={config['intermediate_size']} vocab={VOCAB_SIZE}, mean pooling + Normalize, max length "

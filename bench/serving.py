@@ -79,6 +79,8 @@ from absl import app, flags, logging
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run as `python bench/serving.py`: bert_tf from this checkout
 
+import bench_text  # noqa: E402  (bench/, this script's folder)
+
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("config", "base", ["base", "small", "tiny"], "The model's shape.")
 flags.DEFINE_integer("seq_length", 128, "The longest packing (truncation), as --seq_length of the export.")
@@ -130,17 +132,6 @@ def workload():
     batches = [x for both in zip(requests(singles, FLAGS.batch_size), requests(pairs, FLAGS.batch_size), strict=False)
                for x in both]
     return ones, batches
-
-
-def vocab_file(directory):
-    """data/vocab.txt padded with [unusedN] tokens to BERT's 30,522 (tables of BERT's size)."""
-    with open(os.path.join(REPO, "data", "vocab.txt"), encoding="utf-8") as f:
-        tokens = [line.rstrip("\n") for line in f]
-    tokens += [f"[unused{i}]" for i in range(VOCAB_SIZE - len(tokens))]
-    path = os.path.join(directory, "vocab.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(tokens) + "\n")
-    return path
 
 
 def threads():
@@ -475,7 +466,7 @@ def main(argv):
           f"{'of each export (1 without XLA, 8 with it)' if FLAGS.length_bucket is None else FLAGS.length_bucket}")
     ones, batches = workload()
     with tempfile.TemporaryDirectory() as directory:
-        vocab_file(directory)
+        bench_text.padded_vocab(directory, VOCAB_SIZE)
         sides, skipped = start_sides(directory)
         try:
             for line in [*(line for side in sides for line in side.ready["lines"]), *skipped]:
