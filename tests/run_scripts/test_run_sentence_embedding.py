@@ -48,8 +48,9 @@ def write_pairs(directory, seed=0, n_train=64):
     (directory / "train.tsv").write_text("\n".join(train) + "\n", encoding="utf-8")
     dev = [(_sentence(rng, t), _sentence(rng, t)) for t in TOPICS]
     (directory / "dev.tsv").write_text("positive\tanchor\n" + "".join(f"{p}\t{a}\n" for a, p in dev), encoding="utf-8")
-    texts = [_sentence(rng, t) for t in TOPICS[:6]] + ["Zoë 猫 river"]
-    (directory / "test.tsv").write_text("text\n" + "".join(f"{t}\n" for t in texts), encoding="utf-8")
+    # A blank line is an empty text: row i of the file stays text i.
+    texts = [_sentence(rng, t) for t in TOPICS[:3]] + [""] + [_sentence(rng, t) for t in TOPICS[3:6]] + ["Zoë 猫 river"]
+    (directory / "test.tsv").write_text("text\n" + "".join(f"{t}\n" for t in texts) + "\n", encoding="utf-8")
     return dev, texts
 
 
@@ -94,28 +95,32 @@ def test_learns_retrieval_writes_its_figures_and_embeddings_exports_them_and_a_s
     data = tmp_path / "pairs"
     dev, texts = write_pairs(data)
     out = tmp_path / "run"
-    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out))
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out, normalize=True))
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Task embedder (mean pooling, similarity scale 20)" in result.stderr
+    assert "Task embedder (mean pooling, normalized, similarity scale 20)" in result.stderr
     assert "Running training: 64 pairs with hard negatives, batch size 16, 80 steps" in result.stderr
     results = _results(out)
     assert set(results) == {"recall_at_1", "recall_at_10", "mrr_at_10", "eval_loss", "loss", "global_step"}
     assert results["global_step"] == 80 and results["recall_at_1"] >= 0.8  # chance: 1 in 20
     assert json.loads((out / "fine_tuning_task.json").read_text()) == {
         "kind": "embedder", "task_name": "sentence_embedding", "do_lower_case": True, "max_seq_length": 16,
-        "pooling": "mean", "normalize": False, "similarity_scale": 20.0}
+        "pooling": "mean", "normalize": True, "similarity_scale": 20.0}
     embeddings = np.load(out / "test_embeddings.npy")
-    assert embeddings.shape == (7, 32) and embeddings.dtype == np.float32
+    assert embeddings.shape == (8, 32) and embeddings.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
     assert (out / "test_texts.txt").read_text(encoding="utf-8").splitlines() == texts
 
     # The dev figures restated: the run's model embeds the dev anchors and positives (a predict-only
-    # run from its folder), and numpy ranks them.
+    # run from its folder into another, no --normalize given: the run's own is taken), and numpy ranks them.
     again = tmp_path / "dev_as_test"
     again.mkdir()
     (again / "test.tsv").write_text("text\n" + "".join(f"{a}\n" for a, _ in dev) + "".join(f"{p}\n" for _, p in dev))
-    result = run_script("run_sentence_embedding.py", *_flags(model_dir, again, out, do_train=False, do_eval=False))
+    elsewhere = tmp_path / "predicted"
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, again, elsewhere, do_train=False, do_eval=False,
+                                                               init_checkpoint=out))
     assert result.returncode == 0, result.stderr[-3000:]
-    vectors = np.load(out / "test_embeddings.npy")
+    assert "Task embedder (mean pooling, normalized, similarity scale 20)" in result.stderr
+    vectors = np.load(elsewhere / "test_embeddings.npy")
     recall_1, recall_10, mrr_10 = _retrieval(vectors[:20], vectors[20:])
     assert results["recall_at_1"] == pytest.approx(recall_1, abs=1e-9)
     assert results["recall_at_10"] == pytest.approx(recall_10, abs=1e-9)
@@ -132,13 +137,18 @@ def test_learns_retrieval_writes_its_figures_and_embeddings_exports_them_and_a_s
     served = tf.saved_model.load(str(export)).signatures["serving_default"](text_a=tf.constant(texts))
     np.testing.assert_allclose(served["embeddings"].numpy(), embeddings, atol=1e-5)
 
-    # The same command again: the run is finished, nothing is trained; another pooling is refused.
-    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out, do_predict=False))
+    # The same command again: the run is finished, nothing is trained; another pooling is refused,
+    # for the run's own folder and from another.
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out, do_predict=False, normalize=True))
     assert result.returncode == 0, result.stderr[-3000:]
     assert _results(out) == results
-    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out, pooling="cls"))
-    assert result.returncode == 1
-    assert "pooling" in result.stderr.strip().splitlines()[-1]
+    outcomes = run_main_cases("run_sentence_embedding", [
+        _flags(model_dir, data, out, pooling="cls"),
+        _flags(model_dir, again, tmp_path / "other", do_train=False, do_eval=False, init_checkpoint=out,
+               normalize=False)])
+    assert outcomes == [f"run_sentence_embedding.py: error: --pooling=cls but the embedding run {out} has pooling=mean",
+                        f"run_sentence_embedding.py: error: --normalize=False but the embedding run {out} has "
+                        "normalize=True"]
 
 
 def write_st_folder(directory, pooling="mean", normalize=True, max_seq_length=12, seed=3, modules=None, vocab=VOCAB,
@@ -229,6 +239,10 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         (dict(data_dir=no_text), f"{no_text / 'test.tsv'}:1: no column 'text' in the header ('sentence'); "
                                  "expected text"),
         (dict(similarity_scale=0), "--similarity_scale=0.0 must be positive"),
+        (dict(train_batch_size=1), "--train_batch_size=1: in-batch negatives need at least 2 pairs per batch (each "
+                                   "anchor's candidates are the batch's positives)"),
+        (dict(train_batch_size=100), f"--train_batch_size=100 is more than the 64 pairs of {good}/train.tsv: a batch "
+                                     "would hold a pair twice, its own positive among its negatives"),
         (dict(group_by_length=True), "--group_by_length is not offered for sentence embeddings: a batch's rows are "
                                      "each other's negatives, and grouping by length would make them alike"),
         (dict(pooling="sum"), "flags parsing error"),

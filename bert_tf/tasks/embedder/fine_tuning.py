@@ -3,13 +3,18 @@ run_sentence_embedding.py's steps.
 
 --init_checkpoint may be a sentence-transformers folder: its modules say the pooling, the
 normalization and the max length (`bert_tf.checkpoints.sentence_transformers`), which flags given
-anyway must agree with; its BERT module is the Hugging Face folder the encoder starts from. Any
-other start (a Google checkpoint, a plain Hugging Face folder, one of our runs) takes the flags,
+anyway must agree with; its BERT module is the Hugging Face folder the encoder starts from. So
+does an embedding run of ours, given or in --output_dir (its record's pooling, normalization and
+length). Any other start
+(a Google checkpoint, a plain Hugging Face folder, a run of another task) takes the flags,
 --pooling=mean by default."""
+
+import os
 
 from absl import logging
 
 from bert_tf.checkpoints import sentence_transformers as st
+from bert_tf.runs import record as run_record
 from bert_tf.tasks.contract import FineTuning, UsageError, named
 from bert_tf.tasks.embedder import run
 from bert_tf.tasks.embedder.reader import ScoredPairs
@@ -34,6 +39,27 @@ def modules_from_flags(f):
     return modules
 
 
+def run_settings_from_flags(f):
+    """The record of the embedding run of ours that --init_checkpoint names (its folder, ckpt-N or
+    .keras file), or else that --output_dir holds (None for any other source): its pooling and
+    normalization are the run's (flags given anyway must agree, one line naming both), and its
+    max_seq_length unless given."""
+    source = f.init_checkpoint or (f.output_dir if os.path.isdir(f.output_dir or "") else None)
+    if not source or st.is_sentence_transformers_folder(source):
+        return None
+    directory = run_record.run_directory(source)
+    found = named(lambda: run_record.read(directory), "--init_checkpoint: ")
+    if found is None or found.kind != "embedder":
+        return None
+    for name, value in (("pooling", found.pooling), ("normalize", bool(found.normalize))):
+        if f[name].present and f[name].value != value:
+            raise UsageError(f"--{name}={f[name].value} but the embedding run {directory} has {name}={value}")
+        setattr(f, name, value)
+    if not f["max_seq_length"].present:  # another length may be given: the vectors are the same model's
+        f.max_seq_length = found.max_seq_length
+    return found
+
+
 class EmbedderFineTuning(FineTuning):
     kind = "embedder"
     progress_fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
@@ -45,6 +71,7 @@ class EmbedderFineTuning(FineTuning):
         # Before the driver reads the config and casing of --init_checkpoint: a sentence-transformers
         # folder's BERT module is the Hugging Face folder they come from.
         self.modules = modules_from_flags(self.flags)
+        self.started_from = run_settings_from_flags(self.flags)
 
     def check(self, config):
         f = self.flags
@@ -52,6 +79,9 @@ class EmbedderFineTuning(FineTuning):
             f.pooling = DEFAULT_POOLING
         if not f.similarity_scale > 0:
             raise UsageError(f"--similarity_scale={f.similarity_scale} must be positive")
+        if f.do_train and f.train_batch_size < 2:
+            raise UsageError(f"--train_batch_size={f.train_batch_size}: in-batch negatives need at least 2 pairs per "
+                             "batch (each anchor's candidates are the batch's positives)")
 
     def read_inputs(self, config):
         f = self.flags
@@ -62,6 +92,10 @@ class EmbedderFineTuning(FineTuning):
         if self.train is not None and len(self.train) < 2:
             raise UsageError(f"--data_dir={f.data_dir}: train.tsv has {len(self.train)} pair; in-batch negatives "
                              "need at least 2")
+        if self.train is not None and f.train_batch_size > len(self.train):
+            raise UsageError(f"--train_batch_size={f.train_batch_size} is more than the {len(self.train)} pairs of "
+                             f"{f.data_dir}/train.tsv: a batch would hold a pair twice, its own positive among its "
+                             "negatives")
 
     def record(self, group_by_length):
         if group_by_length:

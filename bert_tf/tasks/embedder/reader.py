@@ -5,14 +5,15 @@ naming the file and line):
 - pairs (train.tsv, and dev.tsv for retrieval): `anchor`, `positive` and optionally `negative`
   (a hard negative for its anchor);
 - scored pairs (dev.tsv for an STS-style figure): `sentence1`, `sentence2`, `score` (a number);
-- texts (test.tsv): a `text` column, one text per row to embed (other columns are ignored).
+- texts (test.tsv): a `text` column, one text per row to embed (other columns are ignored; a
+  blank line is an empty text).
 """
 
 import dataclasses
 
 import numpy as np
 
-from bert_tf.data.text_files import read_table
+from bert_tf.data.text_files import read_table, tsv_rows
 
 ANCHOR, POSITIVE, NEGATIVE = "anchor", "positive", "negative"
 SENTENCE1, SENTENCE2, SCORE = "sentence1", "sentence2", "score"
@@ -85,7 +86,23 @@ def read_pairs(path, scored_allowed=False):
 
 
 def read_texts(path):
-    """The `text` column of the file, in order."""
-    line, columns, rows = _columns(path)
-    _missing(path, line, columns, (TEXT,))
-    return tuple(row[columns[TEXT]] for _, row in rows)
+    """The `text` column of the file, in order, one text per row: a blank line inside the file is
+    an empty text (so that row i of the file is always text i); blank lines at its end are none."""
+    rows = tsv_rows(path)
+    while rows and not rows[-1][1]:
+        rows.pop()
+    if not rows:
+        raise ValueError(f"{path}: no examples (the file is empty)")
+    (header_line, header), body = rows[0], rows[1:]
+    columns = {name.strip(): i for i, name in enumerate(header)}
+    _missing(path, header_line, columns, (TEXT,))
+    if not body:
+        raise ValueError(f"{path}: no examples (only a header)")
+    texts = []
+    for line, row in body:
+        row = row or [""] * len(header)
+        if len(row) != len(header):
+            raise ValueError(f"{path}:{line}: {len(row)} tab-separated columns, expected {len(header)} as on line "
+                             f"{header_line} (a tab inside a text, or a missing cell?)")
+        texts.append(row[columns[TEXT]])
+    return tuple(texts)

@@ -67,14 +67,16 @@ class PredictionFiles:
 
 def write_predictions(output_dir, texts, embeddings):
     """test_embeddings.npy (float32 `[len(texts), hidden]`; rows past the texts are padding and
-    dropped) and test_texts.txt (each text on its line; a line break inside a text written as a
-    space) in `output_dir`, each written whole or not at all. Returns PredictionFiles."""
+    dropped) and test_texts.txt (each text as it is, ended by "\n": split it on "\n" alone, since a
+    text may hold other Unicode line separators; a "\r" or "\n" in a text, which a TSV row cannot
+    hold, would be written as a space) in `output_dir`, each written whole or not at all. Returns
+    PredictionFiles."""
     files = PredictionFiles(os.path.join(output_dir, EMBEDDINGS_FILE), os.path.join(output_dir, TEXTS_FILE))
     with atomic_write(files.embeddings_file, "wb") as f:
         np.save(f, np.asarray(embeddings[: len(texts)], np.float32))
     with atomic_write(files.texts_file) as f:
         for text in texts:
-            f.write(" ".join(text.splitlines()) + "\n")
+            f.write(text.replace("\r", " ").replace("\n", " ") + "\n")
     return files
 
 
