@@ -11,6 +11,22 @@ from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs, task_model_
 SIMILARITY_SCALE = 20.0
 
 
+def in_batch_scores(anchors, positives, negatives=None, scale=SIMILARITY_SCALE, candidate_weights=None):
+    """`(scores, right)` of the in-batch-negatives loss: scores float32 `[batch, candidates]`, the
+    cosine similarities of each anchor with every positive of the batch, then every hard negative
+    when given, times `scale` (a candidate of weight 0 in `candidate_weights`, a row padding the
+    batch, at -1e9: no anchor's candidate); right float32 `[batch]`, each anchor's with its own
+    positive (candidate i). See `in_batch_negatives_xent`."""
+    candidates = positives if negatives is None else ops.concatenate([positives, negatives], axis=0)
+    a = l2_normalize(ops.cast(anchors, "float32"))  # [B, H]
+    c = l2_normalize(ops.cast(candidates, "float32"))  # [C, H], C = B or 2B
+    scores = ops.matmul(a, ops.transpose(c)) * scale  # [B, C]
+    if candidate_weights is not None:  # padding rows out of every softmax (a right one is real or ignored)
+        scores = scores + (ops.cast(candidate_weights, "float32")[None, :] - 1.0) * 1e9
+    right = ops.sum(a * c[: ops.shape(a)[0]], axis=-1) * scale  # [B]: each anchor's own positive
+    return scores, right
+
+
 def in_batch_negatives_xent(anchors, positives, negatives=None, scale=SIMILARITY_SCALE, candidate_weights=None):
     """Per-anchor cross-entropy of the in-batch-negatives contrastive loss (sentence-transformers'
     MultipleNegativesRankingLoss): anchor i's candidates are every positive of the batch, then
@@ -22,13 +38,7 @@ def in_batch_negatives_xent(anchors, positives, negatives=None, scale=SIMILARITY
     candidate of weight 0 (a row padding the batch) is no anchor's candidate.
     Returns float32 `[batch]` (the loss is their mean).
     """
-    candidates = positives if negatives is None else ops.concatenate([positives, negatives], axis=0)
-    a = l2_normalize(ops.cast(anchors, "float32"))  # [B, H]
-    c = l2_normalize(ops.cast(candidates, "float32"))  # [C, H], C = B or 2B
-    scores = ops.matmul(a, ops.transpose(c)) * scale  # [B, C]
-    if candidate_weights is not None:  # padding rows out of every softmax (a right one is real or ignored)
-        scores = scores + (ops.cast(candidate_weights, "float32")[None, :] - 1.0) * 1e9
-    right = ops.sum(a * c[: ops.shape(a)[0]], axis=-1) * scale  # [B]: each anchor's own positive
+    scores, right = in_batch_scores(anchors, positives, negatives, scale, candidate_weights)
     return ops.logsumexp(scores, axis=-1) - right
 
 

@@ -20,9 +20,8 @@ import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
 from bert_tf.data.lengths import cut_padding
-from bert_tf.layers.sentence_pooling import l2_normalize
 from bert_tf.models import INPUT_NAMES, BertEncoder, BertSentenceEmbedder
-from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE, in_batch_negatives_xent
+from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE, in_batch_scores
 from bert_tf.tasks.classifier import metrics
 from bert_tf.tasks.classifier.inputs import TextPacker
 from bert_tf.tasks.embedder.reader import ANCHOR, NEGATIVE, POSITIVE, TEXT, Pairs, ScoredPairs
@@ -137,11 +136,10 @@ class EmbedderTask(Task):
         anchors, positives, negatives = self._split(labels, outputs)
         weight = labels["weight"]
         candidates = weight if negatives is None else tf.concat([weight, labels["negative_weight"]], axis=0)
-        loss = in_batch_negatives_xent(anchors, positives, negatives, self.similarity_scale, candidates)
-        a = l2_normalize(tf.cast(anchors, tf.float32))
-        c = l2_normalize(tf.cast(positives if negatives is None else tf.concat([positives, negatives], 0), tf.float32))
-        scores = tf.matmul(a, c, transpose_b=True) + (candidates[None, :] - 1.0) * 1e9
-        correct = tf.equal(tf.argmax(scores, axis=-1, output_type=tf.int32), tf.range(tf.shape(a)[0]))
+        # One similarity matrix for both: the loss is in_batch_negatives_xent's, from the same scores.
+        scores, right = in_batch_scores(anchors, positives, negatives, self.similarity_scale, candidates)
+        loss = tf.reduce_logsumexp(scores, axis=-1) - right
+        correct = tf.equal(tf.argmax(scores, axis=-1, output_type=tf.int32), tf.range(tf.shape(scores)[0]))
         return loss, tf.cast(correct, tf.float32)
 
     def normalizers(self, labels):
