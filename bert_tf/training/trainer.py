@@ -333,8 +333,10 @@ class Trainer:
         task = self.task
         max_steps = s.max_eval_steps if max_steps is None else max_steps
 
-        # Batches cut to their length come in a few shapes: a second one relaxes the trace to any.
-        @tf.function(reduce_retracing=True)
+        batches = self._distribute(eval_data, "eval", s.eval_batch_size)
+
+        # Traced once, for the data's spec: batches cut to their length come in several shapes.
+        @tf.function(input_signature=list(batches.element_spec))
         def step(x, y):
             def replica(x, y):
                 outputs = self._forward(x, training=False)
@@ -345,7 +347,7 @@ class Trainer:
             return reduce(sums), reduce(normalizers), self._gather(per_example)
 
         totals, gathered, batch_losses, steps = None, [], [], 0
-        for x, y in self._distribute(eval_data, "eval", s.eval_batch_size):
+        for x, y in batches:
             if max_steps is not None and steps >= max_steps:
                 break
             sums, normalizers, per_example = step(x, y)
@@ -364,18 +366,16 @@ class Trainer:
     def predict(self, predict_data):
         """The task's `predict_outputs` for every example of `predict_data`, as numpy arrays in
         input order (the rows that pad the last global batch are dropped)."""
+        batches = self._distribute(predict_data, "predict", self.settings.predict_batch_size)
 
-        @tf.function(reduce_retracing=True)  # as evaluate's: batches of a few lengths
+        @tf.function(input_signature=[batches.element_spec[0]])  # as evaluate's: once, for the spec
         def step(x):
             per_replica = self.strategy.run(
                 lambda x: self.task.predict_outputs(self._forward(x, training=False)), args=(x,)
             )
             return self._gather(per_replica)
 
-        out = [
-            {k: v.numpy() for k, v in step(x).items()}
-            for x, _ in self._distribute(predict_data, "predict", self.settings.predict_batch_size)
-        ]
+        out = [{k: v.numpy() for k, v in step(x).items()} for x, _ in batches]
         if not out:
             raise ValueError(f"nothing to predict in {predict_data}")
         count = self.task.num_examples(predict_data)

@@ -114,12 +114,25 @@ class TextPacker:
 
     def __init__(self, tokenizer, packer, pair):
         self.tokenizer, self.packer, self.pair = tokenizer, packer, pair
+        self._function = None
 
     def __call__(self, text_a, text_b):
         segments = [self.tokenizer(text_a)]
         if self.pair:
             segments.append(self.tokenizer(text_b))
         return self.packer(segments)
+
+    def traced(self, text_a, text_b=None):
+        """As calling the packer, through one tf.function over string batches of any size that
+        is traced once: the datasets of a run (train, eval, predict, lengths) each call it rather
+        than tracing the tokenizer into their own map function again."""
+        if self._function is None:
+            spec = tf.TensorSpec([None], tf.string)
+            if self.pair:
+                self._function = tf.function(self.__call__, input_signature=[spec, spec])
+            else:
+                self._function = tf.function(lambda text_a: self(text_a, None), input_signature=[spec])
+        return self._function(text_a, text_b) if self.pair else self._function(text_a)
 
 
 def __getattr__(name):

@@ -77,9 +77,10 @@ class ClassifierTask(Task):
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         if self.pack is None:
             raise ValueError("ClassifierTask needs a vocab_file to read text")
-        lengths = packed_lengths(data, self.pack) if mode == "train" and self.group_by_length else None
+        pack = self.pack.traced
+        lengths = packed_lengths(data, pack) if mode == "train" and self.group_by_length else None
         return classifier_dataset(
-            data, self.pack, batch_size, mode, input_context, seed, skip_batches, self.length_bucket, lengths
+            data, pack, batch_size, mode, input_context, seed, skip_batches, self.length_bucket, lengths
         )
 
     # -----------------------------------------------------------------------------------------

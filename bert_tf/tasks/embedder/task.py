@@ -107,7 +107,7 @@ class EmbedderTask(Task):
         texts = [k for k in (ANCHOR, POSITIVE, NEGATIVE, TEXT) if k in data]
 
         def to_model(batch):
-            packed = [self.pack(batch[k], None) for k in texts]  # each [B, S]
+            packed = [self.pack.traced(batch[k]) for k in texts]  # each [B, S]
             x = {name: tf.concat([p[name] for p in packed], axis=0) for name in INPUT_NAMES}  # [len(texts) * B, S]
             y = {"weight": batch["weight"]}
             if NEGATIVE in batch:  # the negatives' rows are candidates as their anchors' are

@@ -9,6 +9,8 @@ longest segment truncated first), one sequence per choice, and the batch `[batch
 cut to its longest sequence over all choices (`length_bucket`).
 """
 
+import functools
+
 import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
@@ -47,15 +49,23 @@ class SwagTask(ClassifierTask):
         packed = packer([tf.gather(pieces, rows), endings])  # [B * C, S] each
         return {k: tf.reshape(v, [-1, c, self.max_seq_length]) for k, v in packed.items()}  # [B, C, S]
 
+    @functools.cached_property
+    def _traced_pack_choices(self):
+        """`pack_choices` traced once for batches of any size, shared by the run's datasets (as
+        `TextPacker.traced`)."""
+        spec = [tf.TensorSpec([None], tf.string), tf.TensorSpec([None, self.num_choices], tf.string)]
+        return tf.function(self.pack_choices, input_signature=spec)
+
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         if self.pack is None:
             raise ValueError("SwagTask needs a vocab_file to read text")
+        pack = self._traced_pack_choices
 
         def to_model(batch):
-            x = cut_padding(self.pack_choices(batch["context"], batch["choices"]), self.length_bucket, INPUT_NAMES)
+            x = cut_padding(pack(batch["context"], batch["choices"]), self.length_bucket, INPUT_NAMES)
             return x, {"label": batch["label"], "weight": batch["weight"]}
 
         grouped = mode == "train" and self.group_by_length
-        lengths = packed_lengths(data, self.pack_choices, ("context", "choices")) if grouped else None
+        lengths = packed_lengths(data, pack, ("context", "choices")) if grouped else None
         ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches, lengths)
         return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

@@ -4,7 +4,7 @@ the cut by the rule, and evaluation and prediction as fixed padding gives them o
 import numpy as np
 import pytest
 
-from bert_tf.tasks.classifier.inputs import encode_examples, packed_lengths
+from bert_tf.tasks.classifier.inputs import TextPacker, encode_examples, packed_lengths
 from bert_tf.tasks.classifier.processors import InputExample
 from bert_tf.tasks.classifier.task import ClassifierTask
 from tests.tasks.padding_twins import assert_same_results, cut_lengths, run_both, trainer_of
@@ -40,3 +40,19 @@ def test_eval_and_predict_equal_fixed_padding(tmp_path):
 def test_a_bad_bucket_is_refused():
     with pytest.raises(ValueError, match=r"^length_bucket=0 must be a positive integer"):
         ClassifierTask(tiny_config(), ["a", "b"], max_seq_length=16, length_bucket=0)
+
+
+def test_a_runs_datasets_trace_the_tokenizer_once(tmp_path, monkeypatch):
+    """Train (grouped by length), eval and predict datasets share one trace of the packer."""
+    traced = []
+    call = TextPacker.__call__
+    monkeypatch.setattr(TextPacker, "__call__", lambda self, a, b: traced.append(1) or call(self, a, b))
+    vocab = write_vocab(tmp_path / "vocab.txt", VOCAB)
+    examples = [InputExample(f"g{i}", a, b, "ab"[i % 2]) for i, (a, b) in enumerate(EXAMPLES)]
+    data = encode_examples(examples, ["a", "b"], "single")
+    task = ClassifierTask(tiny_config(), ["a", "b"], vocab_file=vocab, max_seq_length=SEQ, length_bucket=4,
+                          group_by_length=True)
+    lengths = {mode: [int(x["input_mask"].numpy().sum(-1).max()) for x, _ in task.dataset(data, mode, 3, seed=1)
+                      .take(3)] for mode in ("train", "eval", "predict")}
+    assert traced == [1]
+    assert sorted(lengths["eval"]) == sorted(max(LENGTHS[i:i + 3]) for i in (0, 3, 6))

@@ -35,3 +35,16 @@ def test_eval_and_predict_equal_fixed_padding(tmp_path):
     assert got.shape == expected.shape == (5, 4)
     np.testing.assert_allclose(got, expected, atol=1e-5)
     assert (got.argmax(-1) == expected.argmax(-1)).all()
+
+
+def test_a_runs_datasets_trace_the_choices_packing_once(tmp_path, monkeypatch):
+    traced = []
+    pack = SwagTask.pack_choices
+    monkeypatch.setattr(SwagTask, "pack_choices", lambda self, c, e: traced.append(1) or pack(self, c, e))
+    data = encode_examples(EXAMPLES)
+    task = SwagTask(tiny_config(), vocab_file=write_vocab(tmp_path / "vocab.txt", VOCAB), max_seq_length=SEQ,
+                    length_bucket=1, group_by_length=True)
+    shapes = [tuple(x["input_word_ids"].shape) for mode in ("train", "eval", "predict")
+              for x, _ in task.dataset(data, mode, 2, seed=1).take(2)]
+    assert traced == [1]
+    assert all(s[:2] == (2, 4) for s in shapes)
