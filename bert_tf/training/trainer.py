@@ -114,7 +114,7 @@ class Trainer:
             for v in seeds:
                 v.assign_add(tf.stack([tf.cast(replica, v.dtype) * _REPLICA_SEED_STRIDE, tf.constant(0, v.dtype)]))
 
-        self.strategy.run(tf.function(offset))
+        self.strategy.run(tf.function(offset, autograph=False))
 
     @property
     def global_step(self):
@@ -223,7 +223,7 @@ class Trainer:
         used = []
 
         # Traced once for batches of any length (their spec leaves it unknown); XLA compiles each length once.
-        @tf.function(jit_compile=self.settings.jit_compile)
+        @tf.function(jit_compile=self.settings.jit_compile, autograph=False)
         def gradients(x, y):
             with tf.GradientTape() as tape:
                 sums = self.task.sums(y, self._forward(x, training=True))
@@ -258,15 +258,18 @@ class Trainer:
         k = self.settings.gradient_accumulation_steps
         names = self.task.sum_names
 
-        @tf.function
+        # Without autograph (none of the code it calls branches on a tensor): converting the
+        # model, the task and the optimizer would cost more of a run's start than tracing them.
+        @tf.function(autograph=False)
         def train(iterator, steps):
-            totals = {name: tf.constant(0.0) for name in names}
-            for _ in tf.range(steps):
+            def step(i, totals):
                 batches = [next(iterator) for _ in range(k)]
                 per_replica = self.strategy.run(self._replica_step, args=(batches,))
                 self.consumed_batches.assign_add(k)
-                totals = {n: totals[n] + self.strategy.reduce("sum", per_replica[n], axis=None) for n in names}
-            return totals
+                return i + 1, {n: totals[n] + self.strategy.reduce("sum", per_replica[n], axis=None) for n in names}
+
+            totals = {name: tf.constant(0.0) for name in names}
+            return tf.while_loop(lambda i, _: i < steps, step, (tf.constant(0), totals))[1]
 
         return train
 
@@ -336,7 +339,7 @@ class Trainer:
         batches = self._distribute(eval_data, "eval", s.eval_batch_size)
 
         # Traced once, for the data's spec: batches cut to their length come in several shapes.
-        @tf.function(input_signature=list(batches.element_spec))
+        @tf.function(input_signature=list(batches.element_spec), autograph=False)
         def step(x, y):
             def replica(x, y):
                 outputs = self._forward(x, training=False)
@@ -368,7 +371,7 @@ class Trainer:
         input order (the rows that pad the last global batch are dropped)."""
         batches = self._distribute(predict_data, "predict", self.settings.predict_batch_size)
 
-        @tf.function(input_signature=[batches.element_spec[0]])  # as evaluate's: once, for the spec
+        @tf.function(input_signature=[batches.element_spec[0]], autograph=False)  # as evaluate's
         def step(x):
             per_replica = self.strategy.run(
                 lambda x: self.task.predict_outputs(self._forward(x, training=False)), args=(x,)

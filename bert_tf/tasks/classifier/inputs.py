@@ -129,9 +129,10 @@ class TextPacker:
         if self._function is None:
             spec = tf.TensorSpec([None], tf.string)
             if self.pair:
-                self._function = tf.function(self.__call__, input_signature=[spec, spec])
+                self._function = tf.function(self.__call__, input_signature=[spec, spec], autograph=False)
             else:
-                self._function = tf.function(lambda text_a: self(text_a, None), input_signature=[spec])
+                self._function = tf.function(lambda text_a: self(text_a, None), input_signature=[spec],
+                                             autograph=False)
         return self._function(text_a, text_b) if self.pair else self._function(text_a)
 
 

@@ -54,7 +54,7 @@ class SwagTask(ClassifierTask):
         """`pack_choices` traced once for batches of any size, shared by the run's datasets (as
         `TextPacker.traced`)."""
         spec = [tf.TensorSpec([None], tf.string), tf.TensorSpec([None, self.num_choices], tf.string)]
-        return tf.function(self.pack_choices, input_signature=spec)
+        return tf.function(self.pack_choices, input_signature=spec, autograph=False)
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         if self.pack is None:
