@@ -258,9 +258,7 @@ class Trainer:
         k = self.settings.gradient_accumulation_steps
         names = self.task.sum_names
 
-        # Without autograph (none of the code it calls branches on a tensor): converting the
-        # model, the task and the optimizer would cost more of a run's start than tracing them.
-        @tf.function(autograph=False)
+        @tf.function(autograph=False)  # nothing it calls branches on a tensor: no conversion to pay for
         def train(iterator, steps):
             def step(i, totals):
                 batches = [next(iterator) for _ in range(k)]
@@ -268,8 +266,7 @@ class Trainer:
                 self.consumed_batches.assign_add(k)
                 return i + 1, {n: totals[n] + self.strategy.reduce("sum", per_replica[n], axis=None) for n in names}
 
-            totals = {name: tf.constant(0.0) for name in names}
-            return tf.while_loop(lambda i, _: i < steps, step, (tf.constant(0), totals))[1]
+            return tf.while_loop(lambda i, _: i < steps, step, (0, {n: tf.constant(0.0) for n in names}))[1]
 
         return train
 
