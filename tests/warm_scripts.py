@@ -231,12 +231,13 @@ def needs_real_process(env):
     return any(k.startswith(_READ_AT_LOAD) and not k.startswith(_READ_AT_RUN_TIME) for k in changed)
 
 
-def start(argv, env=None, cwd=REPO):
+def start(argv, env=None, cwd=REPO, real_process=False):
     """Starts `python <argv>` (argv[0] a script path, or "-c" and the code): a forked child of the
-    warm interpreter where it can, a real process otherwise. Returns an object with Popen's
-    poll / wait / kill / returncode / pid, and `read("stdout" | "stderr")`."""
-    env = {**os.environ, **BASE_ENV, **(env or {})}
-    if needs_real_process(env) or os.environ.get("BERT_TF_TESTS_REAL_PROCESSES"):
+    warm interpreter where it can, a real process otherwise (or when `real_process`). `env`
+    overrides this process's environment; a variable given as None is unset. Returns an object
+    with Popen's poll / wait / kill / returncode / pid, and `read("stdout" | "stderr")`."""
+    env = {k: v for k, v in {**os.environ, **BASE_ENV, **(env or {})}.items() if v is not None}
+    if real_process or needs_real_process(env) or os.environ.get("BERT_TF_TESTS_REAL_PROCESSES"):
         return _RealRun(argv, env, cwd)
     return ForkedRun([str(a) for a in argv], env, str(cwd))
 
@@ -270,9 +271,9 @@ class _RealRun(_Outputs):
         return self.process.pid
 
 
-def run(argv, env=None, cwd=REPO, timeout=300):
+def run(argv, env=None, cwd=REPO, timeout=300, real_process=False):
     """subprocess.run(capture_output=True, text=True) for a script: a CompletedProcess."""
-    process = start(argv, env, cwd)
+    process = start(argv, env, cwd, real_process)
     try:
         process.wait(timeout=timeout)
         return subprocess.CompletedProcess(argv, process.returncode, process.read("stdout"), process.read("stderr"))

@@ -1,25 +1,26 @@
 """Runs a bench script in its smoke mode as a user starts it: from the repository root, without
-PYTHONPATH (each bench finds this checkout's bert_tf itself)."""
+PYTHONPATH (each bench finds this checkout's bert_tf itself), its own process (forked from the test
+worker's warm interpreter, see tests/warm_scripts.py, unless the bench sets up Keras itself)."""
 
 import os
 import re
-import subprocess
-import sys
+
+from tests import warm_scripts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def finished_bench(script, *flags, env=None, timeout=300):
-    """The finished `python bench/<script> <flags>` (a CompletedProcess: exit status, stdout, stderr)."""
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, os.path.join("bench", script), *flags], cwd=REPO,
-                          env={**base, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}, capture_output=True, text=True,
-                          timeout=timeout)
+def finished_bench(script, *flags, env=None, timeout=300, real_process=False):
+    """The finished `python bench/<script> <flags>` (a CompletedProcess: exit status, stdout,
+    stderr). `real_process`: a fresh interpreter, for a bench that chooses Keras' backend itself."""
+    env = {"PYTHONPATH": None, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}
+    return warm_scripts.run([os.path.join("bench", script), *flags], env=env, cwd=REPO, timeout=timeout,
+                            real_process=real_process)
 
 
-def run_bench(script, *flags, env=None, timeout=300):
+def run_bench(script, *flags, env=None, timeout=300, real_process=False):
     """The stdout of `python bench/<script> <flags>`; fails the test with its output's end if it fails."""
-    result = finished_bench(script, *flags, env=env, timeout=timeout)
+    result = finished_bench(script, *flags, env=env, timeout=timeout, real_process=real_process)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return result.stdout
 

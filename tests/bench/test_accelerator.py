@@ -20,7 +20,8 @@ SMOKE_TRAINING_FLOPS = 3 * (2 * (524_288 + 131_072) + 330_240 + 2_176)
 
 @pytest.fixture(scope="module")
 def out():
-    return run_bench("accelerator.py", "--smoke", env={"JAX_PLATFORMS": "cpu"})
+    # A fresh interpreter: the bench puts Keras on JAX before importing it.
+    return run_bench("accelerator.py", "--smoke", env={"JAX_PLATFORMS": "cpu"}, real_process=True)
 
 
 def test_smoke_run_trains_on_jax_and_reports_mfu(out):

@@ -6,16 +6,12 @@ paddings in one process of its own); with and without LoRA, their trainable para
 jit_compile choice saved (--save_defaults) where $BERT_TF_SPEED_FILE says."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from tests.bench.smoke import finished_bench
 from tests.peers import installed_peers
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.slow
 
@@ -23,13 +19,9 @@ pytestmark = pytest.mark.slow
 def test_smoke_run_measures_full_fine_tuning_and_lora(request, tmp_path_factory, tmp_path):
     peers = installed_peers(request, tmp_path_factory, "hf_peers")
     # As a user starts it: no PYTHONPATH, the bench finds this checkout's bert_tf itself.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    bench = os.path.join("bench", "finetuning.py")
-    command = [sys.executable, bench, "--smoke", "--lora_rank=4", f"--peer_path={peers}", "--save_defaults",
-               "--padding=dynamic,fixed"]
     speed_file = tmp_path / "speed" / "defaults.json"
-    env = {**env, "TF_CPP_MIN_LOG_LEVEL": "3", "BERT_TF_SPEED_FILE": str(speed_file)}
-    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    result = finished_bench("finetuning.py", "--smoke", "--lora_rank=4", f"--peer_path={peers}", "--save_defaults",
+                            "--padding=dynamic,fixed", env={"BERT_TF_SPEED_FILE": str(speed_file)}, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     out = result.stdout
     assert "config: L=2 H=32 A=2 I=64 vocab=1000 seq=32 batch=8 length_bucket=1 without XLA, 8 with," in out

@@ -2,14 +2,11 @@
 our features and the original's procedure (tests/original_squad.py) write the same records, and
 the prediction throughput runs."""
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.bench.smoke import finished_bench
 
 pytestmark = pytest.mark.slow
 
@@ -18,9 +15,7 @@ def test_smoke_run_writes_the_originals_records():
     flags = ["--questions=40", "--sizes=1", "--original_sizes=1", "--predict_shape=1,32,2,64", "--predict_batch_size=4",
              "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16"]
     # As a user starts it: no PYTHONPATH, the bench finds this checkout's bert_tf and tests itself.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, os.path.join("bench", "squad_features.py"), *flags], cwd=REPO,
-                            env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"}, capture_output=True, text=True, timeout=300)
+    result = finished_bench("squad_features.py", *flags)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     rows = re.findall(r"^ +40 +[\d.]+ +(ours|original) +(\d+) +(\d+) ", result.stdout, re.M)
     assert [(kind, int(examples)) for kind, examples, _ in rows] == [("ours", 40), ("original", 40)]
