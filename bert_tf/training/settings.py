@@ -96,10 +96,9 @@ class TrainingSettings:
 # (`bert_tf.data.lengths`). Which bucket pays depends on XLA:
 # - XLA compiles one program per shape: a bucket of 8 keeps that to 128 / 8 = 16 programs at the
 #   default max_seq_length, at most 7 positions of padding per row beyond the batch's longest.
-# - Without XLA the training step is traced once for all lengths (its spec leaves the length
-#   unknown) and evaluation and prediction relax theirs after a second length, so more shapes
-#   cost nothing: the batch's exact longest (a bucket of 1, as PyTorch's dynamic padding) is
-#   fastest.
+# - Without XLA the training, evaluation and prediction steps are each traced once for all
+#   lengths (their specs leave the length unknown), so more shapes cost nothing: the batch's
+#   exact longest (a bucket of 1, as PyTorch's dynamic padding) is fastest.
 # Measured by bench/finetuning.py (L=4 H=256 A=4 I=1024, vocab 30,522, batch 32, XLA off, a 2-core
 # AMD EPYC with AVX-512, quiet machine): sentence pairs (27.8 pieces on average, longest 34) at
 # 341.6 examples/s with a bucket of 1 against 291.4 with 8 (fixed padding 108.2); earlier, under
