@@ -151,6 +151,34 @@ def test_learns_retrieval_writes_its_figures_and_embeddings_exports_them_and_a_s
                         "normalize=True"]
 
 
+def test_lora_trains_the_adapters_alone_and_exports_merged_weights_that_embed_as_the_run(tmp_path, model_dir):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 - its ops
+
+    data = tmp_path / "pairs"
+    write_pairs(data)
+    out = tmp_path / "run"
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out, lora_rank=4, num_train_epochs=10))
+    assert result.returncode == 0, result.stderr[-3000:]
+    # No head: the adapters alone train, rank 4 on the 6 adapted layers of each of 2 blocks
+    # (4 of 32 -> 32: 256 each; 32 -> 64 and 64 -> 32: 384 each), of the encoder's 20,224 and theirs.
+    assert "Trainable parameters: 3,584 of 23,808 (15.05%)" in result.stderr
+    record = json.loads((out / "fine_tuning_task.json").read_text())
+    assert (record["lora_rank"], record["lora_alpha"]) == (4, 4.0)
+    assert _results(out)["global_step"] == 40
+    embeddings = np.load(out / "test_embeddings.npy")
+    texts = (out / "test_texts.txt").read_text(encoding="utf-8").splitlines()
+
+    # The export holds plain (merged) weights and embeds as the run predicted.
+    export = tmp_path / "export"
+    result = run_script("export_saved_model.py", "--export_type=embedder", f"--init_checkpoint={out}",
+                        f"--export_dir={export}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not [name for name, _ in tf.train.list_variables(str(export / "variables" / "variables")) if "lora" in name]
+    served = tf.saved_model.load(str(export)).signatures["serving_default"](text_a=tf.constant(texts))
+    np.testing.assert_allclose(served["embeddings"].numpy(), embeddings, atol=1e-5)
+
+
 def write_st_folder(directory, pooling="mean", normalize=True, max_seq_length=12, seed=3, modules=None, vocab=VOCAB,
                     config=CONFIG):
     """A sentence-transformers folder of `config` as all-MiniLM-L6-v2's is laid out: the BERT module
