@@ -19,8 +19,10 @@ GROUP_WINDOW_BATCHES = 50
 def ordered_batches(ds, batch_size, input_context=None):
     """Evaluation and prediction batches: `ds` (already padded to a whole number of global
     batches) batched per replica, each input pipeline keeping the slices of its own replicas,
-    so that gathering every replica's outputs in replica order gives the rows in input order."""
-    ds = ds.batch(batch_size)
+    so that gathering every replica's outputs in replica order gives the rows in input order.
+    Every batch is whole: drop_remainder drops nothing and gives the spec its batch size, the
+    static shape a TPU needs (the loop's eval and predict steps are traced for the spec)."""
+    ds = ds.batch(batch_size, drop_remainder=True)
     if input_context is None or input_context.num_replicas_in_sync == 1:
         return ds
     replicas = input_context.num_replicas_in_sync

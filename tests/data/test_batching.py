@@ -41,6 +41,10 @@ def test_eval_sees_every_row_once_in_order_on_any_number_of_replicas():
     merged = [per_pipeline[pid][2 * step + local] for step in range(2) for pid in range(2) for local in range(2)]
     assert [i for ids, _ in merged for i in ids][:23] == list(range(23))
     assert [w for _, ws in merged for w in ws] == [1.0] * 23 + [0.0]
+    # Whole batches only, so the spec's batch size is static (TPUs compile the spec's shapes).
+    for size, ds in ((4, array_dataset(features, "eval", 4)),
+                     (3, array_dataset(features, "predict", 3, tf.distribute.InputContext(2, 1, 4)))):
+        assert {spec.shape[0] for spec in ds.element_spec.values()} == {size}
 
 
 def test_training_order_is_seeded_reshuffled_each_epoch_and_skip_continues_it():
