@@ -1,6 +1,8 @@
 """Runs a bench script in its smoke mode as a user starts it: from the repository root, without
-PYTHONPATH (each bench finds this checkout's bert_tf itself), its own process (forked from the test
-worker's warm interpreter, see tests/warm_scripts.py, unless the bench sets up Keras itself)."""
+PYTHONPATH, its own process (forked from the test worker's warm interpreter, see
+tests/warm_scripts.py, unless the bench sets up Keras itself). A forked bench finds bert_tf already
+imported; that a bench finds this checkout's bert_tf by itself is shown by the fresh-interpreter
+run (tests/bench/test_accelerator.py)."""
 
 import os
 import re
