@@ -41,6 +41,8 @@ import run_scripts  # first: TensorFlow loads without its start-up lines
 import keras, tensorflow  # noqa: F401
 import bert_tf, bert_tf.training, bert_tf.export, bert_tf.checkpoints, bert_tf.tasks  # noqa: F401
 from run_scripts import common_flags, fine_tuning, flag_settings  # noqa: F401
+import gc
+gc.freeze()  # what was imported lives as long as the children: their full collections skip it
 requests = os.fdopen(os.dup(0), "r")
 replies = os.fdopen(os.dup(1), "w")
 devnull = os.open(os.devnull, os.O_RDWR)

@@ -182,7 +182,9 @@ def _write_data(directory):
 
 
 def _run(root, args, code=None):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), REPO])}
+    # Only PYTHONPATH: the rest of this process's environment (warm_scripts adds it) lets the run
+    # fork from the warm interpreter; another TensorFlow variable would need a real process.
+    env = {"PYTHONPATH": os.pathsep.join([str(root), REPO])}
     command = ["-c", code] if code else [str(root / "run_wordscore.py"), *args]
     return warm_scripts.run(command, env=env, timeout=600)
 
