@@ -356,6 +356,25 @@ def test_every_task_serves_bf16_close_to_its_float_export(setup, kind, xla):
         assert 0 < np.abs(got - want).max() < bound, (name, np.abs(got - want).max(), bound)
 
 
+def test_quantizing_leaves_the_collectors_frozen_objects_as_they_were():
+    """Dense layers become int8 under a temporary freeze; a process that froze nothing gets its
+    objects back unfrozen, one that froze some (this test worker) keeps them frozen."""
+    import gc
+
+    def dense_model():
+        inputs = keras.Input((4,))
+        return keras.Model(inputs, keras.layers.Dense(2)(keras.layers.Dense(3)(inputs)))
+
+    for freeze_first in (False, True):
+        gc.unfreeze()
+        if freeze_first:
+            gc.freeze()
+        model = serving.quantize_dense_layers(dense_model(), "int8")
+        assert [v.dtype for v in model.variables if v.path.endswith("kernel")] == ["int8", "int8"]
+        assert (gc.get_freeze_count() > 0) == freeze_first
+    gc.freeze()
+
+
 def test_a_model_that_cannot_be_built_in_bfloat16_is_refused_by_name():
     from bert_tf.models import BertFeatureTagger
 
