@@ -31,7 +31,7 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.checkpoints import convert, hf, sources
 from bert_tf.io_utils import check_keras_file, check_output_dir, check_output_file, error_line
-from run_scripts.flag_settings import fail, library_call, load_bert_config
+from run_scripts.flag_settings import bert_module_from_flags, fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
 
@@ -133,6 +133,7 @@ def _check_paths():
 def main(argv):
     del argv
     _check_paths()
+    bert_module_from_flags(FLAGS, "checkpoint_to_convert")
     if FLAGS.direction == "to_keras":
         _to_keras()
     else:

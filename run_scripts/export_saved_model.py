@@ -44,7 +44,7 @@ from bert_tf.export import check_export_dir, exports
 from bert_tf.export.serving import MIXED_PRECISION, QUANTIZE_MODES, ServingOptions, choose_serving_jit_compile
 from bert_tf.runs import registry
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA
-from run_scripts.flag_settings import as_flags, fail, library_call, log_jit_choice
+from run_scripts.flag_settings import as_flags, bert_module_from_flags, fail, library_call, log_jit_choice
 
 FLAGS = flags.FLAGS
 
@@ -120,6 +120,8 @@ def main(argv):
         check_export_dir(FLAGS.export_dir, FLAGS.overwrite, inputs)  # before any work
     except FileExistsError as e:
         fail(f"--export_dir: {e}")
+    if FLAGS.init_checkpoint:
+        bert_module_from_flags(FLAGS)
     if FLAGS.export_type != "preprocessor" and not FLAGS.init_checkpoint:
         fail(f"--export_type={FLAGS.export_type} needs --init_checkpoint")
     library_call(lambda: sources.check_not_search(FLAGS.init_checkpoint, "init_checkpoint"),

@@ -89,6 +89,7 @@ def _check_inputs(config, tokenizer):
 
 def main(argv):
     del argv
+    flag_settings.bert_module_from_flags(FLAGS)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint))
     config = flag_settings.hf_folder_flags(FLAGS) or load_bert_config(FLAGS.bert_config_file)
     length_bucket, _ = flag_settings.padding_from_flags(FLAGS)

@@ -123,6 +123,17 @@ def lora_from_flags(flag_values, record=None):
     return values if record is None else dataclasses.replace(record, **values)
 
 
+def bert_module_from_flags(flag_values, name="init_checkpoint"):
+    """With --`name` a sentence-transformers folder: its modules checked before any work (what
+    bert_tf cannot compute is refused in one line naming it), and the flag set to the folder of its
+    BERT module (the folder itself, or the subfolder older sentence-transformers save it in), a
+    Hugging Face folder; any other value is left as it is."""
+    from bert_tf.checkpoints import sentence_transformers
+
+    path = flag_values[name].value
+    setattr(flag_values, name, library_call(lambda: sentence_transformers.bert_module_folder(path), f"--{name}: "))
+
+
 def hf_folder_flags(f):
     """With --init_checkpoint a Hugging Face folder: sets --vocab_file and --do_lower_case (when
     the script has them) to the folder's and returns its BertConfig (`hf.folder_settings`); else None."""

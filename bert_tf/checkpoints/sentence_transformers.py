@@ -79,6 +79,8 @@ def read_modules(folder):
         raise ValueError(f"{path}: {what} bert_tf computes: a BERT Transformer, a Pooling module, optionally "
                          "Normalize")
     transformer = os.path.join(folder, modules[0].get("path", ""))
+    if not os.path.isdir(transformer):
+        raise ValueError(f"{path}: the Transformer module's folder {transformer} does not exist")
     model_type = read_json_object(os.path.join(transformer, "config.json")).get("model_type") \
         if os.path.isfile(os.path.join(transformer, "config.json")) else "bert"
     if model_type != "bert":
@@ -124,18 +126,46 @@ def _check_no_prompt(folder):
                          "compared by cosine")
 
 
+def bert_module_folder(path):
+    """The folder of the BERT module of the sentence-transformers folder `path` (the folder itself,
+    or a subfolder such as `0_Transformer/` where older sentence-transformers saved it), its
+    modules checked as `read_modules` does; `path` unchanged when it is not such a folder."""
+    return read_modules(path).transformer if is_sentence_transformers_folder(path) else path
+
+
+def _modules_of(folder):
+    """(sentence-transformers folder, Modules) whose BERT module is `folder`: the folder itself, or
+    its parent when the parent's modules.json lists `folder` as a module's path; else None."""
+    folder = os.path.normpath(folder)
+    parent = os.path.dirname(folder)
+    if is_sentence_transformers_folder(folder):
+        modules = read_modules(folder)
+        if os.path.samefile(modules.transformer, folder):
+            return folder, modules
+    if parent and is_sentence_transformers_folder(parent):
+        try:
+            _, listed = _module_list(parent)
+        except ValueError:
+            return None  # not the modules of this folder's model: another tool's file
+        if any(m.get("path") == os.path.basename(folder) for m in listed):
+            modules = read_modules(parent)
+            if os.path.samefile(modules.transformer, folder):
+                return parent, modules
+    return None
+
+
 def folder_record(folder, casing, bert_config):
-    """The run record a sentence-transformers folder whose BERT module is the folder itself stands
-    for (None for any other folder): a sentence embedder with its modules' pooling and
-    normalization, at its max length (else the config's longest), the loss's default scale, the
-    casing `casing()` reads, named after the folder."""
-    if not is_sentence_transformers_folder(folder):
+    """The run record that the BERT module `folder` of a sentence-transformers folder stands for
+    (the folder itself, or its module subfolder; None for any other folder): a sentence embedder
+    with its modules' pooling and normalization, at its max length (else the config's longest),
+    the loss's default scale, the casing `casing()` reads, named after the sentence-transformers
+    folder."""
+    found = _modules_of(folder)
+    if found is None:
         return None
-    modules = read_modules(folder)
-    if not os.path.samefile(modules.transformer, folder):
-        return None
+    top, modules = found
     return RunRecord(
-        kind="embedder", task_name=os.path.basename(os.path.normpath(folder)), do_lower_case=casing(),
+        kind="embedder", task_name=os.path.basename(top), do_lower_case=casing(),
         max_seq_length=modules.max_seq_length or bert_config.max_position_embeddings,
         options={"pooling": modules.pooling, "normalize": modules.normalize, "similarity_scale": SIMILARITY_SCALE},
     )

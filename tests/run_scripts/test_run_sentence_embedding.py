@@ -243,6 +243,78 @@ def test_a_sentence_transformers_folder_gives_its_settings_and_an_sts_dev_file_g
     assert not any((tmp_path / f"b{i}").exists() for i in range(1, 5))
 
 
+def _in_subfolder(folder, modules=None):
+    """The sentence-transformers folder `folder` as older sentence-transformers saved it: the BERT
+    module's files in 0_Transformer/, modules.json naming that path (`modules`: another list)."""
+    inner = folder / "0_Transformer"
+    inner.mkdir()
+    for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", st.TRANSFORMER_CONFIG):
+        (folder / name).rename(inner / name)
+    listed = json.loads((folder / st.MODULES_FILE).read_text())
+    listed[0]["path"] = "0_Transformer"
+    (folder / st.MODULES_FILE).write_text(json.dumps(modules or listed))
+    return folder
+
+
+def test_a_folder_with_its_bert_module_in_a_subfolder_exports_extracts_and_converts_as_the_flat_one(tmp_path):
+    import tensorflow as tf
+
+    from bert_tf.checkpoints import load_keras_model
+
+    settings = dict(pooling="max", normalize=True, max_seq_length=12, seed=5)
+    flat = write_st_folder(tmp_path / "flat", **settings)
+    nested = _in_subfolder(write_st_folder(tmp_path / "nested", **settings))
+    dense = _in_subfolder(write_st_folder(tmp_path / "dense"), modules=[
+        {"idx": 0, "name": "0", "path": "0_Transformer", "type": st.TRANSFORMER},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": st.POOLING},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])
+    refused = (f"{dense / 'modules.json'}: its module sentence_transformers.models.Dense (path '2_Dense') is not one "
+               "bert_tf computes: a BERT Transformer, a Pooling module, optionally Normalize")
+    texts = ["the red apple is on a big stone", "a tiger near the river", " ".join(TOPICS)]  # the last one is cut
+    (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n")
+
+    def export(folder, name):
+        return ["--export_type=embedder", f"--init_checkpoint={folder}", f"--export_dir={tmp_path / name}"]
+
+    exported = run_main_cases("export_saved_model", [export(flat, "e_flat"), export(nested, "e_nested"),
+                                                     export(dense, "e_dense")])
+
+    def extract(folder, name):
+        return [f"--init_checkpoint={folder}", f"--input_file={tmp_path / 'texts.txt'}", "--layers=-1,-2",
+                "--max_seq_length=12", f"--output_file={tmp_path / name}"]
+
+    extracted = run_main_cases("extract_features", [extract(flat, "flat.jsonl"), extract(nested, "nested.jsonl"),
+                                                    extract(dense, "dense.jsonl")])
+
+    def convert(direction, folder, output):
+        return [f"--direction={direction}", f"--checkpoint_to_convert={folder}",
+                f"--converted_checkpoint_path={tmp_path / output}"]
+
+    converted = run_main_cases("convert_checkpoint", [convert("to_hf", nested, "hf"),
+                                                      convert("to_keras", nested, "nested.keras"),
+                                                      convert("to_hf", dense, "dense_hf")])
+    assert exported[:2] == extracted[:2] == converted[:2] == ["ok", "ok"]
+    # A module bert_tf cannot compute is refused by each script, in one line naming it, before any work.
+    for outcome, script, flag in ((exported[2], "export_saved_model", "init_checkpoint"),
+                                  (extracted[2], "extract_features", "init_checkpoint"),
+                                  (converted[2], "convert_checkpoint", "checkpoint_to_convert")):
+        assert outcome == f"{script}.py: error: --{flag}: {refused}", outcome
+    assert not any((tmp_path / name).exists() for name in ("e_dense", "dense.jsonl", "dense_hf"))
+
+    # The same model whichever the layout: its exports embed alike, normalized; its token vectors are equal.
+    embeddings = [tf.saved_model.load(str(tmp_path / name)).signatures["serving_default"](
+        text_a=tf.constant(texts))["embeddings"].numpy() for name in ("e_flat", "e_nested")]
+    np.testing.assert_array_equal(embeddings[1], embeddings[0])
+    np.testing.assert_allclose(np.linalg.norm(embeddings[1], axis=1), 1.0, atol=1e-5)
+    assert (tmp_path / "nested.jsonl").read_text() == (tmp_path / "flat.jsonl").read_text()
+    # Converted: the flat layout, with the nested folder's modules; a .keras file of the same embedder.
+    written = st.read_modules(str(tmp_path / "hf"))
+    assert (written.pooling, written.normalize, written.max_seq_length) == ("max", True, 12)
+    assert os.path.samefile(written.transformer, tmp_path / "hf")
+    model = load_keras_model(str(tmp_path / "nested.keras"))
+    assert (type(model).__name__, model.pooling, model.normalize) == ("BertSentenceEmbedder", "max", True)
+
+
 def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path, model_dir):
     good = tmp_path / "good"
     write_pairs(good)
