@@ -2,7 +2,8 @@
 smoke runs: installed once into a folder of their own, cached in pytest's cache when there is one,
 never into the test environment (they are not dependencies).
 
-A run of the whole suite starts their installation in the background as it begins (`prefetch`,
+`python -m tests.peers` installs them before a run (CI's install step, so that the suite's time is
+its tests'). A run of the whole suite starts their installation in the background as it begins (`prefetch`,
 from tests/conftest.py), so that the tests that need them find them ready instead of waiting
 for pip; a test that comes first waits on the same lock, and one that finds no finished
 installation installs again and shows pip's error."""
@@ -24,9 +25,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 def _peer_sets():
     """name -> (pip requirements, --no-deps, timeout in s), the smaller first."""
-    import tensorflow as tf
+    from importlib.metadata import version
 
-    major, minor = tf.__version__.split(".")[:2]
+    major, minor = version("tensorflow").split(".")[:2]  # without importing it (seconds, and its start-up lines)
     return {
         # tensorflow-hub and the tf-keras of the installed TensorFlow.
         "tf_hub_peers": ([f"tensorflow-hub=={HUB_VERSION}", f"tf-keras=={major}.{minor}.*"], True, 600),
@@ -78,7 +79,19 @@ def prefetch(config):
     )
 
 
+def install_all():
+    """Installs every peer set where a pytest run from the repository root finds them (its cache,
+    `.pytest_cache/d/<set>`), before the suite: an install step of its own, as CI's, so that the
+    suite's time is its tests' alone. Fails with pip's error."""
+    for name, (wanted, no_deps, timeout) in _peer_sets().items():
+        target = _locked_install(REPO / ".pytest_cache" / "d" / name, wanted, no_deps, timeout)
+        print(f"{name}: {target}", flush=True)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 1:  # python -m tests.peers
+        install_all()
+        sys.exit(0)
     for base, wanted, no_deps, timeout in json.loads(sys.argv[1]):
         try:
             _locked_install(base, wanted, no_deps, timeout)
