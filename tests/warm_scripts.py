@@ -42,10 +42,9 @@ import keras, tensorflow  # noqa: F401
 import bert_tf, bert_tf.training, bert_tf.export, bert_tf.checkpoints, bert_tf.tasks  # noqa: F401
 from run_scripts import common_flags, fine_tuning, flag_settings  # noqa: F401
 from bert_tf.preprocessing import unicode_tables
-# The tables each tokenizer builds (cached per call, as BertBasicTokenizer makes them): once, here.
-unicode_tables.flags(), unicode_tables.combining_classes()
-unicode_tables.clean_map(True, strip_marks=True), unicode_tables.clean_map(True, strip_marks=False)
-unicode_tables.clean_map(False), unicode_tables.clean_map(False, space_punctuation=False)
+# The tables a tokenizer builds (numpy, cached per process): once, here, before any fork.
+for settings in ((True, True, True), (True, False, True), (False, True, True), (False, True, False)):
+    unicode_tables.clean_map(*settings)
 import gc
 gc.freeze()  # what was imported lives as long as the children: their full collections skip it
 requests = os.fdopen(os.dup(0), "r")

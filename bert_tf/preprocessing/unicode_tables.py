@@ -176,10 +176,10 @@ def _build_lower_nfd_map(strip_marks):
     return lengths, starts, values
 
 
-@functools.cache
 def clean_map(do_lower_case, strip_marks=True, space_punctuation=True):
     """What the original makes of each code point, as a ragged table: int32 row_splits
-    `[0x110001]` and int32 values.
+    `[0x110001]` and int32 values; built once per process for each setting, however the
+    arguments are passed.
 
     _clean_text: DROP characters become nothing, separators (SPACE) a " ". With
     `do_lower_case`: NFD(str.lower(c)), Mn removed when `strip_marks` (Σ becomes σ; the
@@ -188,6 +188,11 @@ def clean_map(do_lower_case, strip_marks=True, space_punctuation=True):
     (_run_split_on_punc, which looks at the lower-cased characters), so splitting at whitespace
     is all that is left to do.
     """
+    return _clean_map(bool(do_lower_case), bool(strip_marks), bool(space_punctuation))
+
+
+@functools.cache
+def _clean_map(do_lower_case, strip_marks, space_punctuation):
     f = flags()
     if do_lower_case:
         lengths, starts, values = lower_nfd_map(strip_marks)
