@@ -120,8 +120,7 @@ def main(argv):
         check_export_dir(FLAGS.export_dir, FLAGS.overwrite, inputs)  # before any work
     except FileExistsError as e:
         fail(f"--export_dir: {e}")
-    if FLAGS.init_checkpoint:
-        bert_module_from_flags(FLAGS)
+    bert_module_from_flags(FLAGS)
     if FLAGS.export_type != "preprocessor" and not FLAGS.init_checkpoint:
         fail(f"--export_type={FLAGS.export_type} needs --init_checkpoint")
     library_call(lambda: sources.check_not_search(FLAGS.init_checkpoint, "init_checkpoint"),
