@@ -29,7 +29,7 @@ def _float32_policy_and_seed():
     keras.mixed_precision.set_global_policy("float32")
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: xdist defines it
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (setup.cfg's): one worker more than the cores this process may use. Each worker is
     single-threaded Python most of the time (tracing, imports) and sometimes waits (on a script it
