@@ -31,10 +31,9 @@ def _float32_policy_and_seed():
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: xdist defines it
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (setup.cfg's): one worker more than the cores this process may use. Each worker is
-    single-threaded Python most of the time (tracing, imports) and sometimes waits (on a script it
-    started, a server, a poll); a third worker on 2 cores fills those waits (the whole suite: 18.3
-    min, against 20.0 with two; docs/performance.md). xdist's PYTEST_XDIST_AUTO_NUM_WORKERS still wins."""
+    """`-n auto` (setup.cfg's): one worker more than the cores this process may use, as measured on 2
+    cores: the whole suite took 18.3 min in two runs with three workers, 20.0 min with two
+    (docs/performance.md). xdist's PYTEST_XDIST_AUTO_NUM_WORKERS still wins when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
