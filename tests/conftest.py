@@ -32,8 +32,8 @@ def _float32_policy_and_seed():
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: xdist defines it
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (setup.cfg's): one worker more than the cores this process may use, as measured on 2
-    cores: the whole suite took 18.3 min in two runs with three workers, 20.0 min with two
-    (docs/performance.md). xdist's PYTEST_XDIST_AUTO_NUM_WORKERS still wins when set."""
+    cores: the whole suite took 18.3 min in two runs with three workers, 20.0 min with two and
+    21.5 min with four (docs/performance.md). xdist's PYTEST_XDIST_AUTO_NUM_WORKERS still wins when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
