@@ -68,13 +68,20 @@ def remove_stale_temporaries(directory, base):
             os.remove(os.path.join(directory, name))
 
 
+def _link_target(path):
+    """The file or folder that writing `path` writes: `path`, or where it points when it (or a
+    folder above it) is a symbolic link. The link stays a link: `out -> /big/disk/out` keeps
+    pointing at what was written, on the disk the user chose, instead of being replaced."""
+    return os.path.realpath(path)
+
+
 def staging_folder(folder):
     """A new empty folder beside `folder` to build it in (`.{base}.{owner_tag()}.XXXX.tmp`: on the
     same file system, so `swap_in_folder` is a rename), after removing the temporaries of earlier
     writers of `folder` that died (killed mid-write: their `.tmp` and `.old` folders). A writer
     killed between `swap_in_folder`'s two renames left `folder` missing and its only copy in its
-    `.old` folder: that copy is moved back first."""
-    folder = os.path.abspath(folder)
+    `.old` folder: that copy is moved back first. A symbolic link is followed (`_link_target`)."""
+    folder = _link_target(folder)
     parent, base = os.path.split(folder)
     os.makedirs(parent, exist_ok=True)
     stale = _dead_writers_temporaries(parent, base, ("tmp", "old"))
@@ -91,23 +98,25 @@ def swap_in_folder(staging, folder, replace=True):
     """Renames the finished `staging` folder onto `folder`, with the user's umask. An existing
     `folder` is replaced (with `replace`) by two renames (it moves aside, the new one in), then
     deleted: a reader sees the old folder or the new one, never a mix. Without `replace`, a
-    `folder` that exists is a FileExistsError and is left as it is."""
+    `folder` that exists is a FileExistsError and is left as it is. A symbolic link is followed
+    (`_link_target`), as `staging_folder` follows it."""
     os.chmod(staging, 0o777 & ~umask())  # mkdtemp makes 0700 folders
+    target = _link_target(folder)
     if not replace:
         try:
-            os.rename(staging, folder)  # refuses a folder that holds anything (a file too)
+            os.rename(staging, target)  # refuses a folder that holds anything (a file too)
         except OSError as e:
             if e.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
                 raise
             raise FileExistsError(f"{folder!r} already exists") from None
         return
-    if not os.path.exists(folder):
-        os.rename(staging, folder)
+    if not os.path.exists(target):
+        os.rename(staging, target)
         return
-    parent, base = os.path.split(os.path.abspath(folder))
+    parent, base = os.path.split(target)
     old = tempfile.mkdtemp(prefix=f".{base}.{owner_tag()}.", suffix=".old", dir=parent)
-    os.rename(folder, os.path.join(old, base))
-    os.rename(staging, folder)
+    os.rename(target, os.path.join(old, base))
+    os.rename(staging, target)
     with contextlib.suppress(OSError):
         shutil.rmtree(old)
 
@@ -119,9 +128,12 @@ def atomic_write(path, mode="w", encoding="utf-8", remove_stale=True):
     If the block raises (a full disk included), `path` is untouched and the temporary file is
     removed; if the process dies, the dot-named temporary (which never looks like the finished
     file) is removed by the next write of `path` (unless `remove_stale=False`: for the many small
-    files of a folder that is removed whole, where listing it for every write would cost).
+    files of a folder that is removed whole, where listing it for every write would cost). A
+    symbolic link is written through, as the shell's `>` writes: the file it points to is replaced
+    and the link stays.
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    path = _link_target(path)
+    directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     base = os.path.basename(path)
     if remove_stale:

@@ -1,5 +1,6 @@
 import errno
 import os
+import shutil
 import zipfile
 
 import pytest
@@ -28,6 +29,52 @@ def test_atomic_write_removes_its_temporary_on_failure_and_a_dead_runs_on_the_ne
         f.write("new")
     assert target.read_text() == "new"
     assert sorted(os.listdir(tmp_path)) == sorted(["out.txt", live.name, other.name])
+
+
+def test_a_symbolic_link_is_written_through_and_stays_a_link(tmp_path):
+    """An output given as a link to another disk (`out -> /big/disk/out`): the folder or file
+    is written where the link points, the link stays, and nothing is left beside either."""
+    disk, work = tmp_path / "disk", tmp_path / "work"
+    disk.mkdir()
+    work.mkdir()
+
+    def write_folder(link, content, replace=True):
+        staging = io_utils.staging_folder(str(link))
+        (tmp_path / "staged").write_text(staging)
+        try:
+            with open(os.path.join(staging, "file"), "w") as f:
+                f.write(content)
+            io_utils.swap_in_folder(staging, str(link), replace=replace)
+        finally:  # as the writers do: a staging folder that was not swapped in goes
+            shutil.rmtree(staging, ignore_errors=True)
+
+    (disk / "export").mkdir()
+    (disk / "export" / "file").write_text("old")
+    (work / "export").symlink_to(disk / "export")
+    write_folder(work / "export", "new")  # replacing an existing folder through its link
+    assert os.path.dirname((tmp_path / "staged").read_text()) == str(disk)  # staged on the link's disk
+    assert os.readlink(work / "export") == str(disk / "export")
+    assert (disk / "export" / "file").read_text() == "new"
+    assert os.listdir(disk) == ["export"] and os.listdir(work) == ["export"]
+
+    (disk / "empty").mkdir()
+    (work / "empty").symlink_to(disk / "empty")
+    write_folder(work / "empty", "first", replace=False)  # an empty folder, not replaced: written into
+    (work / "missing").symlink_to(disk / "missing")
+    write_folder(work / "missing", "first", replace=False)  # a link to a folder still to be made
+    for name in ("empty", "missing"):
+        assert os.path.islink(work / name) and (disk / name / "file").read_text() == "first"
+    with pytest.raises(FileExistsError, match="empty.*already exists"):
+        write_folder(work / "empty", "second", replace=False)
+    assert (disk / "empty" / "file").read_text() == "first"
+    assert sorted(os.listdir(disk)) == ["empty", "export", "missing"]
+
+    (disk / "results.txt").write_text("old")
+    (work / "results.txt").symlink_to(disk / "results.txt")
+    with io_utils.atomic_write(str(work / "results.txt")) as f:
+        f.write("new")
+    assert os.path.islink(work / "results.txt") and (disk / "results.txt").read_text() == "new"
+    assert sorted(os.listdir(disk)) == ["empty", "export", "missing", "results.txt"]
 
 
 def test_owner_is_gone():

@@ -1,6 +1,7 @@
 import json
 import os
 import re
+import shutil
 
 import keras
 import numpy as np
@@ -64,9 +65,16 @@ def test_original_to_keras_to_original(google_model_dir, tmp_path):
                         f"--converted_checkpoint_path={direct}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Wrote a Hugging Face folder of a BertPretrainer (BertForPreTraining) to {direct}" in result.stderr
+    # The second folder is given as a link to another disk that holds an earlier conversion: it is
+    # replaced there, and the link stays.
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    shutil.copytree(direct, disk / "hf")
+    two_steps.symlink_to(disk / "hf", target_is_directory=True)
     result = run_script("convert_checkpoint.py", "--direction=to_hf", f"--checkpoint_to_convert={keras_file}",
                         f"--vocab_file={model.path / 'vocab.txt'}", f"--converted_checkpoint_path={two_steps}")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert os.readlink(two_steps) == str(disk / "hf") and os.listdir(disk) == ["hf"]
     assert sorted(os.listdir(direct)) == sorted(os.listdir(two_steps))
     for name in ("config.json", "tokenizer_config.json", "vocab.txt"):
         assert (direct / name).read_text() == (two_steps / name).read_text(), name
