@@ -7,7 +7,8 @@ What a search leaves in its folder:
   (checkpoints, run record, eval_results.txt) that exports and conversions take as any other;
 - search.json: the random seed, the settings every run shares (`settings`: all but the grid's
   values that change what a run learns, e.g. max_seq_length, the LoRA rank) and every run of the
-  search (written before the first run);
+  search (written before the first run; removed again when the search fails before any run
+  leaves anything in its folder);
 - search_results.csv and search_results.md: every finished run, best first, the chosen one
   marked (rewritten atomically after each run);
 - best: a relative link to the chosen run's folder (a copy where links cannot be made).
@@ -236,11 +237,38 @@ def search(output_dir, runs, seed, train_and_evaluate, log=None, settings=None):
     `settings` (see `prepare`): `prepare`, then `run_search`. `log(message)` hears of each run
     started and of the choice."""
     log = log or (lambda message: None)
-    done = run_search(output_dir, prepare(output_dir, runs, seed, settings), train_and_evaluate, log)
+    created = not os.path.exists(output_dir)
+    started = os.path.isfile(os.path.join(output_dir, RECORD_FILE))
+    every = prepare(output_dir, runs, seed, settings)
+    try:
+        done = run_search(output_dir, every, train_and_evaluate, log)
+    except BaseException:  # a script's one-line error is a SystemExit
+        if not started:
+            _remove_if_nothing_ran(output_dir, every, created)
+        raise
     chosen, best, table_file = done.chosen, os.path.join(output_dir, BEST), os.path.join(output_dir, TABLE_FILES[1])
     log(f"{chosen.run.name} chosen ({chosen.metric} = {chosen.value:.6g}, best of {len(done.rows)} runs); "
         f"{best} {'links to' if done.best_as == 'link' else 'is a copy of'} it; table: {table_file}")
     return done
+
+
+def _remove_if_nothing_ran(output_dir, runs, created):
+    """After a new search failed: its search.json (and `output_dir`, when `created` for it) removed
+    if no run left anything in its folder, as when the first run's inputs could not be read or its
+    flags give no training step. Started again with the command corrected, it starts afresh instead
+    of being refused for settings that differ from the failed ones."""
+    for run in runs:
+        run_dir = os.path.join(output_dir, run.name)
+        if os.path.isdir(run_dir) and os.listdir(run_dir):
+            return
+    for run in runs:
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(output_dir, run.name))
+    with contextlib.suppress(OSError):
+        os.remove(os.path.join(output_dir, RECORD_FILE))
+    if created:
+        with contextlib.suppress(OSError):
+            os.rmdir(output_dir)  # only if empty
 
 
 def run_search(output_dir, runs, train_and_evaluate, log=None):

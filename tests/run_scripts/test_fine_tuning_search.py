@@ -45,6 +45,12 @@ def test_bad_values_and_wrong_folders_fail_before_any_work_naming_the_flag(tmp_p
          f"give its lists again to continue it, or --output_dir={searched}/best to use its chosen run"),
         (_flags(model, data, single), f"--output_dir={single} holds a single run, not a search: use another "
          "--output_dir"),
+        # A new search whose first run fails before training leaves nothing: the corrected command
+        # starts it afresh instead of being refused for the settings of the failed one.
+        (_flags(model, tmp_path / "typo", out), f"task mrpc: no train file 'train.tsv' in data_dir "
+         f"'{tmp_path / 'typo'}' ({tmp_path / 'typo' / 'train.tsv'} does not exist)"),
+        (_flags(model, data, out, num_train_epochs="0.5,1"),
+         "8 training examples / --train_batch_size=8 x --num_train_epochs=0.5 gives no training step"),
     ]
     outcomes = run_main_cases("run_classifier", [flags for flags, _ in cases])
     assert outcomes == [f"run_classifier.py: error: {message}" for _, message in cases]

@@ -146,6 +146,33 @@ def test_a_killed_search_continues_where_it_stopped_and_a_new_grid_extends_it(tm
     assert len(json.loads((out / "search.json").read_text())["runs"]) == 5
 
 
+def test_a_new_search_whose_first_run_fails_before_training_leaves_nothing(tmp_path):
+    """So that the corrected command starts it afresh, instead of being refused for the recorded
+    settings of the failed one. A run that left something, or a search that was there before, stays."""
+    runs = search.grid("5e-5,3e-5", "32", "3", 1, 12345)
+
+    def fails_at_its_checks(run, run_dir):
+        os.makedirs(run_dir, exist_ok=True)  # at most an empty folder
+        raise SystemExit(1)  # a script's one-line error
+
+    new, given = tmp_path / "new", tmp_path / "given"
+    given.mkdir()  # made by the user: it stays
+    for out in (new, given):
+        with pytest.raises(SystemExit):
+            search.search(str(out), runs, 12345, fails_at_its_checks, settings={"data_dir": "/typo"})
+    assert not new.exists() and os.listdir(given) == []
+    calls = []
+    done = search.search(str(new), runs, 12345, _stand_in(calls), settings={"data_dir": "/data"})
+    assert calls == [r.name for r in runs] and done.chosen.run.name == "lr5e-05_bs32_ep3_r0"
+
+    killed = tmp_path / "killed"  # its first run stopped after writing a checkpoint: it resumes
+    with pytest.raises(Interrupted):
+        search.search(str(killed), runs, 12345, _stand_in([], interrupt_at=1))
+    with pytest.raises(SystemExit):  # a search continued: its record stays, whatever the run does
+        search.search(str(killed), runs, 12345, fails_at_its_checks)
+    assert sorted(os.listdir(killed)) == ["lr5e-05_bs32_ep3_r0", "search.json"]
+
+
 def test_a_folder_of_another_seed_or_a_single_run_is_refused(tmp_path):
     out = tmp_path / "out"
     runs = search.grid("5e-5,3e-5", "32", "3", 1, 12345)
