@@ -215,6 +215,9 @@ def check_output_dir(path, flag="output_dir"):
     path = os.fspath(path)
     if _is_remote(path):
         return
+    if os.path.islink(path) and not os.path.exists(path):
+        raise ValueError(f"--{flag}={path} is a symbolic link to {os.path.realpath(path)}, which does not exist: "
+                         "make that folder first, or name another")
     if os.path.lexists(path) and not os.path.isdir(path):
         raise ValueError(f"--{flag}={path} is a file, not a folder")
     _check_creatable(path, flag, path)

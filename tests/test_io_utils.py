@@ -101,11 +101,17 @@ def test_output_path_checks_name_the_flag_and_the_reason(tmp_path):
         (io_utils.check_output_dir, tmp_path / "file", "output_dir", r"--output_dir=.*file is a file, not a folder"),
         (io_utils.check_output_dir, tmp_path / "file" / "run", "output_dir", r"run is under .*file, which is a file"),
         (io_utils.check_output_dir, "/proc/bert_tf_run", "output_dir", r"cannot write in /proc"),
+        (io_utils.check_output_dir, tmp_path / "dangling", "output_dir",
+         rf"^--output_dir=.*dangling is a symbolic link to {tmp_path}/gone, which does not exist: make that folder "
+         "first, or name another$"),
     ]
+    (tmp_path / "linked").symlink_to(tmp_path / "folder")
+    io_utils.check_output_dir(tmp_path / "linked")  # a link to a folder: that folder
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
     for check, path, flag, message in cases:
         with pytest.raises(ValueError, match=message):
             check(path, flag)
-    assert sorted(os.listdir(tmp_path)) == ["file", "folder"]  # nothing was created
+    assert sorted(os.listdir(tmp_path)) == ["dangling", "file", "folder", "linked"]  # nothing was created
 
 
 def test_distinct_outputs(tmp_path):
