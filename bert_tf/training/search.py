@@ -7,8 +7,8 @@ What a search leaves in its folder:
   (checkpoints, run record, eval_results.txt) that exports and conversions take as any other;
 - search.json: the random seed, the settings every run shares (`settings`: all but the grid's
   values that change what a run learns, e.g. max_seq_length, the LoRA rank) and every run of the
-  search (written before the first run; removed again when the search fails before any run
-  leaves anything in its folder);
+  search (written before the first run; put back as it was when the search fails before any
+  run it added leaves anything in its folder);
 - search_results.csv and search_results.md: every finished run, best first, the chosen one
   marked (rewritten atomically after each run);
 - best: a relative link to the chosen run's folder (a copy where links cannot be made).
@@ -237,14 +237,13 @@ def search(output_dir, runs, seed, train_and_evaluate, log=None, settings=None):
     `settings` (see `prepare`): `prepare`, then `run_search`. `log(message)` hears of each run
     started and of the choice."""
     log = log or (lambda message: None)
-    created = not os.path.exists(output_dir)
-    started = os.path.isfile(os.path.join(output_dir, RECORD_FILE))
+    created, path = not os.path.exists(output_dir), os.path.join(output_dir, RECORD_FILE)
+    before = _text(path) if os.path.isfile(path) else None
     every = prepare(output_dir, runs, seed, settings)
     try:
         done = run_search(output_dir, every, train_and_evaluate, log)
     except BaseException:  # a script's one-line error is a SystemExit
-        if not started:
-            _remove_if_nothing_ran(output_dir, every, created)
+        _undo_if_nothing_ran(output_dir, every, before, created)
         raise
     chosen, best, table_file = done.chosen, os.path.join(output_dir, BEST), os.path.join(output_dir, TABLE_FILES[1])
     log(f"{chosen.run.name} chosen ({chosen.metric} = {chosen.value:.6g}, best of {len(done.rows)} runs); "
@@ -252,20 +251,32 @@ def search(output_dir, runs, seed, train_and_evaluate, log=None, settings=None):
     return done
 
 
-def _remove_if_nothing_ran(output_dir, runs, created):
-    """After a new search failed: its search.json (and `output_dir`, when `created` for it) removed
-    if no run left anything in its folder, as when the first run's inputs could not be read or its
-    flags give no training step. Started again with the command corrected, it starts afresh instead
-    of being refused for settings that differ from the failed ones."""
-    for run in runs:
-        run_dir = os.path.join(output_dir, run.name)
-        if os.path.isdir(run_dir) and os.listdir(run_dir):
-            return
-    for run in runs:
+def _text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _undo_if_nothing_ran(output_dir, runs, before, created):
+    """After a failed search: its search.json put back as it was before (`before`: its text; None:
+    there was none, then removed, and `output_dir` too when `created` for it and empty) if none of
+    the runs it added left anything in its folder, as when a run's inputs cannot be read or its
+    values give no training step. The corrected command then starts afresh, or continues the
+    search as it was, instead of being refused for the failed settings or failing on its runs again."""
+    earlier = {SearchRun(**run).name for run in json.loads(before)["runs"]} if before else set()
+    added = [run for run in runs if run.name not in earlier]
+    if any(os.path.isdir(os.path.join(output_dir, run.name)) and os.listdir(os.path.join(output_dir, run.name))
+           for run in added):
+        return
+    for run in added:
         with contextlib.suppress(OSError):
             os.rmdir(os.path.join(output_dir, run.name))
+    path = os.path.join(output_dir, RECORD_FILE)
+    if before is not None:
+        with atomic_write(path) as f:
+            f.write(before)
+        return
     with contextlib.suppress(OSError):
-        os.remove(os.path.join(output_dir, RECORD_FILE))
+        os.remove(path)
     if created:
         with contextlib.suppress(OSError):
             os.rmdir(output_dir)  # only if empty

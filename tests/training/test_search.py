@@ -148,7 +148,7 @@ def test_a_killed_search_continues_where_it_stopped_and_a_new_grid_extends_it(tm
 
 def test_a_new_search_whose_first_run_fails_before_training_leaves_nothing(tmp_path):
     """So that the corrected command starts it afresh, instead of being refused for the recorded
-    settings of the failed one. A run that left something, or a search that was there before, stays."""
+    settings of the failed one; a search extended so is as it was. A run that left something stays."""
     runs = search.grid("5e-5,3e-5", "32", "3", 1, 12345)
 
     def fails_at_its_checks(run, run_dir):
@@ -164,6 +164,11 @@ def test_a_new_search_whose_first_run_fails_before_training_leaves_nothing(tmp_p
     calls = []
     done = search.search(str(new), runs, 12345, _stand_in(calls), settings={"data_dir": "/data"})
     assert calls == [r.name for r in runs] and done.chosen.run.name == "lr5e-05_bs32_ep3_r0"
+    # Extended by a run that fails so: the record as it was, so that the earlier command continues it.
+    before, wider = (new / "search.json").read_text(), search.grid("5e-5,1e-4", "32", "3", 1, 12345)
+    with pytest.raises(SystemExit):
+        search.search(str(new), wider, 12345, fails_at_its_checks, settings={"data_dir": "/data"})
+    assert (new / "search.json").read_text() == before and not (new / "lr0.0001_bs32_ep3_r0").exists()
 
     killed = tmp_path / "killed"  # its first run stopped after writing a checkpoint: it resumes
     with pytest.raises(Interrupted):
