@@ -89,17 +89,19 @@ def define_tfds_flags(example):
 
 def require_unless_hf_folder(names):
     """`flags.mark_flag_as_required` for `names` (its check and message), but when --init_checkpoint
-    is a Hugging Face folder or a sentence-transformers folder: it holds what they name."""
+    is a Hugging Face folder or a sentence-transformers folder (it holds what they name), or has
+    the file a flag names beside it (`flag_settings.hf_folder_flags`: a run's folder, Google's)."""
 
-    def given(value):  # the folder is looked at only when the flag is missing (the import loads TensorFlow)
-        from bert_tf.checkpoints import hf, sentence_transformers
+    def given(value, name):  # the folder is looked at only when the flag is missing (the import loads TensorFlow)
+        from bert_tf.checkpoints import hf, sentence_transformers, sources
 
         folder = flags.FLAGS.init_checkpoint
         return value is not None or hf.is_hf_folder(folder) or sentence_transformers.is_sentence_transformers_folder(
-            folder)  # its BERT module's folder (`flag_settings.bert_module_from_flags`)
+            folder) or bool(folder and sources.beside(folder, {"vocab_file": hf.VOCAB}.get(name, sources.CONFIG_FILE)))
 
     for name in names:
-        flags.register_validator(name, given, message=f"Flag --{name} must have a value other than None.")
+        flags.register_validator(name, lambda value, name=name: given(value, name),
+                                 message=f"Flag --{name} must have a value other than None.")
 
 
 def define_lora_flags():

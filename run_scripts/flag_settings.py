@@ -86,10 +86,8 @@ def tpu_strategy(flag_values):
         )
 
 
-def steps_per_execution(flag_values):
-    return flag_values.steps_per_execution or (
-        flag_values.iterations_per_loop if strategy_name(flag_values) == "tpu" else 1
-    )
+def steps_per_execution(f):
+    return f.steps_per_execution or (f.iterations_per_loop if strategy_name(f) == "tpu" else 1)
 
 
 def settings_or_fail(settings_class, flag_values, **values):
@@ -135,13 +133,19 @@ def bert_module_from_flags(flag_values, name="init_checkpoint"):
 
 
 def hf_folder_flags(f):
-    """With --init_checkpoint a Hugging Face folder: sets --vocab_file and --do_lower_case (when
-    the script has them) to the folder's and returns its BertConfig (`hf.folder_settings`); else None."""
-    from bert_tf.checkpoints import hf
+    """With --init_checkpoint a Hugging Face folder: sets --vocab_file and --do_lower_case (when the
+    script has them) to the folder's, returns its BertConfig (`hf.folder_settings`); else None, the
+    files and casing not given taken from beside the checkpoint (`sources.files_beside`)."""
+    from bert_tf.checkpoints import hf, sources
 
-    if not hf.is_hf_folder(f.init_checkpoint):
-        return None
     given = {name: f[name].value for name in ("vocab_file", "do_lower_case") if name in f and f[name].present}
+    if not hf.is_hf_folder(f.init_checkpoint):
+        kept = {name: f[name].value for name in ("vocab_file", "bert_config_file") if name in f}
+        found = library_call(lambda: sources.files_beside(f.init_checkpoint, do_lower_case=given.get(
+            "do_lower_case"), **kept), flag_names=("do_lower_case",))
+        for name in {"vocab_file", "bert_config_file", "do_lower_case"} & set(f):
+            setattr(f, name, found[name])
+        return None
     config = load_bert_config(f.bert_config_file) if f.bert_config_file else None
     found = library_call(
         lambda: hf.folder_settings(f.init_checkpoint, config, f.bert_config_file, "vocab_file" in f, **given), "--"

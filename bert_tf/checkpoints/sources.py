@@ -28,6 +28,9 @@ def prefixed(prefix):
         raise ValueError(f"{prefix}{e}") from None
 
 
+CONFIG_FILE = "bert_config.json"  # beside Google's checkpoints and in our runs' folders
+
+
 def beside(checkpoint, name):
     """`name` in the checkpoint's folder (the folder itself, or the one holding the file), or None
     when there is no such file."""
@@ -72,11 +75,37 @@ def config_setting(bert_config_file, init_checkpoint):
 
 
 def casing(checkpoint, do_lower_case):
-    """The casing that goes with `checkpoint`'s vocabulary: a Hugging Face folder's (a
-    `do_lower_case` given must be it), else `do_lower_case` (True when not given)."""
-    if hf.is_hf_folder(checkpoint):
+    """The casing that goes with `checkpoint`'s vocabulary: a Hugging Face folder's or a fine-tuning
+    run's (its record's: its inputs were tokenized so), where a `do_lower_case` given must be it;
+    else `do_lower_case` (True when not given)."""
+    if checkpoint and hf.is_hf_folder(checkpoint):
         return hf.folder_settings(checkpoint, do_lower_case=do_lower_case).do_lower_case
+    record = run_record.read(run_record.run_directory(checkpoint)) if checkpoint else None
+    if record is not None:
+        return run_casing(record, checkpoint, do_lower_case)
     return True if do_lower_case is None else do_lower_case
+
+
+def run_casing(record, checkpoint, do_lower_case):
+    """The casing of the fine-tuning run `record` (of `checkpoint`); a `do_lower_case` given must be it."""
+    if do_lower_case is not None and do_lower_case != record.do_lower_case:
+        raise ValueError(
+            f"do_lower_case={do_lower_case}, but the model in {run_record.run_directory(checkpoint)} was "
+            f"fine-tuned with do_lower_case={record.do_lower_case}"
+        )
+    return record.do_lower_case
+
+
+def files_beside(checkpoint, vocab_file=None, bert_config_file=None, do_lower_case=None):
+    """`{vocab_file, bert_config_file, do_lower_case}` for a script given `checkpoint` (a run's
+    folder or one of its ckpt-N, a .keras file, Google's bert_model.ckpt in its release folder), as
+    the exports take them: each file not given, the one beside the checkpoint (vocab.txt,
+    bert_config.json; None when there is none); the casing, `casing`'s (without a checkpoint too)."""
+    if checkpoint:
+        vocab_file = vocab_file or beside(checkpoint, hf.VOCAB)
+        bert_config_file = bert_config_file or beside(checkpoint, CONFIG_FILE)
+    lower = casing(checkpoint, do_lower_case)
+    return {"vocab_file": vocab_file, "bert_config_file": bert_config_file, "do_lower_case": lower}
 
 
 def restored(model, checkpoint):

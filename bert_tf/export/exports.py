@@ -145,11 +145,7 @@ def _task(kind, init_checkpoint, bert_config_file, vocab_file, do_lower_case, se
     at = f"init_checkpoint={init_checkpoint}: "
     with sources.prefixed(at):
         record = sources.run_record_for(init_checkpoint, kind.name)
-    if do_lower_case is not None and do_lower_case != record.do_lower_case:
-        raise ValueError(
-            f"do_lower_case={do_lower_case}, but the model in {run_record.run_directory(init_checkpoint)} was "
-            f"fine-tuned with do_lower_case={record.do_lower_case}"
-        )
+    sources.run_casing(record, init_checkpoint, do_lower_case)
     config, warnings = _config(init_checkpoint, bert_config_file)
     vocab_file = sources.named_or_beside(vocab_file, "vocab_file", init_checkpoint, "vocab.txt")
     if vocab_file is None:

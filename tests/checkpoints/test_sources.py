@@ -37,6 +37,32 @@ def test_a_named_file_else_the_one_beside_any_kind_of_checkpoint_path(tmp_path):
         sources.named_or_beside(str(missing), "vocab_file", str(run), "vocab.txt")
 
 
+def test_what_a_script_not_given_takes_from_beside_the_checkpoint_and_a_runs_casing(tmp_path):
+    run, google = tmp_path / "run", tmp_path / "cased_L-2_H-32_A-4"
+    for folder in (run, google):
+        folder.mkdir()
+        write_vocab(folder / "vocab.txt")
+        (folder / "bert_config.json").write_text(json.dumps(tiny_config().to_dict()))
+    RunRecord(kind="classifier", task_name="sst-2", do_lower_case=False).write(str(run))
+    other = write_vocab(tmp_path / "other.txt")
+    for checkpoint in (str(run), str(run / "ckpt-3")):  # a cased run: its casing, whatever vocabulary is named
+        assert sources.files_beside(checkpoint) == {
+            "vocab_file": str(run / "vocab.txt"), "bert_config_file": str(run / "bert_config.json"),
+            "do_lower_case": False,
+        }
+        assert sources.files_beside(checkpoint, other, None, False)["vocab_file"] == other
+        with pytest.raises(ValueError, match=rf"^do_lower_case=True, but the model in {run} was fine-tuned with "
+                                             r"do_lower_case=False$"):
+            sources.files_beside(checkpoint, do_lower_case=True)
+    # Google's release folder: its files, and the casing given (True when not: the original's default).
+    found = sources.files_beside(str(google / "bert_model.ckpt"), do_lower_case=False)
+    assert found == {"vocab_file": str(google / "vocab.txt"), "bert_config_file": str(google / "bert_config.json"),
+                     "do_lower_case": False}
+    assert sources.files_beside(str(tmp_path / "bare" / "bert_model.ckpt")) == {
+        "vocab_file": None, "bert_config_file": None, "do_lower_case": True}
+    assert sources.files_beside(None, other) == {"vocab_file": other, "bert_config_file": None, "do_lower_case": True}
+
+
 def test_a_config_is_read_with_its_errors_and_warnings_naming_the_setting(tmp_path):
     good = tmp_path / "good.json"
     good.write_text(json.dumps(tiny_config().to_dict()))

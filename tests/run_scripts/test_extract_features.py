@@ -1,10 +1,12 @@
 import json
 import os
 import re
+import shutil
 
 import numpy as np
 import pytest
 
+from bert_tf.runs.record import RunRecord
 from tests import numpy_bert
 from tests.hf_folder import write_folder
 from tests.run_scripts.conftest import run_script
@@ -104,11 +106,19 @@ def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_m
     from_hf = {"init_checkpoint": hf, "vocab_file": None, "bert_config_file": None}
     cased = tmp_path / "cased.txt"
     cased.write_text("The Cat sat\n")  # "The" and "Cat" are [UNK] unless lower-cased
+    # A cased fine-tuning run's folder (its record, vocab and config beside the weights): they stand in for the flags'.
+    run = tmp_path / "run"
+    shutil.copytree(model.path, run)
+    RunRecord(kind="classifier", task_name="sst-2", do_lower_case=False).write(str(run))
+    from_run = {"init_checkpoint": run / "bert_model.ckpt", "vocab_file": None, "bert_config_file": None}
     cases = [
         ({"input_file": cased, "output_file": tmp_path / "google.jsonl", "do_lower_case": False}, None),
         ({**from_hf, "input_file": cased, "output_file": tmp_path / "from_hf.jsonl"}, None),
         ({**from_hf, "do_lower_case": True}, r"--do_lower_case=True, but .*hf/tokenizer_config.json has do_lower_case"),
         ({**from_hf, "max_seq_length": 100}, "--max_seq_length=100 vs max_position_embeddings of --init_checkpoint="),
+        ({**from_run, "input_file": cased, "output_file": tmp_path / "from_run.jsonl"}, None),
+        ({**from_run, "do_lower_case": True}, rf"^extract_features.py: error: --do_lower_case=True, but the model in "
+                                              rf"{run} was fine-tuned with --do_lower_case=False$"),
         ({"input_file": tmp_path / "nope.txt"}, "--input_file=.*nope.txt does not exist"),
         (
             {"bert_config_file": config_file},
@@ -165,6 +175,7 @@ def test_bad_input_fails_before_any_work_and_a_full_disk_leaves_nothing(google_m
             )
     assert not out.exists() and not (tmp_path / "full.jsonl").exists()
     assert (tmp_path / "from_hf.jsonl").read_text() == (tmp_path / "google.jsonl").read_text()
+    assert (tmp_path / "from_run.jsonl").read_text() == (tmp_path / "google.jsonl").read_text()
     assert '"token": "[UNK]"' in (tmp_path / "from_hf.jsonl").read_text()  # the folder's casing: cased
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temporary left behind
     # Binary input: a warning naming the first bad line, then how much was replaced.

@@ -129,11 +129,12 @@ def test_learns_writes_the_originals_outputs_resumes_exactly_and_predicts_alike_
     assert float(_results(mirrored)["eval_accuracy"]) == pytest.approx(float(results["eval_accuracy"]))
     np.testing.assert_allclose(_probabilities(mirrored), probabilities, atol=1e-5)
     # The original's fixed shapes, on the same batches (the original's `loss` is a mean of batch
-    # means): the same files.
+    # means): the same files. No --vocab_file or --bert_config_file: the run's own, beside its checkpoint.
     fixed = tmp_path / "fixed"
     result = run_script(
         "run_classifier.py", *_flags(model_dir, data, fixed, do_train=False, init_checkpoint=straight / "ckpt-240",
-                                     eval_batch_size=6, predict_batch_size=4, pad_to_max_seq_length=True),
+                                     eval_batch_size=6, predict_batch_size=4, pad_to_max_seq_length=True,
+                                     vocab_file=None, bert_config_file=None),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     for key in ("eval_accuracy", "eval_f1", "eval_loss", "loss"):
@@ -327,7 +328,8 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         "to train (it is for processes that only serve exports)"
     )
     assert not os.path.exists(out(99))
-    # Without a Hugging Face folder, --bert_config_file is required as before (absl's check and words).
+    # Without a checkpoint that has a config (a Hugging Face folder's, one beside it), --bert_config_file is
+    # required as before (absl's check and words).
     result = run_script("run_classifier.py", *_flags(model_dir, data, out(98), bert_config_file=None))
     assert result.returncode == 1 and "Flag --bert_config_file must have a value other than None." in result.stderr
 
