@@ -263,13 +263,12 @@ def _undo_if_nothing_ran(output_dir, runs, before, created):
     values give no training step. The corrected command then starts afresh, or continues the
     search as it was, instead of being refused for the failed settings or failing on its runs again."""
     earlier = {SearchRun(**run).name for run in json.loads(before)["runs"]} if before else set()
-    added = [run for run in runs if run.name not in earlier]
-    if any(os.path.isdir(os.path.join(output_dir, run.name)) and os.listdir(os.path.join(output_dir, run.name))
-           for run in added):
+    added = [os.path.join(output_dir, run.name) for run in runs if run.name not in earlier]  # their folders
+    if any(os.path.isdir(folder) and os.listdir(folder) for folder in added):
         return
-    for run in added:
+    for folder in added:
         with contextlib.suppress(OSError):
-            os.rmdir(os.path.join(output_dir, run.name))
+            os.rmdir(folder)
     path = os.path.join(output_dir, RECORD_FILE)
     if before is not None:
         with atomic_write(path) as f:
