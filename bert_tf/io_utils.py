@@ -216,7 +216,7 @@ def check_output_dir(path, flag="output_dir"):
     if _is_remote(path):
         return
     if os.path.islink(path) and not os.path.exists(path):
-        raise ValueError(f"--{flag}={path} is a symbolic link to {os.path.realpath(path)}, which does not exist: "
+        raise ValueError(f"--{flag}={path} is a symbolic link to {_link_target(path)}, which does not exist: "
                          "make that folder first, or name another")
     if os.path.lexists(path) and not os.path.isdir(path):
         raise ValueError(f"--{flag}={path} is a file, not a folder")

@@ -97,7 +97,7 @@ def require_unless_hf_folder(names):
 
         folder = flags.FLAGS.init_checkpoint
         return value is not None or hf.is_hf_folder(folder) or sentence_transformers.is_sentence_transformers_folder(
-            folder) or bool(folder and sources.beside(folder, {"vocab_file": hf.VOCAB}.get(name, sources.CONFIG_FILE)))
+            folder) or bool(folder and sources.beside(folder, sources.FILES_BESIDE[name]))
 
     for name in names:
         flags.register_validator(name, lambda value, name=name: given(value, name),

@@ -29,6 +29,8 @@ def prefixed(prefix):
 
 
 CONFIG_FILE = "bert_config.json"  # beside Google's checkpoints and in our runs' folders
+# The file beside a checkpoint that each of a script's file settings defaults to (`files_beside`).
+FILES_BESIDE = {"vocab_file": hf.VOCAB, "bert_config_file": CONFIG_FILE}
 
 
 def beside(checkpoint, name):
@@ -101,11 +103,10 @@ def files_beside(checkpoint, vocab_file=None, bert_config_file=None, do_lower_ca
     folder or one of its ckpt-N, a .keras file, Google's bert_model.ckpt in its release folder), as
     the exports take them: each file not given, the one beside the checkpoint (vocab.txt,
     bert_config.json; None when there is none); the casing, `casing`'s (without a checkpoint too)."""
-    if checkpoint:
-        vocab_file = vocab_file or beside(checkpoint, hf.VOCAB)
-        bert_config_file = bert_config_file or beside(checkpoint, CONFIG_FILE)
-    lower = casing(checkpoint, do_lower_case)
-    return {"vocab_file": vocab_file, "bert_config_file": bert_config_file, "do_lower_case": lower}
+    found = {"vocab_file": vocab_file, "bert_config_file": bert_config_file}
+    for setting, name in FILES_BESIDE.items():
+        found[setting] = found[setting] or (beside(checkpoint, name) if checkpoint else None)
+    return {**found, "do_lower_case": casing(checkpoint, do_lower_case)}
 
 
 def restored(model, checkpoint):
