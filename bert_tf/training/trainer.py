@@ -12,7 +12,6 @@ global loss whatever the number of replicas or micro-batches; they are summed ac
 clipped to global norm 1.0 (the whole batch's gradient, as on one device) and applied.
 """
 
-import math
 import os
 import shutil
 import time
@@ -24,11 +23,12 @@ import tensorflow as tf
 from bert_tf.checkpoints.restore import check_model_finite
 from bert_tf.io_utils import atomic_write
 from bert_tf.models import lora, padding_skipped
+from bert_tf.training.divergence import Diverged, stop_unless_finite
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.restore_status import INITIALISED, RANDOM, RESUMED, RestoreStatus
 from bert_tf.training.settings import TrainingSettings, check_batch_sizes, check_weights_may_change
 
-__all__ = ["CLIP_NORM", "RestoreStatus", "Trainer", "TrainingSettings", "check_batch_sizes"]
+__all__ = ["CLIP_NORM", "Diverged", "RestoreStatus", "Trainer", "TrainingSettings", "check_batch_sizes"]
 
 CLIP_NORM = 1.0
 
@@ -276,9 +276,10 @@ class Trainer:
         latest checkpoint: same step, optimizer state and schedule, and (with a seed) the data
         exactly where it was. `on_log(step, logs)` receives the task's metrics, the learning
         rate and examples/s after each execution; `on_start()` is called once the model is ready,
-        before the first step. A non-finite loss stops the run with an error naming the step; the
-        last checkpoint is the last good one. Refused (a ValueError) in a process whose oneDNN
-        keeps its products' first weights (`check_weights_may_change`)."""
+        before the first step. A non-finite loss, or weights about to be saved, stops the run
+        (`Diverged`, a FloatingPointError) naming the step: no checkpoint it saves holds a NaN or
+        an Inf. Refused (a ValueError) in a process whose oneDNN keeps its products' first weights
+        (`check_weights_may_change`)."""
         check_weights_may_change()
         s = self.settings
         started = self.restore(init_checkpoint)
@@ -300,11 +301,7 @@ class Trainer:
             elapsed = time.perf_counter() - start
             step = self.global_step
             logs = self.task.train_logs(sums)
-            if not all(math.isfinite(v) for v in logs.values()):
-                raise FloatingPointError(
-                    f"the loss became {logs['loss']} at step {step}; stopped without saving. The last good "
-                    f"checkpoint is {manager.latest_checkpoint or 'none: none was saved before it'}"
-                )
+            stop_unless_finite(logs, step, manager)
             logs["learning_rate"] = float(self.optimizer.learning_rate)
             logs["examples_per_second"] = steps * s.train_batch_size / max(elapsed, 1e-9)
             with writer.as_default(step=step):
@@ -313,6 +310,7 @@ class Trainer:
             if on_log:
                 on_log(step, logs)
             if step % s.save_checkpoints_steps == 0 or step >= s.num_train_steps:
+                stop_unless_finite(logs, step, manager, self.model.trainable_variables)
                 manager.save(checkpoint_number=step)
         writer.flush()
         if not self.is_chief:

@@ -16,7 +16,7 @@ from bert_tf.training.pretraining import (
     check_data_files,
     input_error_message,
 )
-from bert_tf.training.trainer import INITIALISED, RESUMED
+from bert_tf.training.trainer import INITIALISED, RESUMED, Diverged
 from tests import numpy_bert, warm_scripts
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config
@@ -156,6 +156,12 @@ def test_eval_from_an_original_checkpoint_matches_numpy(tmp_path):
     assert "global_step = 0" in lines
 
 
+def _all_finite(checkpoint):
+    reader = tf.train.load_checkpoint(checkpoint)
+    values = [reader.get_tensor(name) for name, _ in tf.train.list_variables(checkpoint)]
+    return all(np.isfinite(v).all() for v in values if isinstance(v, np.ndarray) and v.dtype.kind == "f")
+
+
 @pytest.mark.slow
 def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
     config = tiny_config(**NO_DROPOUT)
@@ -163,8 +169,31 @@ def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoin
     run = Pretraining(
         config, settings(tmp_path, "nan", learning_rate=1e9, num_train_steps=30, save_checkpoints_steps=1), one_device()
     )
-    with pytest.raises(FloatingPointError, match=r"loss became nan at step \d+; .*last good checkpoint is .*ckpt-\d+"):
+    # The weights may overflow in an update whose loss (computed before it) was finite: then the
+    # checkpoint of that step is not written either.
+    with pytest.raises(Diverged, match=r"^the (loss became nan|weights became NaN or Inf \(the step's loss was "
+                                       r"[^)]+\)) at step \d+; .*last good checkpoint is .*ckpt-\d+$") as stopped:
         run.train(data)
+    last = str(stopped.value).rsplit(" ", 1)[1]
+    folder = tmp_path / "nan"
+    assert last == tf.train.latest_checkpoint(str(folder)) == f"{folder}/ckpt-{stopped.value.step - 1}"
+    assert _all_finite(last)  # good indeed (before, the checkpoint of the update that overflowed was named)
+
+    # Weights that turn NaN in the step before a checkpoint (the step's loss, computed before its
+    # update, still finite): that checkpoint is not written, and the error names the one before.
+    def spoil_at_2(step, logs):
+        if step == 2:
+            weight = spoilt.model.trainable_variables[0]
+            weight.assign(np.full(weight.shape, np.nan, weight.dtype))
+
+    spoilt = Pretraining(config, settings(tmp_path, "spoilt", num_train_steps=4, save_checkpoints_steps=1),
+                         one_device())
+    with pytest.raises(Diverged) as stopped:
+        spoilt.train(data, on_log=spoil_at_2)
+    assert stopped.value.step == 2 and str(stopped.value).startswith("the weights became NaN or Inf (the step's loss ")
+    assert str(stopped.value).endswith(f"at step 2; stopped without saving. The last good checkpoint is "
+                                       f"{tmp_path / 'spoilt' / 'ckpt-1'}")
+    assert tf.train.latest_checkpoint(str(tmp_path / "spoilt")).endswith("ckpt-1")
 
 
 def test_bad_settings_fail_before_training(tmp_path):
