@@ -1,10 +1,18 @@
-"""A run that diverges: the training loop's stop when a loss or a weight is NaN or Inf."""
+"""A run that diverges: the training loop's stop when a loss or a weight is NaN or Inf, and a
+search's record of its run that did (`bert_tf.training.search`)."""
 
+import json
 import math
+import os
 
 import tensorflow as tf
 
-__all__ = ["Diverged"]  # the loop uses the rest
+from bert_tf.io_utils import atomic_write, read_json_object
+
+__all__ = ["DIVERGED_FILE", "Diverged", "read_divergence"]  # the loop and the search use the rest
+
+# In the folder of a search's run whose training diverged: {"step": N, "message": the loop's error}.
+DIVERGED_FILE = "diverged.json"
 
 
 class Diverged(FloatingPointError):
@@ -27,3 +35,26 @@ def stop_unless_finite(logs, step, manager, weights=()):
         return
     last = manager.latest_checkpoint or "none: none was saved before it"
     raise Diverged(f"{what} at step {step}; stopped without saving. The last good checkpoint is {last}", step)
+
+
+def read_divergence(run_dir):
+    """`{"step", "message"}` of a run of a search that diverged (`DIVERGED_FILE`), or None."""
+    path = os.path.join(run_dir, DIVERGED_FILE)
+    return read_json_object(path) if os.path.isfile(path) else None
+
+
+def record_divergence(run_dir, error):
+    """For a run's failure `error`: when a FloatingPointError (training's loss or weights not
+    finite) is in its chain (a script's one-line exit has the library error it reports as its
+    context), DIVERGED_FILE written in `run_dir` and returned; otherwise `error` raised again."""
+    cause, seen = error, set()
+    while cause is not None and not isinstance(cause, FloatingPointError) and id(cause) not in seen:
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(cause, FloatingPointError):
+        raise error
+    diverged = {"step": int(getattr(cause, "step", 0)), "message": str(cause)}
+    os.makedirs(run_dir, exist_ok=True)
+    with atomic_write(os.path.join(run_dir, DIVERGED_FILE)) as f:
+        json.dump(diverged, f, indent=2)
+    return diverged

@@ -13,6 +13,11 @@ What a search leaves in its folder:
   marked (rewritten atomically after each run);
 - best: a relative link to the chosen run's folder (a copy where links cannot be made).
 
+A run whose training diverges (its loss or weights NaN or Inf) leaves diverged.json in its folder
+and the search goes on: it is ranked last (its figure NaN, as a finished run's whose dev figures
+hold a NaN or an Inf), and not run again while that file is there. A search whose every run
+diverged chooses none: an error.
+
 A search killed at any point continues when started again with the same command: a run whose
 eval_results.txt exists is finished and not redone (the file is written atomically, after
 training); an interrupted run resumes from its own checkpoints. Started again with another grid
@@ -38,6 +43,7 @@ import shutil
 from bert_tf.io_utils import atomic_write, owner_tag, read_json_object
 from bert_tf.runs import record as run_record
 from bert_tf.runs import registry
+from bert_tf.training.divergence import DIVERGED_FILE, read_divergence, record_divergence
 
 RECORD_FILE = run_record.SEARCH_FILE
 TABLE_FILES = ("search_results.csv", "search_results.md")
@@ -246,7 +252,9 @@ def search(output_dir, runs, seed, train_and_evaluate, log=None, settings=None):
         _undo_if_nothing_ran(output_dir, every, before, created)
         raise
     chosen, best, table_file = done.chosen, os.path.join(output_dir, BEST), os.path.join(output_dir, TABLE_FILES[1])
-    log(f"{chosen.run.name} chosen ({chosen.metric} = {chosen.value:.6g}, best of {len(done.rows)} runs); "
+    diverged = sum(math.isnan(row.value) for row in done.rows)
+    log(f"{chosen.run.name} chosen ({chosen.metric} = {chosen.value:.6g}, best of {len(done.rows)} runs"
+        f"{f', {diverged} diverged' if diverged else ''}); "
         f"{best} {'links to' if done.best_as == 'link' else 'is a copy of'} it; table: {table_file}")
     return done
 
@@ -284,27 +292,47 @@ def _undo_if_nothing_ran(output_dir, runs, before, created):
 def run_search(output_dir, runs, train_and_evaluate, log=None):
     """Trains and evaluates each of `runs` that has no dev figures yet in `output_dir/<name>`
     (`train_and_evaluate(run, run_dir)`, which must leave eval_results.txt there); after each,
-    writes the table. Then links `best` to the chosen run. `log(message)` hears of each run
-    started. Returns the SearchResult."""
+    writes the table. A run that diverges is recorded as such (module docstring). Then links
+    `best` to the chosen run. `log(message)` hears of each run started. Returns the SearchResult."""
+    log = log or (lambda message: None)
     rows = []
     for index, run in enumerate(runs):
         run_dir = os.path.join(output_dir, run.name)
-        results = read_results(run_dir)
-        if results is None:
-            if log is not None:
-                log(f"run {index + 1} of {len(runs)}, {run.name}{' (resumed)' if os.path.isdir(run_dir) else ''}")
-            train_and_evaluate(run, run_dir)
-            results = read_results(run_dir)
-            if results is None:
-                raise ValueError(
-                    f"{run_dir}: no {_EVAL_RESULTS} after training and evaluation: a search chooses by dev figures, "
-                    "it needs a dev set with labels (SQuAD: a predict file with answers)"
-                )
-        metric, value = headline_metric(results, os.path.join(run_dir, _EVAL_RESULTS))
-        rows.append(Row(run, run_dir, metric, value, int(results.get("global_step", 0))))
-        rows = ranked(rows)
+        results, diverged = read_results(run_dir), read_divergence(run_dir)
+        if results is None and diverged is None:
+            log(f"run {index + 1} of {len(runs)}, {run.name}{' (resumed)' if os.path.isdir(run_dir) else ''}")
+            try:
+                train_and_evaluate(run, run_dir)
+            except BaseException as e:
+                diverged = record_divergence(run_dir, e)
+                log(f"{run.name} diverged ({diverged['message']}): ranked last, and not run again while "
+                    f"{os.path.join(run_dir, DIVERGED_FILE)} exists")
+            else:
+                results = read_results(run_dir)
+                if results is None:
+                    raise ValueError(
+                        f"{run_dir}: no {_EVAL_RESULTS} after training and evaluation: a search chooses by dev "
+                        "figures, it needs a dev set with labels (SQuAD: a predict file with answers)"
+                    )
+        rows = ranked([*rows, _row(run, run_dir, results, diverged)])
         write_table(output_dir, rows)
+    if math.isnan(rows[0].value):
+        raise ValueError(
+            f"output_dir={output_dir}: every run of the search diverged (each folder's {DIVERGED_FILE} or "
+            f"{_EVAL_RESULTS} says where): lower its learning_rate"
+        )
     return SearchResult(tuple(rows), link_best(output_dir, rows[0].run.name))
+
+
+def _row(run, run_dir, results, diverged):
+    """The table's row of a run: a diverged one, or one whose dev figures hold a NaN or an Inf
+    (its weights overflowed without a NaN in training), has the value NaN (ranked last)."""
+    if results is None:
+        return Row(run, run_dir, None, math.nan, diverged["step"])
+    metric, value = headline_metric(results, os.path.join(run_dir, _EVAL_RESULTS))
+    if not all(math.isfinite(v) for v in results.values()):
+        value = math.nan
+    return Row(run, run_dir, metric, value, int(results.get("global_step", 0)))
 
 
 def ranked(rows):
@@ -314,12 +342,13 @@ def ranked(rows):
 
 def table(rows):
     """`(header, lines)` of the table: one line per row, the first (the chosen) marked."""
-    metric = rows[0].metric
+    metric = next((row.metric for row in rows if row.metric), "dev_metric")
     header = ["run", "learning_rate", "train_batch_size", "num_train_epochs", "restart", "seed", metric,
               "global_step", "chosen"]
     lines = [
         [row.run.name, f"{row.run.learning_rate:g}", row.run.train_batch_size, f"{row.run.num_train_epochs:g}",
-         row.run.restart, row.run.seed, f"{row.value:.6g}", row.global_step, "*" if i == 0 else ""]
+         row.run.restart, row.run.seed, f"{row.value:.6g}", row.global_step,
+         "*" if i == 0 and not math.isnan(row.value) else ""]
         for i, row in enumerate(rows)
     ]
     return header, lines

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from bert_tf.training import search
+from bert_tf.training.divergence import Diverged
 
 # The stand-in's dev figures, by (learning rate, seed): the best is 3e-05 with restart 1.
 FIGURES = {(5e-5, 12345): 0.61, (5e-5, 12346): 0.64, (3e-5, 12345): 0.58, (3e-5, 12346): 0.70}
@@ -144,6 +145,71 @@ def test_a_killed_search_continues_where_it_stopped_and_a_new_grid_extends_it(tm
     assert len(done.rows) == 5 and done.chosen.run.name == "lr0.0001_bs32_ep3_r0"
     assert os.readlink(out / "best") == "lr0.0001_bs32_ep3_r0"
     assert len(json.loads((out / "search.json").read_text())["runs"]) == 5
+
+
+def _diverges_in_the_script(run_dir, step):
+    """A run stopped by the loop's Diverged, reported as the scripts report it: a SystemExit (their
+    one-line error) raised while handling the library error."""
+    from run_scripts.flag_settings import library_call
+
+    os.makedirs(run_dir, exist_ok=True)
+    open(os.path.join(run_dir, "checkpoint"), "w").close()  # its last good checkpoint
+
+    def train():
+        raise Diverged(f"the loss became nan at step {step}; stopped without saving. The last good checkpoint is X",
+                       step)
+
+    library_call(train)
+
+
+def test_a_run_that_diverges_is_ranked_last_recorded_and_not_run_again(tmp_path):
+    """So that one learning rate too high does not stop the search, nor every later run of its command."""
+    out, calls, messages = tmp_path / "out", [], []
+    runs = search.grid("5e-5,3e-5", "32", "3", 2, 12345)
+    finished = _stand_in(calls)
+
+    def train_and_evaluate(run, run_dir):
+        if run.name == "lr5e-05_bs32_ep3_r1":
+            calls.append(run.name)
+            _diverges_in_the_script(run_dir, step=6)
+        finished(run, run_dir)
+        if run.name == "lr3e-05_bs32_ep3_r1":  # finished, its weights overflowed: the best figure, a NaN loss
+            with open(os.path.join(run_dir, "eval_results.txt"), "a") as f:
+                f.write("loss = nan\n")
+
+    done = search.search(str(out), runs, 12345, train_and_evaluate, messages.append)
+    assert calls == [run.name for run in runs]  # the runs after the diverged one ran
+    expected = ["lr5e-05_bs32_ep3_r0", "lr3e-05_bs32_ep3_r0", "lr5e-05_bs32_ep3_r1", "lr3e-05_bs32_ep3_r1"]
+    assert [row.run.name for row in done.rows] == expected and os.readlink(out / "best") == expected[0]
+    rows = _csv(out / "search_results.csv")
+    assert [(r["run"], r["eval_accuracy"], r["global_step"], r["chosen"]) for r in rows] == [
+        (expected[0], "0.61", "8", "*"), (expected[1], "0.58", "8", ""), (expected[2], "nan", "6", ""),
+        (expected[3], "nan", "8", "")]
+    diverged = out / "lr5e-05_bs32_ep3_r1" / "diverged.json"
+    message = "the loss became nan at step 6; stopped without saving. The last good checkpoint is X"
+    assert json.loads(diverged.read_text()) == {"step": 6, "message": message}
+    assert (f"lr5e-05_bs32_ep3_r1 diverged ({message}): ranked last, and not run again while {diverged} exists"
+            in messages)
+    assert "lr5e-05_bs32_ep3_r0 chosen (eval_accuracy = 0.61, best of 4 runs, 2 diverged)" in messages[-1]
+    # The same command again: nothing trains, the same choice.
+    again = []
+    done = search.search(str(out), runs, 12345, _stand_in(again))
+    assert again == [] and done.chosen.run.name == expected[0] and _csv(out / "search_results.csv") == rows
+
+    # Every run diverged: no choice, an error naming the folder; the same again without training.
+    every, tried = tmp_path / "every", []
+
+    def always(run, run_dir):
+        tried.append(run.name)
+        _diverges_in_the_script(run_dir, step=1)
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match=rf"^output_dir={every}: every run of the search diverged \(each "
+                                             r"folder's diverged.json or eval_results.txt says where\): lower its "
+                                             r"learning_rate$"):
+            search.search(str(every), runs[:2], 12345, always)
+    assert tried == [runs[0].name, runs[1].name] and not (every / "best").exists()
+    assert [(r["dev_metric"], r["chosen"]) for r in _csv(every / "search_results.csv")] == [("nan", "")] * 2
 
 
 def test_a_new_search_whose_first_run_fails_before_training_leaves_nothing(tmp_path):
