@@ -32,8 +32,8 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
     """Fails before any work when `export_dir` cannot be written: it is a file; or a directory that
     holds something other than an earlier export (a training run's checkpoints and results, say:
     replacing it would delete them, so `overwrite` cannot either); or an existing export and
-    `overwrite` is False; or it is or holds one of `inputs` (the checkpoint, run folder, vocab or
-    config the export reads)."""
+    `overwrite` is False (an empty folder is written into as a new one); or it is or holds one of
+    `inputs` (the checkpoint, run folder, vocab or config the export reads)."""
     if os.path.isfile(export_dir):
         raise FileExistsError(f"export directory {export_dir!r} is a file")
     target = os.path.realpath(export_dir) + os.sep
@@ -50,7 +50,7 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
             f"export directory {export_dir!r} holds {shown}, not an earlier export (no saved_model.pb): --overwrite "
             "replaces only an export; export to another directory"
         )
-    if os.path.exists(export_dir) and not overwrite:
+    if held and not overwrite:  # an empty folder (made for it) holds nothing to lose
         raise FileExistsError(f"export directory {export_dir!r} already exists (overwrite it with --overwrite)")
 
 

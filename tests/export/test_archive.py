@@ -72,6 +72,17 @@ def test_an_existing_export_is_kept_unless_overwrite_and_a_failed_one_leaves_not
         writer.save(_root(5.0), None)
     assert tf.saved_model.load(str(target)).f().numpy() == 10.0
     assert _leftovers(tmp_path) == []
+    # An empty folder (made for the export, or a link to one on another disk) is written into
+    # without --overwrite, as convert_checkpoint.py does; the link stays.
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "disk").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "disk")
+    for place in (tmp_path / "empty", tmp_path / "linked"):
+        with ExportWriter(str(place)) as writer:
+            writer.save(_root(3.0), None)
+        assert tf.saved_model.load(str(place)).f().numpy() == 6.0
+    assert (tmp_path / "linked").is_symlink() and (tmp_path / "disk" / "saved_model.pb").is_file()
+    assert _leftovers(tmp_path) == []
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileExistsError, match="is a file"):
         check_export_dir(str(tmp_path / "file"), overwrite=True)

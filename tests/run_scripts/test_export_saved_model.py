@@ -132,6 +132,7 @@ def exported(tmp_path_factory):
     occupied.mkdir(parents=True)
     (occupied / "marker").write_text("an older export")
     (occupied / "saved_model.pb").write_bytes(b"")  # what makes it one
+    (out / "preprocessor").mkdir()  # an empty folder made for an export: written into without --overwrite
     searched = root / "search"  # a fine-tuning search's folder: its runs in subfolders, `best` the chosen one
     searched.mkdir()
     (searched / "search.json").write_text('{"random_seed": 12345, "runs": []}')
