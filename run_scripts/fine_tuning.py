@@ -47,7 +47,7 @@ def run_once(job):
     length_bucket, group_by_length = flag_settings.padding_from_flags(f)
     _step(job.read_inputs, config)  # every input is read and checked before any training
     record = _step(job.record, group_by_length)
-    check_run_output_dir(f, record, _step(job.fields_to_match, f.do_train))
+    check_run_output_dir(f, record, _step(job.fields_to_match, f.do_train), config)
     _step(job.check_run, record)
     strategy = flag_settings.strategy_from_flags(f)  # before TensorFlow runs an op (a tokenizer's)
     flag_settings.batch_sizes_from_flags(f, strategy.num_replicas_in_sync)
@@ -111,14 +111,16 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
     return config
 
 
-def check_run_output_dir(flag_values, record, same):
+def check_run_output_dir(flag_values, record, same, config=None):
     """--output_dir must hold nothing, or a run of this task (`same`: the record fields that
-    must match); warnings are logged."""
+    must match) and of `config`; warnings are logged."""
+    from bert_tf.checkpoints.sources import config_setting
     from bert_tf.training import run
 
+    f, given = flag_values, config_setting(flag_values.bert_config_file, flag_values.init_checkpoint)
     names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha")
-    warnings = library_call(lambda: run.check_earlier_run(flag_values.output_dir, lora_from_flags(flag_values, record),
-                                                         same), flag_names=names)
+    warnings = library_call(lambda: run.check_earlier_run(f.output_dir, lora_from_flags(f, record), same, config,
+                                                         given), flag_names=(*names, "bert_config_file"))
     for warning in warnings:
         logging.warning("%s", flag_settings.as_flags(warning, names))
 

@@ -18,12 +18,14 @@ from bert_tf.runs.record import RunRecord
 from bert_tf.training.trainer import RANDOM, RestoreStatus
 
 
-def check_earlier_run(output_dir, record: RunRecord, same):
+def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | None = None,
+                      config_setting="bert_config_file"):
     """What `output_dir` holds must be this run's: nothing, or a run record whose fields `same`
-    equal `record`'s, with the same casing; another run's checkpoints would be resumed with the
-    wrong head, or fail late. Checked before any work (that the folder can be written is
-    `io_utils.check_output_dir`'s to say). Returns warnings (a different max_seq_length: inputs
-    are cut differently)."""
+    equal `record`'s, with the same casing and, where it has checkpoints, the same `config` as
+    its bert_config.json (`config_setting` names where `config` came from); another run's
+    checkpoints would be resumed with the wrong head or shapes, or fail late. Checked before any
+    work (that the folder can be written is `io_utils.check_output_dir`'s to say). Returns
+    warnings (a different max_seq_length: inputs are cut differently)."""
     previous = run_record.read(output_dir) if os.path.isdir(output_dir) else None
     if previous is None:
         if os.path.isdir(output_dir) and tf.train.latest_checkpoint(output_dir):
@@ -49,12 +51,29 @@ def check_earlier_run(output_dir, record: RunRecord, same):
             f"do_lower_case={record.do_lower_case}, but the model in output_dir={output_dir} was fine-tuned with "
             f"do_lower_case={previous.do_lower_case}"
         )
+    _check_same_config(output_dir, config, config_setting)
     if previous.max_seq_length != record.max_seq_length:
         return [
             f"max_seq_length={record.max_seq_length}, but the model in {output_dir} was fine-tuned with "
             f"{previous.max_seq_length}: inputs are cut differently"
         ]
     return []
+
+
+def _check_same_config(output_dir, config, setting):
+    """`config` against the bert_config.json beside `output_dir`'s checkpoints (those a resumed or
+    restored run reads): the first field of the model's shapes or activation that differs, named
+    (dropout and the initializer's range leave the checkpoints readable as they are)."""
+    path = os.path.join(output_dir, "bert_config.json")
+    if config is None or not os.path.isfile(path) or not tf.train.latest_checkpoint(output_dir):
+        return
+    theirs = BertConfig.from_json_file(path)
+    for name in BertConfig.field_names():
+        if "dropout" not in name and name != "initializer_range" and getattr(theirs, name) != getattr(config, name):
+            raise ValueError(
+                f"{setting}: its {name} is {getattr(config, name)!r}, but the model in output_dir={output_dir} was "
+                f"fine-tuned with {getattr(theirs, name)!r} ({path}): give that config, or use another output_dir"
+            )
 
 
 def _lora(record):

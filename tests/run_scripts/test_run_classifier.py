@@ -249,6 +249,12 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
 
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(1)), str(pretraining_dir), 1)
     manager.save(checkpoint_number=5)
+    narrower_run = tmp_path / "narrower_run"  # this task's run, its checkpoints of another config
+    tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(1)), str(narrower_run), 1).save(5)
+    (narrower_run / "bert_config.json").write_text(json.dumps(tiny_config(intermediate_size=48).to_dict()))
+    (narrower_run / "fine_tuning_task.json").write_text(json.dumps({
+        "kind": "classifier", "task_name": "mrpc", "label_kind": "single", "labels": ["0", "1"],
+        "do_lower_case": True, "max_seq_length": 24}))
 
     def out(i):
         return tmp_path / f"out{i}"
@@ -288,6 +294,9 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         (dict(use_tpu=True, pad_to_max_seq_length=False), "--pad_to_max_seq_length=false is not possible with"),
         (dict(init_checkpoint=tmp_path / "nowhere" / "bert_model.ckpt"), "cannot read a TensorFlow checkpoint at"),
         (dict(output_dir=pretraining_dir), "holds checkpoints of another kind of run (no fine_tuning_task.json)"),
+        (dict(output_dir=narrower_run), f"--bert_config_file={model_dir / 'bert_config.json'}: its intermediate_size "
+         f"is 64, but the model in --output_dir={narrower_run} was fine-tuned with 48 "
+         f"({narrower_run}/bert_config.json): give that config, or use another --output_dir"),
         (dict(task_module="no_such_module_here"), "--task_module=no_such_module_here: ModuleNotFoundError"),
         (
             dict(init_checkpoint=hf["relative"], **from_hf),

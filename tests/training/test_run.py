@@ -67,6 +67,32 @@ def test_checkpoints_without_a_record_are_another_kind_of_run(tmp_path):
     )
 
 
+def test_a_run_with_checkpoints_is_resumed_or_restored_with_its_own_config_only(tmp_path):
+    """Checked before any work: another config would fail at the restore, after reading and
+    encoding every input (or read the weights into a model computing otherwise)."""
+    from bert_tf.config import BertConfig
+
+    config = BertConfig(vocab_size=30, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, type_vocab_size=2)
+    _leave(tmp_path)
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    wider = dataclasses.replace(config, hidden_size=64)
+    assert run.check_earlier_run(str(tmp_path), MRPC, SAME, wider) == []  # no checkpoint yet: it starts afresh
+    tf.train.Checkpoint(v=tf.Variable(1.0)).save(str(tmp_path / "ckpt"))
+    assert run.check_earlier_run(str(tmp_path), MRPC, SAME, config) == []
+    # Dropout and the initializer's range leave the checkpoints readable as they are.
+    assert run.check_earlier_run(str(tmp_path), MRPC, SAME, dataclasses.replace(
+        config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.2, initializer_range=0.1)) == []
+    relu = dataclasses.replace(config, hidden_act="relu")
+    for other, name, ours, theirs in ((wider, "hidden_size", 64, 32), (relu, "hidden_act", "'relu'", "'gelu'")):
+        with pytest.raises(ValueError) as e:
+            run.check_earlier_run(str(tmp_path), MRPC, SAME, other, "bert_config_file=/x/bert_config.json")
+        assert str(e.value) == (
+            f"bert_config_file=/x/bert_config.json: its {name} is {ours}, but the model in output_dir={tmp_path} "
+            f"was fine-tuned with {theirs} ({tmp_path / 'bert_config.json'}): give that config, or use another "
+            "output_dir")
+
+
 def test_training_steps_are_the_originals():
     # int(examples / batch * epochs), and int(steps * warmup_proportion).
     assert run.training_steps(3668, 32, 3.0, 0.1) == (343, 34)
