@@ -23,18 +23,21 @@ class Diverged(FloatingPointError):
         self.step = step
 
 
-def stop_unless_finite(logs, step, manager, weights=()):
-    """Raises Diverged, nothing saved, when a figure of `logs` or one of `weights` (those about
-    to be saved: the loss is computed before the step's update, so the last update shows only
-    in them) is NaN or Inf."""
-    if not all(math.isfinite(v) for v in logs.values()):
-        what = f"the loss became {logs['loss']}"
+def stop_unless_finite(figures, step, manager, weights=()):
+    """Raises Diverged, nothing saved, when one of the task's training `figures` (its loss and
+    metrics) or of `weights` (those about to be saved: the loss is computed before the step's
+    update, so the last update shows only in them) is NaN or Inf."""
+    if not all(math.isfinite(v) for v in figures.values()):
+        what = f"the loss became {figures['loss']}"
     elif not all(bool(tf.reduce_all(tf.math.is_finite(w))) for w in weights):
-        what = f"the weights became NaN or Inf (the step's loss was {logs['loss']:.6g})"
+        what = f"the weights became NaN or Inf (the step's loss was {figures['loss']:.6g})"
     else:
         return
-    last = manager.latest_checkpoint or "none: none was saved before it"
-    raise Diverged(f"{what} at step {step}; stopped without saving. The last good checkpoint is {last}", step)
+    last = manager.latest_checkpoint
+    where = (f"The last checkpoint, {last}, holds finite weights, but resumed with these settings the run may "
+             "diverge again: to train with a lower learning rate, start afresh in another output folder"
+             if last else "No checkpoint was saved before it")
+    raise Diverged(f"{what} at step {step}; stopped without saving. {where}", step)
 
 
 def read_divergence(run_dir):

@@ -252,9 +252,11 @@ def search(output_dir, runs, seed, train_and_evaluate, log=None, settings=None):
         _undo_if_nothing_ran(output_dir, every, before, created)
         raise
     chosen, best, table_file = done.chosen, os.path.join(output_dir, BEST), os.path.join(output_dir, TABLE_FILES[1])
-    diverged = sum(math.isnan(row.value) for row in done.rows)
+    diverged = sum(row.metric is None for row in done.rows)
+    non_finite = sum(row.metric is not None and math.isnan(row.value) for row in done.rows)
     log(f"{chosen.run.name} chosen ({chosen.metric} = {chosen.value:.6g}, best of {len(done.rows)} runs"
-        f"{f', {diverged} diverged' if diverged else ''}); "
+        f"{f', {diverged} diverged' if diverged else ''}"
+        f"{f', {non_finite} with a NaN or an Inf in its dev figures' if non_finite else ''}); "
         f"{best} {'links to' if done.best_as == 'link' else 'is a copy of'} it; table: {table_file}")
     return done
 
@@ -299,6 +301,8 @@ def run_search(output_dir, runs, train_and_evaluate, log=None):
     for index, run in enumerate(runs):
         run_dir = os.path.join(output_dir, run.name)
         results, diverged = read_results(run_dir), read_divergence(run_dir)
+        if results is None and diverged is not None:
+            log(f"run {index + 1} of {len(runs)}, {run.name}: diverged before (its {DIVERGED_FILE}), not run again")
         if results is None and diverged is None:
             log(f"run {index + 1} of {len(runs)}, {run.name}{' (resumed)' if os.path.isdir(run_dir) else ''}")
             try:
@@ -319,7 +323,8 @@ def run_search(output_dir, runs, train_and_evaluate, log=None):
     if math.isnan(rows[0].value):
         raise ValueError(
             f"output_dir={output_dir}: every run of the search diverged (each folder's {DIVERGED_FILE} or "
-            f"{_EVAL_RESULTS} says where): lower its learning_rate"
+            f"{_EVAL_RESULTS} says where): continue it with lower values in learning_rate (two or more, or "
+            "restarts), or start afresh in another output_dir"
         )
     return SearchResult(tuple(rows), link_best(output_dir, rows[0].run.name))
 

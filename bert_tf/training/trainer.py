@@ -300,8 +300,9 @@ class Trainer:
             sums = {k: float(v) for k, v in train_fn(iterator, tf.constant(steps)).items()}
             elapsed = time.perf_counter() - start
             step = self.global_step
-            logs = self.task.train_logs(sums)
-            stop_unless_finite(logs, step, manager)
+            figures = self.task.train_logs(sums)
+            stop_unless_finite(figures, step, manager)
+            logs = dict(figures)
             logs["learning_rate"] = float(self.optimizer.learning_rate)
             logs["examples_per_second"] = steps * s.train_batch_size / max(elapsed, 1e-9)
             with writer.as_default(step=step):
@@ -310,7 +311,7 @@ class Trainer:
             if on_log:
                 on_log(step, logs)
             if step % s.save_checkpoints_steps == 0 or step >= s.num_train_steps:
-                stop_unless_finite(logs, step, manager, self.model.trainable_variables)
+                stop_unless_finite(figures, step, manager, self.model.trainable_variables)
                 manager.save(checkpoint_number=step)
         writer.flush()
         if not self.is_chief:

@@ -171,13 +171,16 @@ def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoin
     )
     # The weights may overflow in an update whose loss (computed before it) was finite: then the
     # checkpoint of that step is not written either.
+    resumes = ("holds finite weights, but resumed with these settings the run may diverge again: to train with a "
+               "lower learning rate, start afresh in another output folder")
     with pytest.raises(Diverged, match=r"^the (loss became nan|weights became NaN or Inf \(the step's loss was "
-                                       r"[^)]+\)) at step \d+; .*last good checkpoint is .*ckpt-\d+$") as stopped:
+                                       r"[^)]+\)) at step \d+; stopped without saving\. The last checkpoint, "
+                                       rf"\S+ckpt-\d+, {resumes}$") as stopped:
         run.train(data)
-    last = str(stopped.value).rsplit(" ", 1)[1]
+    last = str(stopped.value).split("The last checkpoint, ")[1].split(",")[0]
     folder = tmp_path / "nan"
     assert last == tf.train.latest_checkpoint(str(folder)) == f"{folder}/ckpt-{stopped.value.step - 1}"
-    assert _all_finite(last)  # good indeed (before, the checkpoint of the update that overflowed was named)
+    assert _all_finite(last)  # finite indeed (before, the checkpoint of the update that overflowed was named)
 
     # Weights that turn NaN in the step before a checkpoint (the step's loss, computed before its
     # update, still finite): that checkpoint is not written, and the error names the one before.
@@ -191,9 +194,17 @@ def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoin
     with pytest.raises(Diverged) as stopped:
         spoilt.train(data, on_log=spoil_at_2)
     assert stopped.value.step == 2 and str(stopped.value).startswith("the weights became NaN or Inf (the step's loss ")
-    assert str(stopped.value).endswith(f"at step 2; stopped without saving. The last good checkpoint is "
-                                       f"{tmp_path / 'spoilt' / 'ckpt-1'}")
+    assert str(stopped.value).endswith(f"at step 2; stopped without saving. The last checkpoint, "
+                                       f"{tmp_path / 'spoilt' / 'ckpt-1'}, {resumes}")
     assert tf.train.latest_checkpoint(str(tmp_path / "spoilt")).endswith("ckpt-1")
+
+    # A learning rate that float32 holds as Inf: its first update overflows the weights; the loss
+    # is not blamed for the logged learning rate's Inf (the check reads the task's figures only).
+    with np.errstate(over="ignore"), pytest.raises(Diverged) as stopped:  # the cast to float32 overflows
+        Pretraining(config, settings(tmp_path, "inf", learning_rate=1e39, num_train_steps=2, num_warmup_steps=0,
+                                     save_checkpoints_steps=1), one_device()).train(data)
+    assert str(stopped.value).startswith("the weights became NaN or Inf (the step's loss was ")
+    assert str(stopped.value).endswith(" at step 1; stopped without saving. No checkpoint was saved before it")
 
 
 def test_bad_settings_fail_before_training(tmp_path):

@@ -190,11 +190,13 @@ def test_a_run_that_diverges_is_ranked_last_recorded_and_not_run_again(tmp_path)
     assert json.loads(diverged.read_text()) == {"step": 6, "message": message}
     assert (f"lr5e-05_bs32_ep3_r1 diverged ({message}): ranked last, and not run again while {diverged} exists"
             in messages)
-    assert "lr5e-05_bs32_ep3_r0 chosen (eval_accuracy = 0.61, best of 4 runs, 2 diverged)" in messages[-1]
-    # The same command again: nothing trains, the same choice.
-    again = []
-    done = search.search(str(out), runs, 12345, _stand_in(again))
+    assert ("lr5e-05_bs32_ep3_r0 chosen (eval_accuracy = 0.61, best of 4 runs, 1 diverged, 1 with a NaN or an Inf "
+            "in its dev figures)") in messages[-1]
+    # The same command again: nothing trains, the same choice; the diverged run's skip is told.
+    again, messages = [], []
+    done = search.search(str(out), runs, 12345, _stand_in(again), messages.append)
     assert again == [] and done.chosen.run.name == expected[0] and _csv(out / "search_results.csv") == rows
+    assert messages[:-1] == ["run 2 of 4, lr5e-05_bs32_ep3_r1: diverged before (its diverged.json), not run again"]
 
     # Every run diverged: no choice, an error naming the folder; the same again without training.
     every, tried = tmp_path / "every", []
@@ -205,8 +207,9 @@ def test_a_run_that_diverges_is_ranked_last_recorded_and_not_run_again(tmp_path)
 
     for _ in range(2):
         with pytest.raises(ValueError, match=rf"^output_dir={every}: every run of the search diverged \(each "
-                                             r"folder's diverged.json or eval_results.txt says where\): lower its "
-                                             r"learning_rate$"):
+                                             r"folder's diverged.json or eval_results.txt says where\): continue it "
+                                             r"with lower values in learning_rate \(two or more, or restarts\), or "
+                                             r"start afresh in another output_dir$"):
             search.search(str(every), runs[:2], 12345, always)
     assert tried == [runs[0].name, runs[1].name] and not (every / "best").exists()
     assert [(r["dev_metric"], r["chosen"]) for r in _csv(every / "search_results.csv")] == [("nan", "")] * 2
