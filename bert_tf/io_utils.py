@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 import zipfile
 
@@ -95,13 +96,21 @@ def staging_folder(folder):
 
 
 def swap_in_folder(staging, folder, replace=True):
-    """Renames the finished `staging` folder onto `folder`, with the user's umask. An existing
-    `folder` is replaced (with `replace`) by two renames (it moves aside, the new one in), then
-    deleted: a reader sees the old folder or the new one, never a mix. Without `replace`, a
-    `folder` that exists is a FileExistsError and is left as it is. A symbolic link is followed
-    (`_link_target`), as `staging_folder` follows it."""
-    os.chmod(staging, 0o777 & ~umask())  # mkdtemp makes 0700 folders
+    """Renames the finished `staging` folder onto `folder`, with the user's umask, or with the
+    permissions and group of the `folder` it replaces (a shell inside that one is left in the
+    deleted folder: it sees the new one after a `cd`). An existing `folder` is replaced (with
+    `replace`) by two renames (it moves aside, the new one in), then deleted: a reader sees the
+    old folder or the new one, never a mix. Without `replace`, a `folder` that exists and holds
+    anything is a FileExistsError and is left as it is; an empty one is replaced. A symbolic link
+    is followed (`_link_target`), as `staging_folder` follows it."""
     target = _link_target(folder)
+    if os.path.isdir(target):  # the folder it replaces keeps its settings: permissions, setgid, group
+        held = os.stat(target)
+        with contextlib.suppress(OSError):
+            os.chown(staging, -1, held.st_gid)  # first: a change of group clears setgid
+        os.chmod(staging, stat.S_IMODE(held.st_mode))
+    else:
+        os.chmod(staging, 0o777 & ~umask())  # mkdtemp makes 0700 folders
     if not replace:
         try:
             os.rename(staging, target)  # refuses a folder that holds anything (a file too)
@@ -197,6 +206,13 @@ def _check_creatable(folder, flag, path):
             pass
     except OSError as e:
         raise ValueError(f"--{flag}={path}: cannot write in {existing} ({e.strerror or e})") from None
+
+
+def check_beside_writable(path, flag):
+    """ValueError naming `flag` unless new entries can be made in the folder that holds `path` (a
+    link followed): where a folder written whole is staged, then renamed onto `path`."""
+    if not _is_remote(os.fspath(path)):
+        _check_creatable(os.path.dirname(_link_target(os.path.abspath(path))), flag, path)
 
 
 def check_output_file(path, flag="output_file"):

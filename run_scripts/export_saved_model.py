@@ -31,7 +31,7 @@ bert_tf.training.speed; off without one, on for a GPU), logged with where it cam
 outputs). A process serving a float export runs one text faster with the environment variable
 TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (bert_tf.export.common.model_runner says when it is safe). The
 export is written under a temporary name and renamed when complete; an existing --export_dir is
-replaced only with --overwrite (an empty one is written into).
+replaced only with --overwrite (an empty one without it), keeping its permissions and group.
 """
 
 import os

@@ -20,7 +20,7 @@ import shutil
 
 import tensorflow as tf
 
-from bert_tf.io_utils import staging_folder, swap_in_folder
+from bert_tf.io_utils import check_beside_writable, staging_folder, swap_in_folder
 
 
 def is_export(directory):
@@ -32,10 +32,12 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
     """Fails before any work when `export_dir` cannot be written: it is a file; or a directory that
     holds something other than an earlier export (a training run's checkpoints and results, say:
     replacing it would delete them, so `overwrite` cannot either); or an existing export and
-    `overwrite` is False (an empty folder is written into as a new one); or it is or holds one of
-    `inputs` (the checkpoint, run folder, vocab or config the export reads)."""
+    `overwrite` is False (an empty folder is replaced as a new one would be made); or it is or
+    holds one of `inputs` (the checkpoint, run folder, vocab or config the export reads); or the
+    folder that holds it cannot take the staged export (a ValueError naming the flag)."""
     if os.path.isfile(export_dir):
         raise FileExistsError(f"export directory {export_dir!r} is a file")
+    check_beside_writable(export_dir, "export_dir")  # where the export is staged
     target = os.path.realpath(export_dir) + os.sep
     for path in inputs:
         if path and (os.path.realpath(path) + os.sep).startswith(target):

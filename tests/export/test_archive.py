@@ -6,6 +6,7 @@ removes."""
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 
@@ -72,9 +73,11 @@ def test_an_existing_export_is_kept_unless_overwrite_and_a_failed_one_leaves_not
         writer.save(_root(5.0), None)
     assert tf.saved_model.load(str(target)).f().numpy() == 10.0
     assert _leftovers(tmp_path) == []
-    # An empty folder (made for the export, or a link to one on another disk) is written into
-    # without --overwrite, as convert_checkpoint.py does; the link stays.
+    # An empty folder (made for the export, or a link to one on another disk) needs no --overwrite,
+    # as convert_checkpoint.py's; the link stays, and the folder's settings (a shared folder's
+    # setgid and group permissions) are the new one's.
     (tmp_path / "empty").mkdir()
+    os.chmod(tmp_path / "empty", 0o2770)
     (tmp_path / "disk").mkdir()
     (tmp_path / "linked").symlink_to(tmp_path / "disk")
     for place in (tmp_path / "empty", tmp_path / "linked"):
@@ -82,7 +85,17 @@ def test_an_existing_export_is_kept_unless_overwrite_and_a_failed_one_leaves_not
             writer.save(_root(3.0), None)
         assert tf.saved_model.load(str(place)).f().numpy() == 6.0
     assert (tmp_path / "linked").is_symlink() and (tmp_path / "disk" / "saved_model.pb").is_file()
+    assert stat.S_IMODE(os.stat(tmp_path / "empty").st_mode) == 0o2770
+    with ExportWriter(str(tmp_path / "empty"), overwrite=True) as writer:  # and an export replaced
+        writer.save(_root(4.0), None)
+    assert stat.S_IMODE(os.stat(tmp_path / "empty").st_mode) == 0o2770
     assert _leftovers(tmp_path) == []
+    # Under a file: one line naming the flag before any work (the export is staged beside its folder).
+    with pytest.raises(ValueError, match=rf"^--export_dir={tmp_path}/file/model is under {tmp_path}/file, which is "
+                                         "a file, not a folder$"):
+        (tmp_path / "file").write_text("x")
+        check_export_dir(str(tmp_path / "file" / "model"))
+    (tmp_path / "file").unlink()
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileExistsError, match="is a file"):
         check_export_dir(str(tmp_path / "file"), overwrite=True)
