@@ -102,6 +102,13 @@ class BertConfig:
     def field_names(cls):
         return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
 
+    def forward_differences(self, other: "BertConfig") -> list:
+        """The fields of what the model computes (sizes, activation; not dropout or the
+        initializer's range, which leave its weights readable as they are) that differ from
+        `other`'s, in field order."""
+        forward = [name for name in self.field_names() if "dropout" not in name and name != "initializer_range"]
+        return [name for name in forward if getattr(self, name) != getattr(other, name)]
+
     @classmethod
     def misspelt_keys(cls, json_object: dict) -> list:
         """(key, field) for each unknown key one edit away from a field name (`num_hidden_layer`,

@@ -56,8 +56,6 @@ _FIXED = {
 _REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
              "max_position_embeddings", "type_vocab_size")
 # The fields that decide what loaded weights compute (the others: dropout, initialisation).
-_FORWARD = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-            "hidden_act", "max_position_embeddings", "type_vocab_size")
 _PROBLEM_TYPES = {"single_label_classification": "single", "regression": "regression",
                   "multi_label_classification": "multi"}
 _TOKENIZERS = ("BertTokenizer", "BertTokenizerFast")
@@ -167,8 +165,8 @@ def tokenizer_casing(folder):
 def same_model(config, folder_config, what):
     """A ValueError unless the BertConfig `config` (`what` gave it) computes what the folder's
     does (their sizes and activation)."""
-    differ = [f"{n} {getattr(config, n)!r} vs {getattr(folder_config, n)!r}" for n in _FORWARD
-              if getattr(config, n) != getattr(folder_config, n)]
+    differ = [f"{n} {getattr(config, n)!r} vs {getattr(folder_config, n)!r}"
+              for n in config.forward_differences(folder_config)]
     if differ:
         raise ValueError(f"{what} does not match the Hugging Face folder's {CONFIG}: {', '.join(differ)}")
 

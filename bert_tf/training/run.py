@@ -62,18 +62,19 @@ def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | 
 
 def _check_same_config(output_dir, config, setting):
     """`config` against the bert_config.json beside `output_dir`'s checkpoints (those a resumed or
-    restored run reads): the first field of the model's shapes or activation that differs, named
-    (dropout and the initializer's range leave the checkpoints readable as they are)."""
+    restored run reads): the first field of what the model computes that differs, named
+    (`BertConfig.forward_differences`)."""
     path = os.path.join(output_dir, "bert_config.json")
     if config is None or not os.path.isfile(path) or not tf.train.latest_checkpoint(output_dir):
         return
     theirs = BertConfig.from_json_file(path)
-    for name in BertConfig.field_names():
-        if "dropout" not in name and name != "initializer_range" and getattr(theirs, name) != getattr(config, name):
-            raise ValueError(
-                f"{setting}: its {name} is {getattr(config, name)!r}, but the model in output_dir={output_dir} was "
-                f"fine-tuned with {getattr(theirs, name)!r} ({path}): give that config, or use another output_dir"
-            )
+    differ = config.forward_differences(theirs)
+    if differ:
+        name = differ[0]
+        raise ValueError(
+            f"{setting}: its {name} is {getattr(config, name)!r}, but the model in output_dir={output_dir} was "
+            f"fine-tuned with {getattr(theirs, name)!r} ({path}): give that config, or use another output_dir"
+        )
 
 
 def _lora(record):
