@@ -76,6 +76,13 @@ def _link_target(path):
     return os.path.realpath(path)
 
 
+def link_target(path):
+    """The file that writing `path` writes (`_link_target`): for a writer that builds its file
+    under a temporary name of its own and renames it into place, as `atomic_write` does. The
+    temporary goes beside what this returns (the same file system), and the rename onto it."""
+    return _link_target(path)
+
+
 def staging_folder(folder):
     """A new empty folder beside `folder` to build it in (`.{base}.{owner_tag()}.XXXX.tmp`: on the
     same file system, so `swap_in_folder` is a rename), after removing the temporaries of earlier

@@ -82,8 +82,13 @@ flags.register_validator("num_workers", lambda n: n >= 1, message="--num_workers
 flags.register_validator("shard_size_mb", lambda mb: mb > 0, message="--shard_size_mb must be positive")
 
 
+def _output_files():
+    return [f.strip() for f in FLAGS.output_file.split(",") if f.strip()]
+
+
 def _beam_args():
-    """--beam_pipeline_options as a list, after the checks that need no work (one line each)."""
+    """--beam_pipeline_options as a list, after the checks that need no work (one line each):
+    Beam's own parser and runner checks included, before any folder is made."""
     if FLAGS.runner == "local":
         if FLAGS.beam_pipeline_options:
             fail("--beam_pipeline_options is only read with --runner=beam")
@@ -99,6 +104,12 @@ def _beam_args():
         import apache_beam  # noqa: F401
     except ImportError as e:
         fail(f'--runner=beam needs Apache Beam, which is not installed ({e}): pip install -e ".[beam]"')
+    from bert_tf.data.pretraining import beam_pipeline
+
+    library_call(
+        lambda: beam_pipeline.check_pipeline_args(args, _output_files()),
+        prefix=f"--beam_pipeline_options={FLAGS.beam_pipeline_options!r}: ",
+    )
     return args
 
 
@@ -126,7 +137,7 @@ def _run(workers, beam_args=None):
     from bert_tf.data.pretraining import creation
 
     creation.freeze_imported_objects()
-    output_files = [f.strip() for f in FLAGS.output_file.split(",") if f.strip()]
+    output_files = _output_files()
     if os.path.isdir(FLAGS.vocab_file):
         fail(f"--vocab_file={FLAGS.vocab_file} is a directory, not a file")
     if not output_files:

@@ -493,3 +493,67 @@ def test_runner_flags_that_do_not_fit_and_a_missing_beam_fail_in_one_line_before
         'pip install -e ".[beam]"',
     ]
     assert os.listdir(tmp_path) == ["stub"]
+
+
+@pytest.mark.slow
+def test_beam_options_beam_would_drop_fail_before_anything_is_made_and_both_runners_write_through_links(tmp_path):
+    pytest.importorskip("apache_beam")
+    common = [f"--vocab_file={VOCAB}", "--dupe_factor=1", "--max_seq_length=64", "--max_predictions_per_seq=10",
+              "--noprogress"]
+    in_process = "--runner=DirectRunner --direct_num_workers=1 --direct_running_mode=in_memory"
+    never = tmp_path / "never" / "o.tfrecord"
+
+    def beam(options, output=never, input_file=CORPUS):
+        return [f"--input_file={input_file}", f"--output_file={output}", *common, "--runner=beam",
+                f"--beam_pipeline_options={options}"]
+
+    # Outputs given as symbolic links, to a file that exists and to one (in a folder) that does not yet.
+    disk, work = tmp_path / "disk", tmp_path / "work"
+    disk.mkdir()
+    work.mkdir()
+    links = {name: work / f"{name}.tfrecord" for name in ("a", "b", "c", "d")}
+    targets = {"a": disk / "a.tfrecord", "b": disk / "new" / "b.tfrecord", "c": disk / "c.tfrecord",
+               "d": disk / "new2" / "d.tfrecord"}
+    for name, link in links.items():
+        link.symlink_to(targets[name])
+    targets["a"].write_text("old")
+    targets["c"].write_text("old")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n  \n")
+    cases = [
+        beam("--direct_num_wokers=2 --direct_running_mode=in_memory"),
+        beam("--runner=DirectRunner hello world"),
+        beam("--runner=NoSuchRunner"),
+        beam("--runner=DataflowRunner --project=p --region=r"),
+        [f"--input_file={CORPUS}", f"--output_file={links['a']},{links['b']}", *common],
+        beam(in_process, output=f"{links['c']},{links['d']}"),
+        [f"--input_file={empty}", f"--output_file={tmp_path / 'made' / 'local' / 'o.tfrecord'}", *common],
+        beam(in_process, output=tmp_path / "made" / "beam" / "o.tfrecord", input_file=empty),
+    ]
+    outcomes, _, _ = run_cases("create_pretraining_data", cases)
+    error = "create_pretraining_data.py: error: --beam_pipeline_options="
+    no_instance = "create_pretraining_data.py: error: no instance was made: --input_file has no documents with any "
+    no_instance += f"tokens: {empty}"
+    assert outcomes[:4] == [
+        f"{error}'--direct_num_wokers=2 --direct_running_mode=in_memory': Beam has no option --direct_num_wokers=2 "
+        "(did you mean --direct_num_workers?): Beam would drop it with only a log line",
+        f"{error}'--runner=DirectRunner hello world': 'hello', 'world' are not options (Beam reads --name=value or "
+        "--name value): Beam would drop them with only a log line",
+        outcomes[2],  # Beam's own list of its runners follows
+        f"{error}'--runner=DataflowRunner --project=p --region=r': runner DataflowRunner cannot write "
+        f"--output_file={never}: Dataflow's workers share no file system with this machine, and the work folder and "
+        "outputs are written with file-system calls (a gs:// output too); use a runner whose workers all mount the "
+        "output's file system (docs/scale.md)",
+    ]
+    assert outcomes[2].startswith(f"{error}'--runner=NoSuchRunner': Unexpected pipeline runner: NoSuchRunner. "
+                                  "Valid values are DataflowRunner, ")
+    assert outcomes[4:] == ["ok", "ok", no_instance, no_instance]
+    assert not (tmp_path / "never").exists() and not (tmp_path / "made").exists()
+    # The links stay links; the files they point to hold the records, the same on both runners.
+    for name, link in links.items():
+        assert os.readlink(link) == str(targets[name])
+    assert sorted(os.listdir(work)) == ["a.tfrecord", "b.tfrecord", "c.tfrecord", "d.tfrecord"]
+    assert sorted(os.listdir(disk)) == ["a.tfrecord", "c.tfrecord", "new", "new2"]  # no temporary, no work folder
+    assert targets["a"].read_bytes() == targets["c"].read_bytes()
+    assert targets["b"].read_bytes() == targets["d"].read_bytes()
+    assert len(_read_all([str(targets["a"]), str(targets["b"])], 64, 10)) > 30

@@ -17,12 +17,11 @@ pieces), so that no shard holds more than `2 * shard_bytes` of text.
 
 `plan_job`, `run_job` and `Summary` are create_pretraining_data.py's run: every check before any
 work, the run with a progress callback, and its report. `beam_pipeline` runs the same plan and
-shards on Apache Beam's workers instead of these processes, with `check_documents` and
+shards on Apache Beam's workers instead of these processes, with `check_instances` and
 `rename_outputs` to finish.
 """
 
 import concurrent.futures
-import contextlib
 import dataclasses
 import gc
 import os
@@ -38,7 +37,13 @@ from bert_tf.data.pretraining.shard_processor import PretrainingDataConfig, Shar
 from bert_tf.data.pretraining.shards import Shard, plan_shards, read_shard_lines  # noqa: F401 (re-exported)
 from bert_tf.data.pretraining.work_folder import work_dir  # noqa: F401 (re-exported)
 from bert_tf.data.worker_pool import WorkerPool
-from bert_tf.io_utils import check_distinct_outputs, check_output_file, expand_patterns
+from bert_tf.io_utils import (
+    check_beside_writable,
+    check_distinct_outputs,
+    check_output_file,
+    expand_patterns,
+    link_target,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Worker processes: they and the main process take shards from one shared counter, so the main
@@ -174,7 +179,7 @@ def create_pretraining_data(
     check_distinct_outputs(output_files, [("input_file", f) for f in files] + [("vocab_file", config.vocab_file)])
     shards = plan_shards(files, shard_bytes)
     workdir = work_folder.work_dir(config, files, output_files, shard_bytes)
-    work_folder.claim(workdir)
+    made = work_folder.claim(workdir)
     total, pending = Stats(), []
     for shard in shards:
         done = finished_stats(work_folder.marker_path(workdir, shard.index))
@@ -191,24 +196,26 @@ def create_pretraining_data(
     elif workers is not None:
         workers.close()
 
-    check_documents(total, workdir, files)
+    check_instances(total, workdir, files, made)
     temporaries = _assemble(workdir, shards, output_files, threads=max(_THREADS, num_workers))
     rename_outputs(temporaries, output_files, workdir)
     return total, resumed
 
 
-def check_documents(total, workdir, files):
-    """Raises ValueError, after removing the work folder, when no shard had a document."""
-    if total.documents == 0:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(workdir)
-        raise ValueError(f"the input has no documents with any tokens: {', '.join(files)}")
+def check_instances(total, workdir, files, made=None):
+    """Raises ValueError when no shard made an instance (the input has no document with a word
+    piece), after removing the work folder and the folders `work_folder.claim` made (`made`):
+    such a run writes nothing, not even an empty output file."""
+    if total.instances == 0:
+        work_folder.release(workdir, made)
+        raise ValueError(f"no instance was made: --input_file has no documents with any tokens: {', '.join(files)}")
 
 
 def rename_outputs(temporaries, output_files, workdir):
-    """Every output, complete under its temporary name, renamed into place; the work folder removed."""
+    """Every output, complete under its temporary name, renamed into place (onto the file it points
+    to, for an output that is a symbolic link: the link stays); the work folder removed."""
     for temporary, output_file in zip(temporaries, output_files, strict=True):
-        os.replace(temporary, output_file)
+        os.replace(temporary, link_target(output_file))
     shutil.rmtree(workdir)
 
 
@@ -267,6 +274,7 @@ def plan_job(config, input_file, output_files, num_workers=1, shard_size_mb=1.0)
         raise ValueError("output_files names no file")
     for path in output_files:
         check_output_file(path)
+        check_beside_writable(path, "output_file")  # a symbolic link's target is what is written
     check_distinct_outputs(output_files, [("input_file", f) for f in files] + [("vocab_file", config.vocab_file)])
     return Job(config, tuple(files), tuple(output_files), num_workers, shard_size_mb)
 
@@ -329,7 +337,7 @@ class Summary:
 
 def run_job(job, on_shard_done=None, workers=None):
     """Runs a `plan_job` job (see `create_pretraining_data` for `on_shard_done` and `workers`);
-    returns its `Summary`. Raises ValueError (an input without documents), WorkerError, or an
+    returns its `Summary`. Raises ValueError (an input that makes no instance), WorkerError, or an
     OSError or tf.errors.OpError when writing failed (a full disk): the finished shards are
     kept, and the same job run again resumes from them."""
     start = time.time()

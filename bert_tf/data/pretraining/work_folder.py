@@ -1,4 +1,5 @@
-"""The work folder of a create_pretraining_data run, beside its first output file: named after
+"""The work folder of a create_pretraining_data run, beside its first output file (beside the file
+it points to when it is a symbolic link: on the disk the user chose): named after
 a fingerprint of the job (inputs, vocab, settings, outputs), so that a run started again with
 the same command finds the shards an interrupted run finished (one part file per output and a
 marker each) and resumes; a run removes the folders that stopped runs with other settings left
@@ -15,7 +16,7 @@ import shutil
 import tensorflow as tf
 
 from bert_tf.data import tfrecords
-from bert_tf.io_utils import atomic_write, owner_is_gone, owner_tag
+from bert_tf.io_utils import atomic_write, link_target, owner_is_gone, owner_tag
 
 
 def remove(paths):
@@ -46,15 +47,17 @@ def fingerprint(config, files, output_files, shard_bytes):
 
 
 def work_dir(config, files, output_files, shard_bytes):
-    first = os.path.abspath(output_files[0])
+    first = link_target(os.path.abspath(output_files[0]))
     tag = fingerprint(config, files, output_files, shard_bytes)
     return os.path.join(os.path.dirname(first), f".{os.path.basename(first)}.work-{tag}")
 
 
 def temporary_path(output_file):
-    """Where `assemble` writes `output_file` until every output is complete."""
-    directory = os.path.dirname(os.path.abspath(output_file))
-    return os.path.join(directory, f".{os.path.basename(output_file)}.tmp")
+    """Where `assemble` writes `output_file` until every output is complete: beside the file it
+    names, or beside the file it points to when it is a symbolic link (the link stays a link, and
+    the rename onto the link's target is on one file system)."""
+    target = link_target(os.path.abspath(output_file))
+    return os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp")
 
 
 def assemble(parts, output_file):
@@ -84,9 +87,14 @@ _OWNER_FILE = "owner"
 def claim(workdir):
     """Creates or reuses (resumes) `workdir`, after removing the work folders that runs with the
     same first output file but other inputs or settings left when they were stopped: they could
-    never be resumed. A folder whose run is still alive on this host is left alone."""
+    never be resumed. A folder whose run is still alive on this host is left alone. Returns the
+    topmost folder above `workdir` that this made (None when its parent existed): `release`
+    removes it again when the run writes nothing."""
     parent, name = os.path.split(workdir)
     prefix = name[: name.rindex(".work-") + len(".work-")]
+    made, existing = None, parent
+    while not os.path.lexists(existing):
+        made, existing = existing, os.path.dirname(existing)
     os.makedirs(parent, exist_ok=True)
     for other in os.listdir(parent):
         path = os.path.join(parent, other)
@@ -102,3 +110,21 @@ def claim(workdir):
     os.makedirs(workdir, exist_ok=True)
     with atomic_write(os.path.join(workdir, _OWNER_FILE)) as f:
         f.write(owner_tag())
+    return made
+
+
+def release(workdir, made=None):
+    """Removes `workdir` and, up to `made` (what `claim` returned), the folders above it that
+    `claim` made and that are empty now: a run that writes no output leaves nothing behind."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    if made is None:
+        return
+    folder = os.path.dirname(workdir)
+    while True:
+        try:
+            os.rmdir(folder)  # only an empty folder: one something else wrote into meanwhile stays
+        except OSError:
+            return
+        if folder == made:
+            return
+        folder = os.path.dirname(folder)

@@ -79,6 +79,22 @@ def test_an_input_without_documents_or_an_output_url_is_an_error_and_leaves_noth
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n  \n")
     job = creation.plan_job(config, str(empty), [str(tmp_path / "out" / "x.tfrecord")])
-    with pytest.raises(ValueError, match="has no documents"):
+    with pytest.raises(ValueError, match=f"^no instance was made: --input_file has no documents .*: {empty}$"):
         beam_pipeline.run_job(job, IN_PROCESS)
-    assert not os.path.exists(tmp_path / "out") or os.listdir(tmp_path / "out") == []
+    assert os.listdir(tmp_path) == ["empty.txt"]  # not even the output's folder
+
+
+def test_pipeline_args_are_checked_with_beams_own_parser(tmp_path):
+    out = [str(tmp_path / "x.tfrecord")]
+    beam_pipeline.check_pipeline_args(IN_PROCESS, out)
+    # A portable runner's job server defines options of its own (Flink's): those are left to it.
+    beam_pipeline.check_pipeline_args(["--runner=FlinkRunner", "--checkpointing_interval", "1000"], out)
+    for args, message in [
+        (["--runner=FlinkRunner", "--checkpointing_interval", "1000", "stray"], "^'stray' is not an option "),
+        (["--direct_num_wokers", "2"], "^Beam has no option --direct_num_wokers 2 "),
+        (["--direct_num_workers=two"], "^argument --direct_num_workers: invalid int value: 'two'$"),
+        (["--runner=no_such_module.Runner"], "^runner no_such_module.Runner: No module named 'no_such_module'$"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            beam_pipeline.check_pipeline_args(args, out)
+    assert os.listdir(tmp_path) == []

@@ -93,10 +93,12 @@ def test_a_stopped_job_resumes_and_says_so(tmp_path, corpus):
 def test_a_corpus_without_documents_is_an_error_naming_it_and_leaves_nothing(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n\n")
-    job = creation.plan_job(_config(tmp_path), str(empty), [str(tmp_path / "o.tfrecord")])
-    with pytest.raises(ValueError, match=f"the input has no documents with any tokens: {empty}"):
+    job = creation.plan_job(_config(tmp_path), str(empty), [str(tmp_path / "new" / "o.tfrecord")])
+    with pytest.raises(
+        ValueError, match=f"^no instance was made: --input_file has no documents with any tokens: {empty}$"
+    ):
         creation.run_job(job)
-    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "vocab.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "vocab.txt"]  # not even the output's folder
 
 
 def test_plan_job_checks_everything_before_any_work(tmp_path, corpus):
