@@ -16,7 +16,7 @@ from bert_tf import tokenization
 from bert_tf.checkpoints import sentence_transformers as st
 from tests.hf_folder import write_folder
 from tests.run_scripts.conftest import REPO, run_main_cases, run_script
-from tests.tf1_checkpoint import original_shapes, random_weights
+from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config, write_vocab
 
 pytestmark = pytest.mark.slow
@@ -330,6 +330,14 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
     no_positive = data("nopos", train="anchor\tnegative\na\tb\n")
     bad_score = data("score", dev="sentence1\tsentence2\tscore\na\tb\thigh\n")
     no_text = data("notext", test="sentence\nthe cat\n")
+    lines = (good / "train.tsv").read_text().splitlines()
+    lines[4] = "\t" + lines[4].split("\t", 1)[1]  # line 5's anchor
+    empty_anchor = data("noanchor", train="\n".join(lines) + "\n")
+    copied = data("copied", train="anchor\tpositive\n" + "a red apple\tthe apple is red\n" * 64)
+    own_negative = data("ownneg", train="anchor\tpositive\tnegative\na\tb\tc\nd\te\te\n")
+    blank_dev = data("blankdev", dev="anchor\tpositive\na\tb\n \tc\n")
+    repeated_dev = data("repdev", dev="anchor\tpositive\na\tb\nc\tb\n")
+    same_scores = data("samescores", dev="sentence1\tsentence2\tscore\na\tb\t3\nc\td\t3.0\n")
     cases = [
         (dict(data_dir=None), "--data_dir (train.tsv, dev.tsv, test.tsv) is required"),
         (dict(data_dir=one_pair), f"--data_dir={one_pair}: train.tsv has 1 pair; in-batch negatives need at least 2"),
@@ -338,6 +346,22 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         (dict(data_dir=bad_score), f"{bad_score / 'dev.tsv'}:2: score 'high' is not a number"),
         (dict(data_dir=no_text), f"{no_text / 'test.tsv'}:1: no column 'text' in the header ('sentence'); "
                                  "expected text"),
+        (dict(data_dir=empty_anchor), f"{empty_anchor / 'train.tsv'}:5: the 'anchor' cell is empty or blank; every "
+                                      "pair needs its texts"),
+        # 64 copies of one pair: each batch's positives all alike, every anchor's own among its negatives.
+        (dict(data_dir=copied), f"{copied / 'train.tsv'}: 63 of 64 pairs (98.4%) repeat an earlier pair's positive "
+                                "(first: line 3 repeats line 2), more than the 10% allowed: in a batch with its twin, "
+                                "an anchor's own positive is also among its negatives; remove the repeats"),
+        (dict(data_dir=own_negative), f"{own_negative / 'train.tsv'}:3: the negative is the pair's own positive; a "
+                                      "hard negative must differ from it"),
+        (dict(data_dir=blank_dev), f"{blank_dev / 'dev.tsv'}:3: the 'anchor' cell is empty or blank; every pair "
+                                   "needs its texts"),
+        (dict(data_dir=repeated_dev), f"{repeated_dev / 'dev.tsv'}:3: the positive of line 2 again: two equal "
+                                      "positives tie, so neither pair's anchor can rank its own first; give each "
+                                      "text once"),
+        (dict(data_dir=same_scores), f"{same_scores / 'dev.tsv'}: the scores are all equal (3), so no correlation "
+                                     "with the similarities is defined; a scored dev file needs at least two "
+                                     "different scores"),
         (dict(similarity_scale=0), "--similarity_scale=0.0 must be positive"),
         (dict(train_batch_size=1), "--train_batch_size=1: in-batch negatives need at least 2 pairs per batch (each "
                                    "anchor's candidates are the batch's positives)"),
@@ -357,6 +381,46 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
     result = run_script("run_sentence_embedding.py", *argvs[-1])
     assert result.returncode == 1 and "flag --pooling=sum: value should be one of <mean|cls|max|mean_sqrt_len>" in \
         result.stderr
+
+
+def test_finite_vectors_too_large_to_square_in_float32_give_the_figures_of_their_directions(tmp_path, model_dir):
+    """A model whose last LayerNorm is scaled by 1e25 embeds as the unscaled one times 1e25: finite
+    vectors (so the run goes on) whose squares overflow float32, which once made every cosine 0 (a
+    retrieval figure of 0) or NaN (a Pearson of NaN, a Spearman of the file's order)."""
+    weights = random_weights(original_shapes(CONFIG, with_heads=False), seed=4)
+    for name in ("gamma", "beta"):
+        weights[f"bert/encoder/layer_1/output/LayerNorm/{name}"] *= np.float32(1e25)
+    write_tf1_checkpoint(model_dir / "bert_model.ckpt", weights)
+    dev, _ = write_pairs(tmp_path / "pairs")
+    (tmp_path / "pairs" / "test.tsv").write_text("text\n" + "".join(f"{a}\n" for a, _ in dev) +
+                                                 "".join(f"{p}\n" for _, p in dev))
+    sts = tmp_path / "sts"
+    sts.mkdir()
+    (sts / "dev.tsv").write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{p}\t{i % 7}\n" for i, (a, p) in
+                                                                         enumerate(dev)))
+    (sts / "test.tsv").write_text((tmp_path / "pairs" / "test.tsv").read_text())
+    outcomes = run_main_cases("run_sentence_embedding", [
+        _flags(model_dir, data, tmp_path / f"out_{data.name}", do_train=False,
+               init_checkpoint=model_dir / "bert_model.ckpt") for data in (tmp_path / "pairs", sts)])
+    assert outcomes == ["ok", "ok"]
+    for name in ("pairs", "sts"):
+        vectors = np.load(tmp_path / f"out_{name}" / "test_embeddings.npy").astype(np.float64)
+        assert 1e19 < np.abs(vectors).max() < 1e38  # finite, their squares not
+        anchors, positives = vectors[:20], vectors[20:]
+        results = _results(tmp_path / f"out_{name}")
+        if name == "pairs":
+            recall_1, recall_10, mrr_10 = _retrieval(anchors, positives)
+            assert mrr_10 > 0  # 0 is what the overflow gave
+            assert results["recall_at_1"] == pytest.approx(recall_1, abs=1e-9)
+            assert results["recall_at_10"] == pytest.approx(recall_10, abs=1e-9)
+            assert results["mrr_at_10"] == pytest.approx(mrr_10, abs=1e-6)
+        else:
+            cosine = np.sum(anchors * positives, axis=1) / (np.linalg.norm(anchors, axis=1) *
+                                                            np.linalg.norm(positives, axis=1))
+            scores = np.array([i % 7 for i in range(20)], float)
+            rank = lambda x: np.array([np.sum(x < v) + (np.sum(x == v) + 1) / 2 for v in x])  # noqa: E731 - ties: mean
+            assert results["pearson"] == pytest.approx(np.corrcoef(cosine, scores)[0, 1], abs=1e-5)
+            assert results["spearman"] == pytest.approx(np.corrcoef(rank(cosine), rank(scores))[0, 1], abs=1e-5)
 
 
 def test_the_pairs_set_is_whole_tokens_and_no_scene_repeats():

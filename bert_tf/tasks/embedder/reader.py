@@ -1,12 +1,16 @@
 """The embedding task's TSV files, each with a header naming its columns (in any order; a row of
-another width than the header's, a missing column, a bad score or an empty file is a ValueError
-naming the file and line):
+another width than the header's, a missing column, an empty cell of a pair, a bad score or an
+empty file is a ValueError naming the file and line):
 
 - pairs (train.tsv, and dev.tsv for retrieval): `anchor`, `positive` and optionally `negative`
-  (a hard negative for its anchor);
-- scored pairs (dev.tsv for an STS-style figure): `sentence1`, `sentence2`, `score` (a number);
+  (a hard negative for its anchor, which must differ from its positive);
+- scored pairs (dev.tsv for an STS-style figure): `sentence1`, `sentence2`, `score` (a number; not
+  all equal);
 - texts (test.tsv): a `text` column, one text per row to embed (other columns are ignored; a
   blank line is an empty text).
+
+Pairs that repeat a text are checked by the split that reads them (`check_training_repeats`,
+`check_retrieval_repeats`): in-batch negatives and retrieval both take a repeated text for a wrong one.
 """
 
 import dataclasses
@@ -19,6 +23,12 @@ ANCHOR, POSITIVE, NEGATIVE = "anchor", "positive", "negative"
 SENTENCE1, SENTENCE2, SCORE = "sentence1", "sentence2", "score"
 TEXT = "text"
 
+# The share of train.tsv's pairs that may repeat an earlier pair's positive (docs/sentence_embeddings.md).
+# Two pairs with one positive in a batch give each anchor its own positive's twin among its negatives:
+# a few in a large file rarely share a batch, as real data has them; more is a file joined to itself
+# or a pair copied, which would train on that contradiction in most batches.
+MAX_REPEATED_SHARE = 0.1
+
 
 @dataclasses.dataclass(frozen=True)
 class Pairs:
@@ -27,6 +37,7 @@ class Pairs:
     anchor: tuple
     positive: tuple
     negative: tuple | None = None  # one hard negative per anchor, when the file has the column
+    lines: tuple = ()  # each row's line in its file (the repeat checks name them)
 
     def __len__(self):
         return len(self.anchor)
@@ -63,6 +74,21 @@ def _missing(path, line, columns, wanted):
         )
 
 
+def _same_text(text):
+    """The text as the tokenizer sees its spaces: texts that differ only there embed alike."""
+    return " ".join(text.split())
+
+
+def _texts(path, columns, rows, names):
+    """{name: the column's cells}, an empty (or blank) cell a ValueError naming its line and column:
+    it would embed as [CLS] [SEP] alone, the same vector for every empty text."""
+    for line, row in rows:
+        for name in names:
+            if not row[columns[name]].strip():
+                raise ValueError(f"{path}:{line}: the {name!r} cell is empty or blank; every pair needs its texts")
+    return {name: tuple(row[columns[name]] for _, row in rows) for name in names}
+
+
 def read_pairs(path, scored_allowed=False):
     """The file's Pairs; with `scored_allowed`, a file whose header has sentence1, sentence2 and
     score gives ScoredPairs instead (a dev file of either layout)."""
@@ -78,11 +104,66 @@ def read_pairs(path, scored_allowed=False):
                 raise ValueError(f"{path}:{row_line}: score {text!r} is not a number") from None
             if not np.isfinite(scores[-1]):
                 raise ValueError(f"{path}:{row_line}: score {text!r} is not a finite number")
-        cells = lambda name: tuple(row[columns[name]] for _, row in rows)  # noqa: E731
-        return ScoredPairs(cells(SENTENCE1), cells(SENTENCE2), np.array(scores, np.float32))
+        scores = np.array(scores, np.float32)
+        if np.all(scores == scores[0]):  # a correlation would be 0 / 0, and a search would choose at random
+            raise ValueError(f"{path}: the scores are all equal ({scores[0]:g}), so no correlation with the "
+                             "similarities is defined; a scored dev file needs at least two different scores")
+        texts = _texts(path, columns, rows, (SENTENCE1, SENTENCE2))
+        return ScoredPairs(texts[SENTENCE1], texts[SENTENCE2], scores)
     _missing(path, line, columns, (ANCHOR, POSITIVE))
-    cells = lambda name: tuple(row[columns[name]] for _, row in rows)  # noqa: E731
-    return Pairs(cells(ANCHOR), cells(POSITIVE), cells(NEGATIVE) if NEGATIVE in columns else None)
+    texts = _texts(path, columns, rows, (ANCHOR, POSITIVE, NEGATIVE) if NEGATIVE in columns else (ANCHOR, POSITIVE))
+    lines = tuple(row_line for row_line, _ in rows)
+    if NEGATIVE in texts:
+        for row_line, positive, negative in zip(lines, texts[POSITIVE], texts[NEGATIVE], strict=True):
+            if _same_text(positive) == _same_text(negative):  # the right answer and a wrong one at once
+                raise ValueError(f"{path}:{row_line}: the negative is the pair's own positive; a hard negative "
+                                 "must differ from it")
+    return Pairs(texts[ANCHOR], texts[POSITIVE], texts.get(NEGATIVE), lines)
+
+
+def _repeats(texts, lines):
+    """[(line, earlier line)] of each text that an earlier row already has."""
+    first, out = {}, []
+    for line, text in zip(lines, texts, strict=True):
+        key = _same_text(text)
+        if key in first:
+            out.append((line, first[key]))
+        else:
+            first[key] = line
+    return out
+
+
+def check_training_repeats(path, pairs, max_share=MAX_REPEATED_SHARE):
+    """The warning (a line naming the count and share; None when there is none) for train.tsv's pairs
+    whose positive repeats an earlier pair's (their anchors alike or not): when both share a batch, each
+    anchor meets its own positive's twin among its negatives. Above `max_share` of the pairs, a
+    ValueError naming the file, the count and the share. (A repeated anchor with another positive
+    is not counted: a question with several right answers is how such data is written.)"""
+    repeats = _repeats(pairs.positive, pairs.lines)
+    if not repeats:
+        return None
+    share = len(repeats) / len(pairs)
+    what = (f"{path}: {len(repeats)} of {len(pairs)} pairs ({share:.1%}) repeat an earlier pair's positive "
+            f"(first: line {repeats[0][0]} repeats line {repeats[0][1]})")
+    why = "in a batch with its twin, an anchor's own positive is also among its negatives"
+    if share > max_share:
+        raise ValueError(f"{what}, more than the {max_share:.0%} allowed: {why}; remove the repeats")
+    return f"{what}: {why}"
+
+
+def check_retrieval_repeats(path, pairs):
+    """A ValueError naming the line of a dev pair whose anchor or positive repeats an earlier
+    pair's: the figure could not be reached, whatever the model."""
+    why = {
+        # Each anchor retrieves among all the file's positives, and a tie counts against it.
+        POSITIVE: "two equal positives tie, so neither pair's anchor can rank its own first",
+        ANCHOR: "two equal anchors embed alike, so at most one of them can rank its own positive first",
+    }
+    for name, texts in ((ANCHOR, pairs.anchor), (POSITIVE, pairs.positive)):
+        repeats = _repeats(texts, pairs.lines)
+        if repeats:
+            line, earlier = repeats[0]
+            raise ValueError(f"{path}:{line}: the {name} of line {earlier} again: {why[name]}; give each text once")
 
 
 def read_texts(path):

@@ -6,11 +6,12 @@ import dataclasses
 import os
 
 import numpy as np
+from absl import logging
 
 from bert_tf.data.text_files import split_file
 from bert_tf.io_utils import atomic_write
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
-from bert_tf.tasks.embedder.reader import read_pairs, read_texts
+from bert_tf.tasks.embedder.reader import Pairs, check_retrieval_repeats, check_training_repeats, read_pairs, read_texts
 from bert_tf.tasks.embedder.task import EmbedderTask, features
 
 TASK_NAME = "sentence_embedding"
@@ -20,11 +21,21 @@ TEXTS_FILE = "test_texts.txt"  # the texts, one per line, in the rows' order
 
 
 def read_split(data_dir, split):
-    """The split's file in `data_dir`: Pairs (train), Pairs or ScoredPairs (dev), texts (test)."""
+    """The split's file in `data_dir`: Pairs (train), Pairs or ScoredPairs (dev), texts (test).
+    Pairs that repeat a text are checked: in train.tsv a few repeated positives are a warning and
+    more a ValueError (`check_training_repeats`), in a retrieval dev.tsv any repeat is one
+    (`check_retrieval_repeats`)."""
     path = split_file(data_dir, split, SPLIT_FILES[split])
     if split == "test":
         return read_texts(path)
-    return read_pairs(path, scored_allowed=split == "dev")
+    pairs = read_pairs(path, scored_allowed=split == "dev")
+    if split == "train":
+        warning = check_training_repeats(path, pairs)
+        if warning:
+            logging.warning("%s", warning)
+    elif isinstance(pairs, Pairs):
+        check_retrieval_repeats(path, pairs)
+    return pairs
 
 
 def embedder_record(pooling, normalize, similarity_scale, do_lower_case, max_seq_length):

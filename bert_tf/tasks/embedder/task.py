@@ -50,24 +50,38 @@ def features(data):
     return {TEXT: column(data)}
 
 
+def _unit_rows(vectors):
+    """Each row over its L2 norm, in float64: float32 vectors beyond 1e19 (finite, so the model's
+    outputs pass the trainer's check) would overflow a float32 norm to Inf and their cosines to 0
+    or NaN. A NaN or Inf row stays non-finite."""
+    x = np.asarray(vectors, np.float64)
+    with np.errstate(invalid="ignore"):  # an Inf row over its Inf norm: NaN, as wanted
+        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
 def retrieval_figures(anchors, positives):
     """recall_at_K and mrr_at_10 of each anchor (row i of `anchors`, float `[n, hidden]`)
     retrieving its own positive (row i of `positives`) among all of them by cosine similarity; a
-    tie counts against the anchor (the right one ranks after every candidate scoring as high)."""
-    a = anchors / np.maximum(np.linalg.norm(anchors, axis=1, keepdims=True), 1e-12)
-    p = positives / np.maximum(np.linalg.norm(positives, axis=1, keepdims=True), 1e-12)
-    scores = a @ p.T  # [n, n]
+    tie counts against the anchor (the right one ranks after every candidate scoring as high), a
+    non-finite similarity ranks below every finite one, and an anchor whose own positive's
+    similarity is non-finite is not found (no recall, no reciprocal rank)."""
+    scores = _unit_rows(anchors) @ _unit_rows(positives).T  # [n, n]
     right = np.diag(scores)
-    rank = np.sum(scores >= right[:, None], axis=1)  # 1 = first
+    # A NaN compares false with everything: counted as it is, the right one would rank first.
+    scores = np.where(np.isfinite(scores), scores, -np.inf)
+    rank = np.where(np.isfinite(right), np.sum(scores >= right[:, None], axis=1), np.inf)  # 1 = first
     out = {f"recall_at_{k}": float(np.mean(rank <= k)) for k in RECALL_AT}
     out[f"mrr_at_{MRR_AT}"] = float(np.mean(np.where(rank <= MRR_AT, 1.0 / rank, 0.0)))
     return out
 
 
 def similarity_figures(first, second, scores):
-    """spearman and pearson of the cosine similarities of rows i of `first` and `second` with `scores`."""
-    cosine = np.sum(first * second, axis=1) / np.maximum(
-        np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1), 1e-12)
+    """spearman and pearson of the cosine similarities of rows i of `first` and `second` with
+    `scores`; both NaN (no figure, which a search ranks last) when a similarity or a score is
+    non-finite: ranks would take a NaN for a value of its own and give a number."""
+    cosine = np.sum(_unit_rows(first) * _unit_rows(second), axis=1)
+    if not (np.all(np.isfinite(cosine)) and np.all(np.isfinite(scores))):
+        return {"spearman": float("nan"), "pearson": float("nan")}
     return {"spearman": metrics.spearman(cosine, scores), "pearson": metrics.pearson(cosine, scores)}
 
 
