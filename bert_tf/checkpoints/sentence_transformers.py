@@ -126,6 +126,21 @@ def _check_no_prompt(folder):
                          "compared by cosine")
 
 
+def check_length_fits(modules):
+    """A ValueError naming sentence_bert_config.json when its max_seq_length is more than the BERT
+    module's position embeddings (its config.json's max_position_embeddings): the folder's own
+    length would be taken, and it cannot be computed."""
+    config_path = os.path.join(modules.transformer, "config.json")
+    if modules.max_seq_length is None or not os.path.isfile(config_path):
+        return
+    positions = read_json_object(config_path).get("max_position_embeddings")
+    if isinstance(positions, int) and modules.max_seq_length > positions:
+        raise ValueError(
+            f"{os.path.join(modules.transformer, TRANSFORMER_CONFIG)}: max_seq_length={modules.max_seq_length} is more "
+            f"than the model's max_position_embeddings={positions} ({config_path})"
+        )
+
+
 def bert_module_folder(path):
     """The folder of the BERT module of the sentence-transformers folder `path` (the folder itself,
     or a subfolder such as `0_Transformer/` where older sentence-transformers saved it), its
@@ -171,11 +186,13 @@ def folder_record(folder, casing, bert_config):
     )
 
 
-def check_agrees(modules, pooling=None, normalize=None, max_seq_length=None, source="init_checkpoint"):
+def check_agrees(modules, pooling=None, normalize=None, source="init_checkpoint"):
     """A ValueError naming both when a setting given anyway (None: not given) differs from what the
-    folder's modules say (`source` names the folder's setting)."""
-    for name, given, found in (("pooling", pooling, modules.pooling), ("normalize", normalize, modules.normalize),
-                               ("max_seq_length", max_seq_length, modules.max_seq_length)):
+    folder's modules say (`source` names the folder's setting). Only the modules' computation is
+    compared: their max_seq_length is where texts are cut, not part of the model, and any length
+    up to the model's positions may be given instead (as `model.max_seq_length = 128` does in
+    sentence-transformers)."""
+    for name, given, found in (("pooling", pooling, modules.pooling), ("normalize", normalize, modules.normalize)):
         if given is not None and found is not None and given != found:
             raise ValueError(f"{name}={given} but the sentence-transformers folder {source} has {name}={found}")
 

@@ -74,13 +74,25 @@ def test_two_pooling_modes_at_once_are_refused(tmp_path):
 
 def test_settings_given_anyway_must_agree():
     modules = st.Modules("/m", "mean", True, 256, False)
-    st.check_agrees(modules, pooling="mean", normalize=True, max_seq_length=256)
+    st.check_agrees(modules, pooling="mean", normalize=True)
     st.check_agrees(modules)  # nothing given
     with pytest.raises(ValueError, match="^pooling=cls but the sentence-transformers folder init_checkpoint has "
                                          "pooling=mean$"):
         st.check_agrees(modules, pooling="cls")
-    with pytest.raises(ValueError, match="max_seq_length=128 but .* has max_seq_length=256"):
-        st.check_agrees(modules, max_seq_length=128)
+    with pytest.raises(ValueError, match="^normalize=False but the sentence-transformers folder"):
+        st.check_agrees(modules, normalize=False)
+
+
+def test_a_folders_length_beyond_its_positions_is_refused_naming_its_file(tmp_path):
+    """The max length is where texts are cut (any length up to the positions may be given instead),
+    but the folder's own, when it is taken, must fit the model."""
+    config = {"model_type": "bert", "hidden_size": 32, "max_position_embeddings": 512}
+    folder = _folder(tmp_path / "m", **{"sentence_bert_config.json": {"max_seq_length": 1000}, "config.json": config})
+    with pytest.raises(ValueError, match=rf"^{folder}/sentence_bert_config.json: max_seq_length=1000 is more than the "
+                                         rf"model's max_position_embeddings=512 \({folder}/config.json\)$"):
+        st.check_length_fits(st.read_modules(str(folder)))
+    fits = _folder(tmp_path / "ok", **{"sentence_bert_config.json": {"max_seq_length": 512}, "config.json": config})
+    st.check_length_fits(st.read_modules(str(fits)))
 
 
 def test_the_files_we_write_read_back_as_the_same_modules(tmp_path):

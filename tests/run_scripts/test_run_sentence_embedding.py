@@ -225,17 +225,19 @@ def test_a_sentence_transformers_folder_gives_its_settings_and_an_sts_dev_file_g
         {"idx": 0, "name": "0", "path": "", "type": st.TRANSFORMER},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": st.POOLING},
         {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])
+    too_long = write_st_folder(tmp_path / "too_long", max_seq_length=1000)  # its model has 24 positions
     base = ["--do_eval", f"--data_dir={data}", "--noprogress"]
     cases = [
         base + [f"--init_checkpoint={folder}", "--pooling=mean", f"--output_dir={tmp_path / 'b1'}"],
-        base + [f"--init_checkpoint={folder}", "--max_seq_length=16", f"--output_dir={tmp_path / 'b2'}"],
+        base + [f"--init_checkpoint={too_long}", f"--output_dir={tmp_path / 'b2'}"],
         base + [f"--init_checkpoint={folder}", "--normalize=false", f"--output_dir={tmp_path / 'b3'}"],
         base + [f"--init_checkpoint={dense}", f"--output_dir={tmp_path / 'b4'}"],
     ]
     outcomes = run_main_cases("run_sentence_embedding", cases)
     assert [outcome.removeprefix("run_sentence_embedding.py: error: ") for outcome in outcomes] == [
         f"--pooling=mean but the sentence-transformers folder {folder} has pooling=max",
-        f"--max_seq_length=16 but the sentence-transformers folder {folder} has max_seq_length=12",
+        f"--init_checkpoint: {too_long / 'sentence_bert_config.json'}: max_seq_length=1000 is more than the model's "
+        f"max_position_embeddings=24 ({too_long / 'config.json'}): give --max_seq_length of that many or less",
         f"--normalize=False but the sentence-transformers folder {folder} has normalize=True",
         f"--init_checkpoint: {dense / 'modules.json'}: its module sentence_transformers.models.Dense (path '2_Dense') "
         "is not one bert_tf computes: a BERT Transformer, a Pooling module, optionally Normalize",

@@ -24,16 +24,22 @@ DEFAULT_POOLING = "mean"
 
 def modules_from_flags(f):
     """The Modules of a sentence-transformers folder given as --init_checkpoint (None for any
-    other source), checked against --pooling, --normalize and --max_seq_length where given; sets
-    the unset ones (and --init_checkpoint to its BERT module's folder)."""
+    other source), checked against --pooling and --normalize where given; sets the unset ones
+    (and --init_checkpoint to its BERT module's folder). --max_seq_length, given, is the run's
+    whatever the folder's (a length up to the model's positions: the driver checks that); unset,
+    the folder's is taken, and one beyond the model's positions is refused naming its file."""
     if not st.is_sentence_transformers_folder(f.init_checkpoint):
         return None
     folder = f.init_checkpoint
     modules = named(lambda: st.read_modules(folder), "--init_checkpoint: ")
-    given = {name: f[name].value if f[name].present else None for name in ("pooling", "normalize", "max_seq_length")}
+    given = {name: f[name].value if f[name].present else None for name in ("pooling", "normalize")}
     named(lambda: st.check_agrees(modules, **given, source=folder), "--")  # the flag, then the folder's value
     f.pooling, f.normalize = modules.pooling, modules.normalize
     if modules.max_seq_length is not None and not f["max_seq_length"].present:
+        try:
+            st.check_length_fits(modules)
+        except ValueError as e:
+            raise UsageError(f"--init_checkpoint: {e}: give --max_seq_length of that many or less") from None
         f.max_seq_length = modules.max_seq_length
     f.init_checkpoint = modules.transformer
     return modules
