@@ -31,6 +31,7 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.checkpoints import convert, hf, sources
 from bert_tf.io_utils import check_keras_file, check_output_dir, check_output_file, error_line
+from bert_tf.training import divergence
 from run_scripts.flag_settings import bert_module_from_flags, fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
@@ -116,6 +117,9 @@ def _check_paths():
     output = FLAGS.converted_checkpoint_path
     library_call(lambda: sources.check_not_search(FLAGS.checkpoint_to_convert, "checkpoint_to_convert"),
                  flag_names=("checkpoint_to_convert",))
+    warning = divergence.diverged_warning(FLAGS.checkpoint_to_convert)
+    if warning:
+        logging.warning("--checkpoint_to_convert: %s", warning)
     if FLAGS.direction == "to_original" and os.path.isdir(output):
         fail(
             f"--converted_checkpoint_path={output} is a directory; give a checkpoint prefix such as "

@@ -43,6 +43,7 @@ from bert_tf.checkpoints import sources
 from bert_tf.export import check_export_dir, exports
 from bert_tf.export.serving import MIXED_PRECISION, QUANTIZE_MODES, ServingOptions, choose_serving_jit_compile
 from bert_tf.runs import registry
+from bert_tf.training import divergence
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA
 from run_scripts.flag_settings import as_flags, bert_module_from_flags, fail, library_call, log_jit_choice
 
@@ -125,6 +126,9 @@ def main(argv):
         fail(f"--export_type={FLAGS.export_type} needs --init_checkpoint")
     library_call(lambda: sources.check_not_search(FLAGS.init_checkpoint, "init_checkpoint"),
                  flag_names=("init_checkpoint",))
+    warning = divergence.diverged_warning(FLAGS.init_checkpoint)
+    if warning:
+        logging.warning("--init_checkpoint: %s", warning)
     if FLAGS.max_query_length is not None and FLAGS.export_type != "squad":
         fail(f"--max_query_length is for --export_type=squad, not {FLAGS.export_type}")
     if FLAGS.export_type == "preprocessor" and not FLAGS.vocab_file:

@@ -5,11 +5,12 @@ import json
 import math
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.io_utils import atomic_write, read_json_object
 
-__all__ = ["DIVERGED_FILE", "Diverged", "read_divergence"]  # the loop and the search use the rest
+__all__ = ["DIVERGED_FILE", "Diverged", "diverged_warning", "read_divergence"]  # the loop and the search use the rest
 
 # In the folder of a search's run whose training diverged: {"step": N, "message": the loop's error}.
 DIVERGED_FILE = "diverged.json"
@@ -38,6 +39,35 @@ def stop_unless_finite(figures, step, manager, weights=()):
              "diverge again: to train with a lower learning rate, start afresh in another output folder"
              if last else "No checkpoint was saved before it")
     raise Diverged(f"{what} at step {step}; stopped without saving. {where}", step)
+
+
+def stop_unless_outputs_finite(outputs, what, step, losses=()):
+    """Raises Diverged when the model's `outputs` (name -> numpy array, one row per example) or
+    `losses` hold a NaN or an Inf: figures or files computed from them would look like results (a
+    NaN similarity ranks first, the arg max of NaN logits is label 0). `what` names the work
+    ("evaluation", "prediction") in the message; `step` is the model's."""
+    bad = [name for name, values in outputs.items()
+           if np.issubdtype(np.asarray(values).dtype, np.floating) and not np.all(np.isfinite(values))]
+    if not bad and all(math.isfinite(v) for v in losses):
+        return
+    where = f"its outputs {', '.join(bad)}" if bad else "its loss"
+    raise Diverged(
+        f"{what} with the model at step {step}: NaN or Inf in {where}: its weights overflow (train with a lower "
+        "learning rate); nothing was written as a result", step)
+
+
+def diverged_warning(checkpoint):
+    """A warning line when `checkpoint` (a run's folder or one of its ckpt-N) belongs to a run whose
+    training diverged (its DIVERGED_FILE): its checkpoints hold finite weights from before, but the
+    run did not finish, and its dev figures are not those of a trained model. None otherwise."""
+    if not checkpoint:
+        return None
+    run_dir = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(os.path.abspath(checkpoint))
+    found = read_divergence(run_dir)
+    if found is None:
+        return None
+    return (f"{os.path.join(run_dir, DIVERGED_FILE)}: this run diverged at step {found.get('step')} and did not "
+            "finish; its last checkpoint is from before that, not a trained model")
 
 
 def read_divergence(run_dir):

@@ -23,7 +23,7 @@ import tensorflow as tf
 from bert_tf.checkpoints.restore import check_model_finite
 from bert_tf.io_utils import atomic_write
 from bert_tf.models import lora, padding_skipped
-from bert_tf.training.divergence import Diverged, stop_unless_finite
+from bert_tf.training.divergence import Diverged, stop_unless_finite, stop_unless_outputs_finite
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.restore_status import INITIALISED, RANDOM, RESUMED, RestoreStatus
 from bert_tf.training.settings import TrainingSettings, check_batch_sizes, check_weights_may_change
@@ -327,7 +327,8 @@ class Trainer:
     def evaluate(self, eval_data, max_steps=None):
         """The task's eval over `eval_data` (at most `max_steps` batches, default the settings'
         max_eval_steps; None: all). Returns the results dict with `global_step`; writes nothing
-        (see `write_eval_results`)."""
+        (see `write_eval_results`). Outputs or losses that hold a NaN or an Inf are a Diverged
+        error: no figure is computed from them."""
         s = self.settings
         task = self.task
         max_steps = s.max_eval_steps if max_steps is None else max_steps
@@ -358,13 +359,15 @@ class Trainer:
         if not steps:
             raise ValueError(f"no full eval batch of {s.eval_batch_size} in {eval_data}")
         gathered = {k: np.concatenate([g[k] for g in gathered]) for k in gathered[0]}
+        stop_unless_outputs_finite(gathered, "evaluation", self.global_step, batch_losses)
         results = task.eval_results(totals, gathered, batch_losses)
         results["global_step"] = self.global_step
         return results
 
     def predict(self, predict_data):
         """The task's `predict_outputs` for every example of `predict_data`, as numpy arrays in
-        input order (the rows that pad the last global batch are dropped)."""
+        input order (the rows that pad the last global batch are dropped); a NaN or an Inf in
+        them is a Diverged error, so that no output file is written from them."""
         batches = self._distribute(predict_data, "predict", self.settings.predict_batch_size)
 
         @tf.function(input_signature=[batches.element_spec[0]], autograph=False)  # as evaluate's
@@ -378,7 +381,9 @@ class Trainer:
         if not out:
             raise ValueError(f"nothing to predict in {predict_data}")
         count = self.task.num_examples(predict_data)
-        return {k: np.concatenate([o[k] for o in out])[:count] for k in out[0]}
+        outputs = {k: np.concatenate([o[k] for o in out])[:count] for k in out[0]}
+        stop_unless_outputs_finite(outputs, "prediction", self.global_step)
+        return outputs
 
     def write_eval_results(self, results, summary_dir=None):
         """eval_results.txt (`key = value`, sorted, as the original) and TensorBoard scalars;

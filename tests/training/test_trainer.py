@@ -75,6 +75,25 @@ def test_trains_evaluates_and_predicts_every_example_once_in_order(tmp_path):
     np.testing.assert_allclose(predicted, test["x"] @ kernel, rtol=1e-5, atol=1e-5)
 
 
+def test_evaluation_and_prediction_of_a_model_whose_outputs_overflow_stop_before_any_figure(tmp_path):
+    """A finite weight can still overflow the outputs: every figure or file computed from them would
+    look like a result (an arg max of NaN is label 0), so both stop with the loop's Diverged."""
+    from bert_tf.training.divergence import Diverged
+
+    trainer = _trainer(tmp_path)
+    trainer.model.layers[-1].kernel.assign(np.array([[3e38], [3e38], [0.0]], np.float32))
+    data = {"x": np.array([[2.0, 2.0, 0.0]] * 4 + [[0.0, 0.0, 1.0]] * 4, np.float32), "y": np.zeros(8, np.float32)}
+    with np.errstate(over="ignore"):
+        assert not np.all(np.isfinite(data["x"] @ trainer.model.layers[-1].kernel.numpy()))  # float32 overflows
+    with pytest.raises(Diverged, match=r"^evaluation with the model at step 0: NaN or Inf in its loss: its weights "
+                                       r"overflow \(train with a lower learning rate\); nothing was written"):
+        trainer.evaluate(data)
+    with pytest.raises(Diverged, match=r"^prediction with the model at step 0: NaN or Inf in its outputs y: "):
+        trainer.predict(data)
+    finite = {k: v[4:] for k, v in data.items()}  # the rows that do not overflow: a result as before
+    np.testing.assert_allclose(trainer.predict(finite)["y"], np.zeros(4), atol=0)
+
+
 def test_refuses_to_train_where_tensorflow_keeps_its_products_first_weights(tmp_path, monkeypatch):
     """TensorFlow reads its switch as a bool: "1" or "true" in any case on, "0" or "false" off, and
     aborts on anything else (a serving process's setting: README). Training is refused before
