@@ -235,7 +235,9 @@ def check_output_file(path, flag="output_file"):
 
 def check_output_dir(path, flag="output_dir"):
     """ValueError naming `flag` unless `path` is a writable folder or one that can be made."""
-    path = os.fspath(path)
+    path = os.fspath(path) if path is not None else ""
+    if not path:  # "" would be taken as the current folder by some calls and as no path by others
+        raise ValueError(f"--{flag} is empty: name the folder to write in")
     if _is_remote(path):
         return
     if os.path.islink(path) and not os.path.exists(path):

@@ -28,11 +28,13 @@ def _step(work, *args):
 
 
 def _told(work, *args):
-    """A step past the checks (training, evaluation, prediction): only what the task words for the
-    user (UsageError) is one line; any other error keeps its traceback."""
+    """A step past the checks (training, evaluation, prediction): what the task words for the
+    user (UsageError) and a model whose outputs are NaN or Inf (the loop's Diverged, a
+    FloatingPointError: a search records the run as diverged) are one line; any other error keeps
+    its traceback."""
     try:
         return work(*args)
-    except UsageError as e:
+    except (UsageError, FloatingPointError) as e:
         fail(str(e))
 
 
@@ -47,7 +49,8 @@ def run_once(job):
     length_bucket, group_by_length = flag_settings.padding_from_flags(f)
     _step(job.read_inputs, config)  # every input is read and checked before any training
     record = _step(job.record, group_by_length)
-    check_run_output_dir(f, record, _step(job.fields_to_match, f.do_train), config)
+    training = resume_settings(f, type(job)) if f.do_train else None  # kept: a resumed run must give them again
+    check_run_output_dir(f, record, _step(job.fields_to_match, f.do_train), config, training)
     _step(job.check_run, record)
     strategy = flag_settings.strategy_from_flags(f)  # before TensorFlow runs an op (a tokenizer's)
     flag_settings.batch_sizes_from_flags(f, strategy.num_replicas_in_sync)
@@ -60,7 +63,7 @@ def run_once(job):
     if f.do_train:
         logging.info("***** Running training: %s, batch size %d, %d steps *****", job.training_examples(),
                      f.train_batch_size, num_train_steps)
-    train_or_restore_from_flags(trainer, f, _told(job.train_data), record, config, job.progress_fields)
+    train_or_restore_from_flags(trainer, f, _told(job.train_data), record, config, job.progress_fields, training)
     if "do_eval" in job.actions and f.do_eval:
         flag_settings.log_results(_told(job.evaluate, trainer))
     if f.do_predict:
@@ -83,7 +86,7 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
     starts). Returns the BertConfig."""
     from bert_tf import tokenization
     from bert_tf.checkpoints import sources
-    from bert_tf.training import distribution
+    from bert_tf.training import distribution, settings
 
     f = flag_values
     if not any(getattr(f, name) for name in actions):
@@ -93,6 +96,8 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
     lora_from_flags(f)
     library_call(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint))
     config = flag_settings.hf_folder_flags(f) or flag_settings.load_bert_config(f.bert_config_file)
+    if f.max_seq_length < 3:  # BertPackInputs' floor, said before any input is read
+        fail(f"--max_seq_length={f.max_seq_length} leaves no room for a text: [CLS] A [SEP] needs 3 positions")
     library_call(
         lambda: config.check_seq_length(f.max_seq_length),
         f"--max_seq_length={f.max_seq_length} vs max_position_embeddings of "
@@ -105,22 +110,28 @@ def check_fine_tuning_flags(flag_values, actions=("do_train", "do_eval", "do_pre
                      flag_names=("lora_rank",))
     if not 0.0 <= f.warmup_proportion <= 1.0:
         fail(f"--warmup_proportion={f.warmup_proportion} must be between 0 and 1")
+    if f.do_train:
+        library_call(lambda: settings.check_schedule(f.learning_rate, f.num_train_epochs),
+                     flag_names=("learning_rate", "num_train_epochs", "do_train"))
     flag_settings.output_dir_from_flag(f.output_dir)
     if not f.do_train:
         flag_settings.check_trained_model(f)
     return config
 
 
-def check_run_output_dir(flag_values, record, same, config=None):
+def check_run_output_dir(flag_values, record, same, config=None, training=None):
     """--output_dir must hold nothing, or a run of this task (`same`: the record fields that
-    must match) and of `config`; warnings are logged."""
+    must match) and of `config`, trained with `training` (`resume_settings`: None when this run
+    does not train); warnings are logged."""
     from bert_tf.checkpoints.sources import config_setting
     from bert_tf.training import run
 
     f, given = flag_values, config_setting(flag_values.bert_config_file, flag_values.init_checkpoint)
-    names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha")
+    names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha",
+             "vocab_file", *(training or ()), *run.RESUMABLE_CHANGES)
     warnings = library_call(lambda: run.check_earlier_run(f.output_dir, lora_from_flags(f, record), same, config,
-                                                         given), flag_names=(*names, "bert_config_file"))
+                                                         given, f.vocab_file, training),
+                            flag_names=(*names, "bert_config_file"))
     for warning in warnings:
         logging.warning("%s", flag_settings.as_flags(warning, names))
 
@@ -134,7 +145,8 @@ def fine_tuning_settings(flag_values, num_train_examples, length_bucket, loss_re
     from bert_tf.training.trainer import TrainingSettings
 
     f = flag_values
-    steps, warmup = run.training_steps(num_train_examples, f.train_batch_size, f.num_train_epochs, f.warmup_proportion)
+    steps, warmup = library_call(lambda: run.training_steps(
+        num_train_examples, f.train_batch_size, f.num_train_epochs, f.warmup_proportion), "--")
     training = flag_settings.settings_or_fail(
         TrainingSettings, f, predict_batch_size=f.predict_batch_size, num_train_steps=max(steps, 1),
         num_warmup_steps=warmup, **lora_from_flags(f),
@@ -153,10 +165,10 @@ def fine_tuning_settings(flag_values, num_train_examples, length_bucket, loss_re
     return training, steps
 
 
-def train_or_restore_from_flags(trainer, flag_values, train_data, record, config, fields):
-    """--do_train: trains, the run's files written beside the first checkpoint; otherwise
-    restores the output_dir's latest checkpoint or --init_checkpoint. `fields`: the progress
-    bar's label -> log key."""
+def train_or_restore_from_flags(trainer, flag_values, train_data, record, config, fields, training=None):
+    """--do_train: trains, the run's files (its `training` settings among them) written beside the
+    first checkpoint; otherwise restores the output_dir's latest checkpoint or --init_checkpoint.
+    `fields`: the progress bar's label -> log key."""
     from bert_tf.training import run
 
     f = flag_values
@@ -170,7 +182,8 @@ def train_or_restore_from_flags(trainer, flag_values, train_data, record, config
         trainer, f, fields,
         lambda progress: run.train_or_restore(
             trainer, train_data, True, f.init_checkpoint,
-            lambda: run.write_run_files(f.output_dir, lora_from_flags(f, record), config, f.vocab_file), progress,
+            lambda: run.write_run_files(f.output_dir, lora_from_flags(f, record), config, f.vocab_file, training),
+            progress,
             on_start=lambda: logging.info("%s", trainer.parameters()),
         ),
     )
@@ -199,6 +212,8 @@ def run_or_search(f, run, evaluation="do_eval", task_class=None):
 
     if not search.is_search(runs):
         library_call(lambda: search.check_not_search_folder(f.output_dir), flag_names=names)
+        if f.do_train:
+            library_call(lambda: search.check_not_search_run(f.output_dir), flag_names=names)
         return use(runs[0], f.output_dir)
     if not (f.do_train and f[evaluation].value):
         fail(f"a search (a list in --learning_rate, --train_batch_size or --num_train_epochs, or --restarts>1) "
@@ -224,6 +239,18 @@ _SEARCH_ORDER = (
     "labels", "task_name", "tfds_name", "xnli_language", *_SEARCH_SETTINGS, "doc_stride", "max_query_length",
     "version_2_with_negative", "feature_based", "lstm_units",
 )
+
+
+def resume_settings(f, task_class):
+    """`{flag name: value}` of the settings that decide a training run's steps, as its record keeps
+    them: those every run of a search shares (`search_settings`: the starting checkpoint, the data,
+    the lengths, the optimizer, ...) and the grid's own (learning rate, batch size, seed). The
+    vocabulary and the config are compared by what they hold, not by their paths
+    (`bert_tf.training.run.check_earlier_run`)."""
+    values = {name: value for name, value in search_settings(f, task_class).items()
+              if name not in ("vocab_file", "bert_config_file")}
+    return {**values, "learning_rate": f.learning_rate, "train_batch_size": f.train_batch_size,
+            "random_seed": f.random_seed}
 
 
 def search_settings(f, task_class=None):

@@ -142,7 +142,7 @@ def hf_folder_flags(f):
     if not hf.is_hf_folder(f.init_checkpoint):
         kept = {name: f[name].value for name in ("vocab_file", "bert_config_file") if name in f}
         found = library_call(lambda: sources.files_beside(f.init_checkpoint, do_lower_case=given.get(
-            "do_lower_case"), **kept), flag_names=("do_lower_case",))
+            "do_lower_case"), **kept), flag_names=("do_lower_case", "vocab_file"))
         for name in {"vocab_file", "bert_config_file", "do_lower_case"} & set(f):
             setattr(f, name, found[name])
         return None

@@ -23,6 +23,7 @@ from absl import app, flags, logging
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.io_utils import check_keras_file, check_output_dir, error_line, expand_patterns, is_disk_full
+from bert_tf.runs import record as run_record
 from bert_tf.training import distribution
 from bert_tf.training.settings import check_weights_may_change
 from run_scripts import common_flags, flag_settings
@@ -103,6 +104,10 @@ def main(argv):
     except (ValueError, FileNotFoundError) as e:
         fail(str(e))
 
+    # Only another program's model files: a pre-training folder keeps no record, and users lay out
+    # bert_config.json and vocab.txt beside its checkpoints as Google's releases do.
+    flag_settings.library_call(lambda: run_record.check_not_other_model(FLAGS.output_dir, ours=True),
+                               flag_names=("output_dir", "init_checkpoint"))
     from bert_tf.training.pretraining import Pretraining, PretrainingSettings, check_next_sentence_head
 
     flag_settings.library_call(  # a No-NSP checkpoint would leave the next-sentence head untrained

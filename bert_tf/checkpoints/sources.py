@@ -102,7 +102,12 @@ def files_beside(checkpoint, vocab_file=None, bert_config_file=None, do_lower_ca
     """`{vocab_file, bert_config_file, do_lower_case}` for a script given `checkpoint` (a run's
     folder or one of its ckpt-N, a .keras file, Google's bert_model.ckpt in its release folder), as
     the exports take them: each file not given, the one beside the checkpoint (vocab.txt,
-    bert_config.json; None when there is none); the casing, `casing`'s (without a checkpoint too)."""
+    bert_config.json; None when there is none); the casing, `casing`'s (without a checkpoint too).
+    A `vocab_file` given for a run of ours must hold its vocab.txt's tokens (`hf.check_same_vocab`):
+    its model was fine-tuned on those ids."""
+    run_dir = run_record.run_directory(checkpoint) if checkpoint else None
+    if vocab_file and run_dir and run_record.read(run_dir) is not None:
+        hf.check_same_vocab(vocab_file, run_dir)
     found = {"vocab_file": vocab_file, "bert_config_file": bert_config_file}
     for setting, name in FILES_BESIDE.items():
         found[setting] = found[setting] or (beside(checkpoint, name) if checkpoint else None)

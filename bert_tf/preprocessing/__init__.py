@@ -16,6 +16,7 @@ def text_preprocessing(vocab_file, do_lower_case, seq_length, vocab_size=None):
     """`(BertTokenizer, BertPackInputs)` for `vocab_file` at `seq_length`: FullTokenizer's ids
     and the original's packing. A vocab larger than the model's `vocab_size`, or without
     [CLS] / [SEP], is a ValueError naming the file."""
+    BertPackInputs.check_seq_length(seq_length)  # a length is not the vocabulary's fault: before the wrap below
     tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
     if vocab_size is not None:
         BertConfig(vocab_size=vocab_size).check_vocab_size(len(tokenizer.vocabulary), vocab_file)

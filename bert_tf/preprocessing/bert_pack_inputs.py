@@ -44,13 +44,18 @@ class BertPackInputs(keras.layers.Layer):
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        if seq_length < 3:
-            raise ValueError(f"seq_length {seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
+        self.check_seq_length(seq_length)
         self.seq_length = seq_length
         self.start_of_sequence_id = start_of_sequence_id
         self.end_of_segment_id = end_of_segment_id
         self.padding_id = padding_id
         self.built = True
+
+    @staticmethod
+    def check_seq_length(seq_length):
+        """A ValueError unless `seq_length` holds one text: [CLS] A [SEP] needs 3 positions."""
+        if seq_length < 3:
+            raise ValueError(f"seq_length {seq_length} leaves no room for a text: [CLS] A [SEP] needs 3 positions")
 
     @classmethod
     def from_vocabulary(cls, vocabulary, seq_length, **kwargs):

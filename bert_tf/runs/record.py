@@ -11,6 +11,7 @@ defaults below are the only ones.
 import dataclasses
 import json
 import os
+import re
 
 from bert_tf.io_utils import atomic_write, read_json_object
 from bert_tf.runs import registry
@@ -138,6 +139,38 @@ class RunRecord:
             f.write("\n")
 
 
+# Beside the record of a run that trained: the settings that decided its steps, as the script took
+# them (name -> value: learning rate, batch size, seed, data, starting checkpoint, optimizer, ...).
+# A run resumed in the folder must give the same (`bert_tf.training.run.check_earlier_run`). A file
+# of its own, so that the record stays what exports and earlier versions read.
+TRAINING_FILE = "training_settings.json"
+
+
+def write_training_settings(directory, settings):
+    """Writes TRAINING_FILE in `directory` (atomically): `settings`, name -> a JSON value."""
+    os.makedirs(directory, exist_ok=True)
+    with atomic_write(os.path.join(directory, TRAINING_FILE)) as f:
+        json.dump(settings, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def read_training_settings(directory):
+    """The TRAINING_FILE of the run in `directory`, or None (a run written before runs kept it)."""
+    path = os.path.join(directory, TRAINING_FILE)
+    return read_json_object(path) if os.path.isfile(path) else None
+
+
+def changed_setting(earlier, given):
+    """The first setting of `given` (name -> value) that the `earlier` settings (as their file gives
+    them back) hold otherwise: `(name, earlier value, given value)`, or None. A setting that only
+    one side has is not compared (kept by one version and not the other)."""
+    for name, value in given.items():
+        as_read = json.loads(json.dumps(list(value) if isinstance(value, tuple) else value))
+        if name in earlier and earlier[name] != as_read:
+            return name, earlier[name], value
+    return None
+
+
 def read(directory):
     """The record a run left in `directory`, or None when there is none; an unreadable one is a
     ValueError naming the file."""
@@ -173,4 +206,56 @@ def check_not_search(path, setting):
         raise ValueError(
             f"{setting}={path} holds a search ({SEARCH_FILE}): use {setting}={os.path.join(path, BEST)}, "
             "its chosen run"
+        )
+
+
+# Files that make a folder another program's model: training into it would mix our checkpoints,
+# bert_config.json and vocab.txt into that model's files (which its loaders would then read).
+_OTHER_MODELS = {
+    "a sentence-transformers model": ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json"),
+    "a Hugging Face model": (
+        "config.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+        "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack", "tokenizer.json", "tokenizer_config.json",
+        "special_tokens_map.json",
+    ),
+    "a SavedModel (an export)": ("saved_model.pb", "saved_model.pbtxt", "fingerprint.pb"),
+}
+# A TensorFlow checkpoint of another program: Google's bert_model.ckpt, the original's model.ckpt-N
+# (ours are ckpt-N).
+_OTHER_CHECKPOINT = re.compile(r".+\.ckpt(-\d+)?\.index")
+# What a run of ours writes beside its record (before it, nothing of these exists in its folder).
+_RUN_FILES = ("bert_config.json", "vocab.txt")
+
+
+def other_model_files(folder, ours=False):
+    """`(what, names)` when `folder` holds another program's model (`_OTHER_MODELS`, another
+    program's checkpoint), else None. Unless the folder is `ours` (it holds one of our records),
+    a bert_config.json or vocab.txt counts too: a run writes those beside its record only, so a
+    folder that has them without one is a model's folder (Google's release layout)."""
+    if not os.path.isdir(folder):
+        return None
+    entries = set(os.listdir(folder))
+    for what, names in _OTHER_MODELS.items():
+        found = sorted(entries & set(names))
+        if found:
+            return what, found
+    checkpoints = sorted(name for name in entries if _OTHER_CHECKPOINT.fullmatch(name))
+    if checkpoints:
+        return "another program's TensorFlow checkpoint", checkpoints
+    found = sorted(entries & set(_RUN_FILES))
+    if found and not ours:
+        return f"a model's files without a {FILE_NAME}", found
+    return None
+
+
+def check_not_other_model(output_dir, setting="output_dir", ours=False):
+    """A ValueError naming `output_dir` (given as `setting`) and what it holds when it is another
+    program's model folder (`other_model_files`): nothing of a run is written into it."""
+    found = other_model_files(output_dir, ours)
+    if found:
+        what, names = found
+        raise ValueError(
+            f"{setting}={output_dir} holds {what} ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}), not a "
+            f"run of bert_tf: a run would write its checkpoints and files into it. Use another {setting} (to start "
+            f"from that model, pass init_checkpoint={output_dir})"
         )

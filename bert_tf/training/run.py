@@ -11,22 +11,36 @@ import shutil
 
 import tensorflow as tf
 
+from bert_tf.checkpoints import hf
 from bert_tf.config import BertConfig
 from bert_tf.io_utils import atomic_write
 from bert_tf.runs import record as run_record
 from bert_tf.runs.record import RunRecord
 from bert_tf.training.trainer import RANDOM, RestoreStatus
 
+# A run resumed in its folder (training again) may change only what takes no part in its steps:
+# num_train_epochs (to train further: the schedule then spans the new total, and the steps taken
+# stay as they were), the evaluation and prediction batch sizes, the checkpoints' frequency and
+# count, XLA, the padding cut, the progress display and the actions. Every other setting of its
+# record's `training` must be given again as it was, or the model would mix steps taken two ways.
+RESUMABLE_CHANGES = ("num_train_epochs", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
+                     "keep_checkpoints", "jit_compile", "length_bucket", "skip_padding")
+
 
 def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | None = None,
-                      config_setting="bert_config_file"):
+                      config_setting="bert_config_file", vocab_file=None, training=None):
     """What `output_dir` holds must be this run's: nothing, or a run record whose fields `same`
     equal `record`'s, with the same casing and, where it has checkpoints, the same `config` as
     its bert_config.json (`config_setting` names where `config` came from); another run's
     checkpoints would be resumed with the wrong head or shapes, or fail late. Checked before any
-    work (that the folder can be written is `io_utils.check_output_dir`'s to say). Returns
+    work (that the folder can be written is `io_utils.check_output_dir`'s to say). Training again
+    with the settings `training` (name -> value) must give those the earlier run kept in its
+    `run_record.TRAINING_FILE` (RESUMABLE_CHANGES aside), and `vocab_file` (when given) must hold
+    the tokens of the folder's vocab.txt. A folder
+    holding another program's model is refused (`run_record.check_not_other_model`). Returns
     warnings (a different max_seq_length: inputs are cut differently)."""
     previous = run_record.read(output_dir) if os.path.isdir(output_dir) else None
+    run_record.check_not_other_model(output_dir, ours=previous is not None or run_record.is_search(output_dir))
     if previous is None:
         if os.path.isdir(output_dir) and tf.train.latest_checkpoint(output_dir):
             raise ValueError(
@@ -52,12 +66,27 @@ def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | 
             f"do_lower_case={previous.do_lower_case}"
         )
     _check_same_config(output_dir, config, config_setting)
+    if vocab_file:  # a vocabulary of the same size would give other features without an error
+        hf.check_same_vocab(vocab_file, output_dir)
+    earlier = run_record.read_training_settings(output_dir) if training else None
+    changed = earlier is not None and run_record.changed_setting(earlier, training)
+    if changed:
+        name, before, given = changed
+        raise ValueError(
+            f"{name}={_shown(given)}, but the run in output_dir={output_dir} was trained with {name}="
+            f"{_shown(before)}: a resumed run takes its steps as its first steps were taken; give the same, or use "
+            f"another output_dir (what may change on resume: {', '.join(RESUMABLE_CHANGES)})"
+        )
+    warnings = []
+    if training and earlier is None and tf.train.latest_checkpoint(output_dir):
+        warnings.append(f"the run in {output_dir} has no {run_record.TRAINING_FILE} (written by an earlier version): "
+                        "that this run resumes it with the same settings cannot be checked")
     if previous.max_seq_length != record.max_seq_length:
-        return [
+        warnings.append(
             f"max_seq_length={record.max_seq_length}, but the model in {output_dir} was fine-tuned with "
             f"{previous.max_seq_length}: inputs are cut differently"
-        ]
-    return []
+        )
+    return warnings
 
 
 def _check_same_config(output_dir, config, setting):
@@ -85,9 +114,12 @@ def _shown(value):
     return repr(list(value) if isinstance(value, tuple) else value)
 
 
-def write_run_files(output_dir, record: RunRecord, config: BertConfig, vocab_file):
-    """What an export or a later run needs to read the model in `output_dir`: the run record,
+def write_run_files(output_dir, record: RunRecord, config: BertConfig, vocab_file, training=None):
+    """What an export or a later run needs to read the model in `output_dir`: the settings that
+    decided its steps (`training`, when given: `run_record.TRAINING_FILE`), the run record,
     bert_config.json and vocab.txt (each written atomically)."""
+    if training is not None:
+        run_record.write_training_settings(output_dir, training)
     record.write(output_dir)
     config.to_json_file(os.path.join(output_dir, "bert_config.json"))
     vocab = os.path.join(output_dir, "vocab.txt")
@@ -142,7 +174,10 @@ def train_or_restore(
 
 def training_steps(num_examples, train_batch_size, num_train_epochs, warmup_proportion):
     """The original's (num_train_steps, num_warmup_steps): examples / batch x epochs, and that
-    share of them warming up."""
+    share of them warming up. A count of epochs that is negative, NaN or infinite is a ValueError
+    naming it (it would otherwise surface as a negative warmup, or an integer error)."""
+    if not 0 <= num_train_epochs < float("inf"):
+        raise ValueError(f"num_train_epochs={num_train_epochs} must be a finite number, 0 or more")
     steps = int(num_examples / max(train_batch_size, 1) * num_train_epochs)
     return steps, int(steps * warmup_proportion)
 

@@ -131,12 +131,27 @@ def check_not_search_folder(output_dir):
         )
 
 
+def check_not_search_run(output_dir):
+    """For one run that trains: `output_dir` must not be a run of a search (its `best`, or one of
+    its run folders): training it further would leave the search's table naming a run that no
+    longer exists, and change the run its `best` stands for."""
+    for folder in (os.path.abspath(output_dir), os.path.realpath(output_dir)):
+        search_dir = os.path.dirname(folder)
+        if run_record.is_search(search_dir):
+            raise ValueError(
+                f"output_dir={output_dir} is a run of the search in {search_dir} ({RECORD_FILE}): training it further "
+                f"would change a run its table ranks. Train a copy (cp -rL {output_dir} NEW, output_dir=NEW), or "
+                "continue the search with more values (num_train_epochs=1,3)"
+            )
+
+
 def prepare(output_dir, runs, seed, settings=None):
-    """Checks that `output_dir` holds nothing, or a search with the same seed and shared
-    `settings` (a JSON-able dict, name -> value, of what every run shares), and writes search.json
-    with its runs and `runs` (the search extended). Returns every run of the search, earlier ones
-    first."""
+    """Checks that `output_dir` holds nothing (no other program's model above all), or a search
+    with the same seed and shared `settings` (a JSON-able dict, name -> value, of what every run
+    shares), and writes search.json with its runs and `runs` (the search extended). Returns every
+    run of the search, earlier ones first."""
     path = os.path.join(output_dir, RECORD_FILE)
+    run_record.check_not_other_model(output_dir, ours=os.path.isfile(path))
     if not os.path.isfile(path) and os.path.isdir(output_dir):
         single = run_record.read(output_dir) is not None or os.path.isfile(os.path.join(output_dir, "checkpoint"))
         if single:

@@ -20,12 +20,31 @@ def check_batch_sizes(settings, replicas):
     the accumulation steps); a ValueError naming the setting otherwise. `settings`: anything with
     the TrainingSettings' batch-size attributes (those it lacks are not checked)."""
     k = getattr(settings, "gradient_accumulation_steps", 1)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # before it divides anything
+        raise ValueError(f"gradient_accumulation_steps must be a positive integer, got {k!r}")
     checks = [("train_batch_size", replicas * k, f"{replicas} replica(s) x {k} accumulation step(s)")]
     checks += [(name, replicas, f"{replicas} replica(s)") for name in ("eval_batch_size", "predict_batch_size")]
     for name, divisor, what in checks:
         value = getattr(settings, name, None)
         if value is not None and value >= 1 and value % divisor:
             raise ValueError(f"{name}={value} is not divisible by {what}")
+
+
+def check_schedule(learning_rate, num_train_epochs):
+    """A training run's learning rate and epochs, before any work: a rate must be finite and
+    positive (0 would train nothing, and an infinite one fails only after its first step), and
+    the epochs a finite number, 0 or more (a negative count would surface as a negative warmup).
+    A search refuses the same values (`bert_tf.training.search.grid`). A ValueError starting with
+    the setting otherwise."""
+    if not -float("inf") < learning_rate < float("inf"):  # NaN too
+        raise ValueError(f"learning_rate must be a finite number, got {learning_rate!r}")
+    if learning_rate < 0:
+        raise ValueError(f"learning_rate must not be negative, got {learning_rate!r}")
+    if learning_rate == 0:
+        raise ValueError("learning_rate=0 changes no weight: give a positive rate (to evaluate or predict with the "
+                         "model as it is, do_train=false)")
+    if not 0 <= num_train_epochs < float("inf"):
+        raise ValueError(f"num_train_epochs={num_train_epochs:g} must be a finite number, 0 or more")
 
 
 def check_weights_may_change(environ=None):
@@ -83,7 +102,9 @@ class TrainingSettings:
         for name in ("num_train_steps", "num_warmup_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
-        if not self.learning_rate >= 0:  # also NaN
+        if self.learning_rate != self.learning_rate or self.learning_rate == float("inf"):
+            raise ValueError(f"learning_rate must be a finite number, got {self.learning_rate!r}")
+        if self.learning_rate < 0:
             raise ValueError(f"learning_rate must not be negative, got {self.learning_rate!r}")
         if self.max_eval_steps is not None and self.max_eval_steps < 1:
             raise ValueError(f"max_eval_steps must be positive, got {self.max_eval_steps!r}")

@@ -283,6 +283,8 @@ def test_bad_input_fails_before_training_naming_the_file_flag_or_value(tmp_path,
         (dict(output_dir=a_file), "is a file, not a folder"),
         (dict(output_dir=a_file / "run"), "which is a file, not a folder"),
         (dict(output_dir=other_task), "holds a run of task 'cola'"),
+        (dict(output_dir=hf["cased"]), f"--output_dir={hf['cased']} holds a Hugging Face model (config.json, "
+                                       "model.safetensors, tokenizer_config.json), not a run of bert_tf"),
         (dict(task_name="multilabel"), "needs the option(s) labels_file (--labels_file)"),
         (dict(train_batch_size=0), "--train_batch_size must be a positive integer, got 0"),
         (dict(eval_batch_size=0), "--eval_batch_size must be a positive integer, got 0"),

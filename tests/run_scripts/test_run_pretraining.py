@@ -132,6 +132,9 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
         ({"input_file": tmp_path / "folder"}, r"--input_file: .*folder is a directory, not a file"),
         ({"output_dir": tmp_path / "file"}, r"--output_dir=.*file is a file, not a folder"),
         ({"output_dir": tmp_path / "file" / "run"}, r"--output_dir=.*run is under .*file, which is a file"),
+        # Another program's model is never written into (a pre-training folder keeps no record).
+        ({"output_dir": masked_lm}, r"--output_dir=.*hf_mlm holds a Hugging Face model \(config.json, "
+                                    r"model.safetensors.*\), not a run of bert_tf"),
         ({"init_checkpoint": damaged}, r"checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted"),
         ({"init_checkpoint": fake_keras}, r"--init_checkpoint=.*model.keras is not a Keras model file"),
         ({"bert_config_file": misspelt, "input_file": "/nonexistent/*.tfrecord"}, "matches no file"),  # after a warning
