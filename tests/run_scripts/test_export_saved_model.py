@@ -34,7 +34,7 @@ from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training import speed
 from tests.peers import installed_peers
-from tests.run_scripts.conftest import run_main_cases
+from tests.run_scripts.conftest import run_main_cases, run_script
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
 
@@ -425,6 +425,23 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
     mask = os.umask(0)
     os.umask(mask)
     assert (exported.out / "encoder").stat().st_mode & 0o777 == 0o777 & ~mask
+
+
+def test_a_diverged_runs_export_names_its_diverged_file_in_a_warning(exported, tmp_path):
+    """A search's run that diverged keeps its checkpoints from before: exported, a warning names
+    its diverged.json (the case stops at a later check, so that no export is written for it)."""
+    import shutil
+
+    run = tmp_path / "diverged_run"
+    shutil.copytree(exported.sources.runs["classifier"], run)
+    (run / "diverged.json").write_text(json.dumps({"step": 6, "message": "the loss became nan at step 6"}))
+    result = run_script("export_saved_model.py", "--export_type=classifier", f"--init_checkpoint={run}",
+                        f"--export_dir={tmp_path / 'export'}", "--max_query_length=8")
+    assert result.returncode == 1
+    assert (f"--init_checkpoint: {run / 'diverged.json'}: this run diverged at step 6 and did not finish; its last "
+            "checkpoint is from before that, not a trained model") in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == ("export_saved_model.py: error: --max_query_length is for "
+                                                      "--export_type=squad, not classifier")
 
 
 def test_exports_load_without_this_package_and_carry_their_files(exported, loaded):

@@ -15,7 +15,13 @@ from safetensors.numpy import load_file, save_file
 
 from tests.hf_folder import write_folder
 from tests.run_scripts.conftest import run_main_cases, run_script
-from tests.run_scripts.test_run_sentence_embedding import CONFIG, VOCAB, write_pairs, write_st_folder
+from tests.run_scripts.test_run_sentence_embedding import (  # noqa: F401 - model_dir: a fixture
+    CONFIG,
+    VOCAB,
+    model_dir,
+    write_pairs,
+    write_st_folder,
+)
 from tests.tf1_checkpoint import original_shapes, random_weights
 from tests.tiny import write_vocab
 
@@ -43,15 +49,11 @@ def _flags(data, out, **overrides):
 
 
 @pytest.fixture
-def setup(tmp_path):
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "bert_config.json").write_text(json.dumps(CONFIG.to_dict()))
-    write_vocab(model / "vocab.txt", VOCAB)
+def setup(tmp_path, model_dir):  # noqa: F811 - the imported fixture, as pytest passes it
     data = tmp_path / "pairs"
     write_pairs(data)
-    files = [f"--bert_config_file={model / 'bert_config.json'}", f"--vocab_file={model / 'vocab.txt'}"]
-    return model, data, files
+    files = [f"--bert_config_file={model_dir / 'bert_config.json'}", f"--vocab_file={model_dir / 'vocab.txt'}"]
+    return model_dir, data, files
 
 
 def test_folders_of_other_models_are_never_written_into(tmp_path, setup):
