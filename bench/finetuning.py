@@ -6,7 +6,8 @@ PyTorch (and keras-hub when installed); LoRA beside full fine-tuning.
                                 --seq_length=128 --batch_size=32 --steps=30 --rounds=3]
                                [--text=single,pairs] [--peer_path=DIR] [--lora_rank=8]
                                [--threads=N --inter_op_threads=N]
-    python bench/finetuning.py --save_defaults [--rounds=2 --steps=20]  # this machine's jit_compile
+    python bench/finetuning.py --save_defaults [--rounds=2 --steps=20]  # this machine's jit_compile and
+        oneDNN choices for training and prediction (each setting in a process of its own, in turn)
     python bench/finetuning.py --smoke [--lora_rank=4]  # tiny config, a few steps (the suite's); with
         --save_defaults, XLA on for the configuration its choice reads only (dynamic, full fine-tuning)
 
@@ -52,6 +53,7 @@ are not among the training ones) and their dev accuracy printed: full fine-tunin
 import contextlib
 import functools
 import inspect
+import json
 import os
 import random
 import statistics
@@ -110,6 +112,8 @@ flags.DEFINE_integer("inter_op_threads", None, "TensorFlow's inter-op pool alone
                      "own default, which the scripts keep, is about one per core); 1 runs one op at a time.",
                      lower_bound=1)
 flags.DEFINE_bool("smoke", False, "A tiny config and a few steps (flags given still win).")
+flags.DEFINE_bool("kernels_probe", False, "Internal (--save_defaults): our training and prediction rates on the "
+                  "first --text, dynamic padding, XLA off, in a process whose TF_ENABLE_ONEDNN_OPTS the caller set.")
 
 # --smoke: what a quick check of every code path needs.
 SMOKE = dict(**model_shape.SMOKE, seq_length=32,
@@ -405,6 +409,57 @@ def report_xla(rates):
           f"resolves to {choice.value} ({choice.source})", flush=True)
 
 
+PROBE = "KERNELS_PROBE "
+
+
+def kernels_probe(vocab, tmp):
+    """--kernels_probe: prints `PROBE {"training": examples/s, "prediction": examples/s}` of our
+    loop in this process (its oneDNN setting the caller's): training as `ours` measures it (first
+    --text, dynamic padding, XLA off), prediction the same trainer's `predict` over the examples."""
+    data = texts(FLAGS.text[0])
+    training, trainer = ours(FLAGS.text[0], "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp))
+    encoded = features(data[: max(FLAGS.batch_size * 8, 64)])
+    trainer.predict(encoded)  # traces
+    start = time.perf_counter()
+    trainer.predict(encoded)
+    prediction = len(encoded["label"]) / (time.perf_counter() - start)
+    print(PROBE + json.dumps({"training": training, "prediction": prediction}), flush=True)
+
+
+def measure_kernels():
+    """oneDNN on / off for our training and prediction: --rounds rounds, each a process per setting
+    (TensorFlow reads the setting as it loads) running --kernels_probe. {work: (on, off) medians}."""
+    import subprocess
+
+    found = {"1": [], "0": []}
+    argv = [a for a in sys.argv[1:] if not a.startswith(("--save_defaults", "--kernels_probe", "--rounds"))]
+    for r in range(FLAGS.rounds):
+        for value in ("1", "0"):
+            result = subprocess.run([sys.executable, os.path.abspath(__file__), *argv, "--kernels_probe",
+                                     "--rounds=1", f"--text={FLAGS.text[0]}"], capture_output=True, text=True,
+                                    env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": value})
+            line = [x for x in result.stdout.splitlines() if x.startswith(PROBE)]
+            if result.returncode or not line:
+                raise RuntimeError(f"the kernels probe with TF_ENABLE_ONEDNN_OPTS={value} failed: "
+                                   f"{result.stderr[-2000:]}")
+            found[value].append(json.loads(line[-1][len(PROBE):]))
+            print(f"round {r + 1}, TF_ENABLE_ONEDNN_OPTS={value}: " + ", ".join(
+                f"{work} {rate:.1f} examples/s" for work, rate in found[value][-1].items()), flush=True)
+    return {work: tuple(statistics.median(p[work] for p in found[v]) for v in ("1", "0"))
+            for work in ("training", "prediction")}
+
+
+def save_kernels(medians):
+    """Saves oneDNN's measured choice for training and prediction (`speed.save_measured`): on where
+    our loop ran faster with it."""
+    for work, (on, off) in medians.items():
+        path = speed.save_measured(on > off, on / off, name=f"onednn_{work}",
+                                   figures={"on_examples_per_second": on, "off_examples_per_second": off})
+        print(f"oneDNN on / off for {work}: {on:.1f} / {off:.1f} examples/s = {on / off:.2f}x; saved "
+              f"onednn_{work}={on > off} to {path}: the scripts use it where TF_ENABLE_ONEDNN_OPTS is not set",
+              flush=True)
+
+
 def save_defaults(rates):
     """Saves jit_compile's measured choice for this machine (`speed.save_measured`): XLA on when it
     made our step faster at the default flags (dynamic padding, over the texts measured)."""
@@ -460,6 +515,10 @@ def main(argv):
         + (f" (TensorFlow's inter-op: {FLAGS.inter_op_threads})" if FLAGS.inter_op_threads else ""),
         flush=True,
     )
+    if FLAGS.kernels_probe:
+        with tempfile.TemporaryDirectory() as tmp:
+            return kernels_probe(bench_text.padded_vocab(tmp, FLAGS.vocab_size), tmp)
+    kernel_medians = measure_kernels() if FLAGS.save_defaults else None
     datas = {kind: texts(kind) for kind in FLAGS.text}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as processes:
         vocab = bench_text.padded_vocab(tmp, FLAGS.vocab_size)
@@ -474,6 +533,7 @@ def main(argv):
         report_xla(rates)
         if FLAGS.save_defaults:
             save_defaults(rates)
+            save_kernels(kernel_medians)
         if FLAGS.lora_rank:
             report_lora(trainers, vocab, tmp)
 

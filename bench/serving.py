@@ -5,7 +5,7 @@ int8) beside PyTorch eager and ONNX Runtime (fp32 and dynamic int8) serving the 
                              --throughput_calls=6 --rounds=3 --peer_dirs=DIR[,DIR]
                              --intra_op_threads=0 --inter_op_threads=0]
     python bench/serving.py --smoke  # tiny config, a few calls, no peers (the suite's)
-    python bench/serving.py --save_defaults  # this machine's XLA choice for float exports, saved
+    python bench/serving.py --save_defaults  # this machine's XLA and oneDNN choices for float exports, saved
 
 Text: data/corpus.txt's sentences as they are (real English, 7 to 16 words), served one by one
 (text_a alone) and as pairs (a sentence and the next one). Batch 1: every call one single or one
@@ -98,9 +98,12 @@ flags.DEFINE_integer("inter_op_threads", 0, "Every side's inter-op threads (0: e
 flags.DEFINE_bool("frozen_weights", True, "Also serve our exports without XLA from a process started with "
                   "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (paths NAME+frozen).")
 flags.DEFINE_bool("smoke", False, "The tiny config, a few calls, no peers unless --peer_dirs names them.")
+flags.DEFINE_bool("kernels", False, "Also serve our float exports without XLA from two processes of their own, "
+                  "started with TF_ENABLE_ONEDNN_OPTS=1 and =0 (paths NAME+onednn, NAME+eigen); --save_defaults "
+                  "turns it on and saves the faster for serving.")
 flags.DEFINE_bool("save_defaults", False, "Save whether XLA made our float export faster here (--ours: dynamic and "
                   "dynamic+xla unless given) as this machine's serving_jit_compile default (bert_tf.training.speed).")
-flags.DEFINE_enum("side", None, ["ours", "ours_frozen", "torch", "ort_fp32", "ort_int8"],
+flags.DEFINE_enum("side", None, ["ours", "ours_frozen", "ours_onednn", "ours_eigen", "torch", "ort_fp32", "ort_int8"],
                   "Internal: serve this side's paths to the driving process over stdin/stdout.")
 flags.DEFINE_string("side_dir", None, "Internal: the folder the sides share (vocab, exports, HF folder, ONNX files).")
 
@@ -120,6 +123,10 @@ VOCAB_SIZE = 30522
 # bert_tf.export.common.FROZEN_WEIGHTS_ENV, not imported: this driving process loads no TensorFlow.
 FROZEN_WEIGHTS_ENV = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 NOT_PROBABILITIES = {"tokenize+pack"}  # timed, but gives the input_mask
+# --kernels: TensorFlow's variable choosing oneDNN's kernels or Eigen's (read as it loads), and the
+# suffix of the paths served by a side started with each value.
+ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
+KERNEL_SUFFIXES = {"1": "+onednn", "0": "+eigen"}
 
 
 def workload():
@@ -221,6 +228,23 @@ def frozen_side(directory):
     return paths, [f"ours+frozen: the same exports, {FROZEN_WEIGHTS_ENV}={os.environ.get(FROZEN_WEIGHTS_ENV)}"], []
 
 
+def kernels_side(directory):
+    """Our float exports without XLA as our side wrote them, loaded in this process (started with
+    TF_ENABLE_ONEDNN_OPTS set: 1 or 0): NAME+onednn or NAME+eigen -> fn(a, b)."""
+    import tensorflow_text  # noqa: F401 - the exports' tokenizer ops
+
+    tf = tensorflow_with_threads()
+    suffix = KERNEL_SUFFIXES[os.environ[ONEDNN_ENV]]
+    paths = {f"{name}{suffix}": served_probabilities(tf, os.path.join(directory, name)) for name in kernel_names()}
+    return paths, [f"ours{suffix}: the same exports, {ONEDNN_ENV}={os.environ[ONEDNN_ENV]}"], []
+
+
+def kernel_names():
+    """--ours in float32 without XLA (XLA runs no oneDNN kernel), when --kernels."""
+    return [name for name in FLAGS.ours if FLAGS.kernels and not OURS[name]["jit_compile"]
+            and not OURS[name].get("quantize") and not OURS[name].get("mixed_precision")]
+
+
 def frozen_names():
     """--ours without XLA (XLA runs no oneDNN kernel), when --frozen_weights."""
     return [name for name in FLAGS.ours if FLAGS.frozen_weights and not OURS[name]["jit_compile"]]
@@ -303,7 +327,8 @@ def serve_side():
     protocol = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # whatever the libraries print goes to stderr, not into the protocol
     peers_found()  # puts --peer_dirs on sys.path
-    build = {"ours": our_side, "ours_frozen": frozen_side, "torch": torch_side,
+    build = {"ours": our_side, "ours_frozen": frozen_side, "ours_onednn": kernels_side, "ours_eigen": kernels_side,
+             "torch": torch_side,
              "ort_fp32": lambda d: ort_side(d, False), "ort_int8": lambda d: ort_side(d, True)}[FLAGS.side]
     paths, lines, warm_up = build(FLAGS.side_dir)
     protocol.write(json.dumps({"lines": lines, "warm_up": warm_up}) + "\n")
@@ -380,6 +405,9 @@ def start_sides(directory):
     sides, skipped = [Side("ours", directory)], []  # ours first: the others load what it wrote
     if frozen_names():
         sides.append(Side("ours_frozen", directory, env={FROZEN_WEIGHTS_ENV: "1"}))
+    if kernel_names():
+        sides += [Side("ours_onednn", directory, env={ONEDNN_ENV: "1"}),
+                  Side("ours_eigen", directory, env={ONEDNN_ENV: "0"})]
     if not torch_found:
         return sides, [f"PyTorch and ONNX Runtime peers skipped: torch or transformers not found in {FLAGS.peer_dirs} "
                        "(pip install --target DIR torch transformers onnxruntime onnx; --peer_dirs=DIR)"]
@@ -453,6 +481,8 @@ def main(argv):
                 FLAGS[name].value = value
     if FLAGS.save_defaults and not FLAGS["ours"].present:
         FLAGS.ours = list(XLA_PAIR)
+    if FLAGS.save_defaults and not FLAGS["kernels"].present:
+        FLAGS.kernels = True
     if FLAGS.save_defaults and not set(XLA_PAIR) <= set(FLAGS.ours):
         raise app.UsageError(f"--save_defaults measures {' and '.join(XLA_PAIR)}: --ours={','.join(FLAGS.ours)} "
                              "lacks one")
@@ -506,6 +536,17 @@ def save_defaults(rows):
           f"{FLAGS.batch_size} throughput {throughput:.3f}x, geometric mean {mean:.3f}x (XLA on where above 1)")
     print(f"saved serving_jit_compile={mean > 1} for this machine to {path}; export_saved_model.py uses it for "
           "float exports where --serving_jit_compile is not given", flush=True)
+    # oneDNN on / off for the same export without XLA, by the same rule: each side a process of its own.
+    name = XLA_PAIR[0]
+    if f"{name}+onednn" in rows and f"{name}+eigen" in rows:
+        on, off = rows[f"{name}+onednn"], rows[f"{name}+eigen"]
+        latency, throughput = off[0] / on[0], on[2] / off[2]
+        mean = math.sqrt(latency * throughput)
+        figures = {"p50_speedup": latency, "throughput_speedup": throughput}
+        path = speed.save_measured(mean > 1, mean, name="onednn_serving", figures=figures)
+        print(f"oneDNN on / off for our float export ({name}): batch-1 p50 {latency:.3f}x, batch {FLAGS.batch_size} "
+              f"throughput {throughput:.3f}x, geometric mean {mean:.3f}x; saved onednn_serving={mean > 1} to {path}: "
+              "export_saved_model.py's log line names it for the processes that serve exports", flush=True)
 
 
 if __name__ == "__main__":

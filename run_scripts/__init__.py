@@ -9,6 +9,10 @@ ERROR either); it is 3 unless already set, so `TF_CPP_MIN_LOG_LEVEL=0 python run
 shows them all. Since TensorFlow 2.19 the lines written while it loads ignore that variable, so
 its stderr is held while it loads and written back without them. Our own Python warnings and
 logs are left alone.
+
+Before TensorFlow loads, oneDNN is turned on or off for the script's work (`bert_tf.kernels`:
+the user's TF_ENABLE_ONEDNN_OPTS first, then a resumed run's setting, this machine's measurement,
+the rule for its kind of CPU).
 """
 
 import os
@@ -87,4 +91,23 @@ def _import_tensorflow():
                 kept = kept[os.write(2, kept):]
 
 
+def _choose_kernels():
+    """oneDNN on or off for this script's work (`bert_tf.kernels`), set before TensorFlow loads.
+    The module is loaded from its file: importing the package `bert_tf` would load TensorFlow."""
+    import importlib.util
+
+    if "tensorflow" in sys.modules:
+        return
+    if "bert_tf.kernels" not in sys.modules:
+        package = importlib.util.find_spec("bert_tf")
+        path = os.path.join(package.submodule_search_locations[0], "kernels.py")
+        spec = importlib.util.spec_from_file_location("bert_tf.kernels", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bert_tf.kernels"] = module
+        spec.loader.exec_module(module)
+    kernels = sys.modules["bert_tf.kernels"]
+    kernels.apply(kernels.choose_for_script())
+
+
+_choose_kernels()
 _import_tensorflow()

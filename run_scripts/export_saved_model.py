@@ -171,6 +171,10 @@ def main(argv):
     except FileExistsError as e:  # an export appeared at --export_dir meanwhile
         fail(str(e))
     logging.info("Exported %s to %s%s", what, FLAGS.export_dir, ", replacing the earlier export there" * replacing)
+    if FLAGS.export_type in registry.KINDS:  # the process that serves it chooses its kernels as it loads
+        from bert_tf import kernels
+
+        logging.info("%s", kernels.serving_advice())
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ def check_run_output_dir(flag_values, record, same, config=None, training=None):
 
     f, given = flag_values, config_setting(flag_values.bert_config_file, flag_values.init_checkpoint)
     names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha",
-             "vocab_file", *(training or ()), *run.RESUMABLE_CHANGES)
+             "vocab_file", *(name for name in training or () if name in f), *run.RESUMABLE_CHANGES)
     warnings = library_call(lambda: run.check_earlier_run(f.output_dir, lora_from_flags(f, record), same, config,
                                                          given, f.vocab_file, training),
                             flag_names=(*names, "bert_config_file"))
@@ -244,13 +244,16 @@ _SEARCH_ORDER = (
 def resume_settings(f, task_class):
     """`{flag name: value}` of the settings that decide a training run's steps, as its record keeps
     them: those every run of a search shares (`search_settings`: the starting checkpoint, the data,
-    the lengths, the optimizer, ...) and the grid's own (learning rate, batch size, seed). The
-    vocabulary and the config are compared by what they hold, not by their paths
-    (`bert_tf.training.run.check_earlier_run`)."""
+    the lengths, the optimizer, ...), the grid's own (learning rate, batch size, seed) and the CPU
+    kernels (`bert_tf.kernels`). The vocabulary and the config are compared by what they hold, not
+    by their paths (`bert_tf.training.run.check_earlier_run`)."""
+    from bert_tf import kernels
+
     values = {name: value for name, value in search_settings(f, task_class).items()
               if name not in ("vocab_file", "bert_config_file")}
+    # The CPU kernels too: oneDNN's and Eigen's round differently, so a resume on the others is not exact.
     return {**values, "learning_rate": f.learning_rate, "train_batch_size": f.train_batch_size,
-            "random_seed": f.random_seed}
+            "random_seed": f.random_seed, kernels.VARIABLE: kernels.setting()}
 
 
 def search_settings(f, task_class=None):

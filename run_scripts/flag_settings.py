@@ -93,9 +93,11 @@ def steps_per_execution(f):
 def settings_or_fail(settings_class, flag_values, **values):
     """The loop's settings (`TrainingSettings` or a subclass): the flags every training script
     has, plus `values`; a bad value is a one-line error naming the flag."""
+    from bert_tf import kernels
     from bert_tf.training.speed import choose_jit_compile
 
     f = flag_values
+    logging.info("%s", kernels.describe())  # chosen before TensorFlow loaded (run_scripts/__init__.py)
     jit = log_jit_choice("jit_compile", choose_jit_compile(f.jit_compile, use_tpu=strategy_name(f) == "tpu"))
     shared = dict(
         output_dir=f.output_dir, train_batch_size=f.train_batch_size, eval_batch_size=getattr(f, "eval_batch_size", 8),

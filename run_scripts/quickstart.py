@@ -50,10 +50,24 @@ CLASSIFY_PY = '''"""Classifies sentences with the quickstart's export, using Ten
     python classify.py EXPORT_DIR "A sentence." ["Another one." ...]
 """
 
+import os
 import sys
 
-import tensorflow as tf
-import tensorflow_text  # noqa: F401 - registers the ops of the export's tokenizer
+
+def avx512():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+    except OSError:
+        return False
+
+
+# TensorFlow reads this once, as it loads: oneDNN's kernels serve an export faster on CPUs with
+# AVX-512, Eigen's on AVX2 CPUs without it (measured: docs/speed.md). Your own setting wins.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1" if avx512() else "0")
+
+import tensorflow as tf  # noqa: E402 - after the kernel choice above
+import tensorflow_text  # noqa: E402, F401 - registers the ops of the export's tokenizer
 
 LABEL_NAMES = {"0": "negative", "1": "positive"}  # SST-2's labels
 

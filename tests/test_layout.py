@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # one exception is a package's `_deprecated.py`: an old name kept for code written against it, whose
 # new home may be higher up, imported only when the old name is used.
 FLOORS = (
-    ("bert_tf.config", "bert_tf.io_utils", "bert_tf.tokenization"),
+    ("bert_tf.config", "bert_tf.io_utils", "bert_tf.kernels", "bert_tf.tokenization"),
     ("bert_tf.layers", "bert_tf.preprocessing"),
     ("bert_tf.models", "bert_tf.data"),
     ("bert_tf.runs",),  # the run core: task kinds (registry) and the run record

@@ -7,9 +7,10 @@ run. The child is the script's process: it gets the run's argv, environment, wor
 and its own stdout / stderr files, runs the script as `__main__` (absl's `app.run`, flag parsing,
 exit status), then the interpreter's exit handlers, and exits with the script's status. What the
 child cannot reproduce goes to a real `python` process instead: an environment that changes how
-TensorFlow or Keras load (another backend, another log level, oneDNN switches read at load). The
-start-up itself (the scripts' filtered TensorFlow import, `--help`) keeps real-process tests of
-its own (tests/run_scripts/test_init.py).
+TensorFlow or Keras load (another backend, another log level, oneDNN switches read at load). A
+script's own oneDNN choice (`bert_tf.kernels`, made before TensorFlow loads) is its warm
+interpreter's: one per setting, started with it. The start-up itself (the scripts' filtered
+TensorFlow import, `--help`) keeps real-process tests of its own (tests/run_scripts/test_init.py).
 """
 
 import atexit
@@ -124,10 +125,10 @@ for line in requests:
 
 
 class _Server:
-    def __init__(self):
+    def __init__(self, kernels_env):
         self.process = subprocess.Popen(
             [sys.executable, "-c", _SERVER, REPO], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env={**os.environ, **BASE_ENV}, cwd=REPO,
+            stderr=subprocess.DEVNULL, text=True, env={**os.environ, **BASE_ENV, **kernels_env}, cwd=REPO,
         )
         self.lock = threading.Lock()
         assert self.process.stdout.readline().strip() == "READY", "the warm interpreter did not start"
@@ -145,14 +146,28 @@ class _Server:
             self.process.wait(timeout=30)
 
 
-_server = None
+# One warm interpreter per oneDNN setting its scripts choose (`bert_tf.kernels`): TensorFlow reads
+# it as it loads, so a child takes the one its parent loaded with.
+_servers = {}
 
 
-def _warm_server():
-    global _server
-    if _server is None or _server.process.poll() is not None:
-        _server = _Server()
-    return _server
+def _warm_server(kernels_env):
+    key = tuple(sorted(kernels_env.items()))
+    if key not in _servers or _servers[key].process.poll() is not None:
+        _servers[key] = _Server(kernels_env)
+    return _servers[key]
+
+
+def kernels_env(argv, env):
+    """The variables a script run as `argv` with `env` sets before TensorFlow loads (its oneDNN
+    choice, `bert_tf.kernels.choose_for_script`), as its real process would: {} when it keeps
+    TensorFlow's default or the user's setting in `env`."""
+    from bert_tf import kernels
+
+    script = argv[0] if argv and argv[0] != "-c" else ""
+    environ = dict(env)
+    kernels.apply(kernels.choose_for_script([str(script), *[str(a) for a in argv[1:]]], environ), environ)
+    return {k: environ[k] for k in (kernels.VARIABLE, kernels.CHOSEN) if k in environ and env.get(k) != environ[k]}
 
 
 class _Outputs:
@@ -177,7 +192,8 @@ class ForkedRun(_Outputs):
 
     def __init__(self, argv, env, cwd):
         super().__init__()
-        self.pid = _warm_server().start({"argv": argv, "env": env, "cwd": cwd, **self.paths})
+        chosen = kernels_env(argv, env)
+        self.pid = _warm_server(chosen).start({"argv": argv, "env": {**env, **chosen}, "cwd": cwd, **self.paths})
         self.returncode = None
 
     def _alive(self):

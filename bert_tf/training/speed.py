@@ -45,6 +45,10 @@ DEFAULT_SPEED_FILE = os.path.join("~", ".cache", "bert_tf", "speed_defaults.json
 MEASURED_BY = {
     "jit_compile": "python bench/finetuning.py --save_defaults",
     "serving_jit_compile": "python bench/serving.py --save_defaults",
+    # oneDNN on or off per work (`bert_tf.kernels`, which reads them before TensorFlow loads).
+    "onednn_training": "python bench/finetuning.py --save_defaults",
+    "onednn_prediction": "python bench/finetuning.py --save_defaults",
+    "onednn_serving": "python bench/serving.py --save_defaults",
 }
 MEASURE_COMMAND = MEASURED_BY["jit_compile"]
 
@@ -117,8 +121,9 @@ def _read(path):
 
 
 def save_measured(jit_compile, xla_speedup, path=None, name="jit_compile", figures=None):
-    """Saves the choice `name` (one of MEASURED_BY): `jit_compile` as measured on this machine's
-    CPU (XLA on / off = `xla_speedup`; `figures`, a dict of further numbers, beside it) to the
+    """Saves the choice `name` (one of MEASURED_BY): `jit_compile` (the choice's value) as measured
+    on this machine's CPU (on / off = `xla_speedup`, XLA's or oneDNN's; `figures`, a dict of further
+    numbers, beside it) to the
     speed file (`path` or `speed_file()`), keeping the other choices saved there for the same
     signature, atomically (a reader sees the old file or the new one). Returns the path."""
     if name not in MEASURED_BY:
@@ -131,7 +136,9 @@ def save_measured(jit_compile, xla_speedup, path=None, name="jit_compile", figur
         saved, choices = None, {}
     if saved != signature:  # another machine's (or another TensorFlow's) choices hold nothing here
         choices = {}
-    choices[name] = {"value": bool(jit_compile), "xla_speedup": float(xla_speedup), **(figures or {}),
+    # The measured ratio is XLA's (on / off) for the XLA choices, oneDNN's (on / off) for the others.
+    ratio = "xla_speedup" if name.endswith("jit_compile") else "onednn_speedup"
+    choices[name] = {"value": bool(jit_compile), ratio: float(xla_speedup), **(figures or {}),
                      "measured_by": MEASURED_BY[name]}
     with atomic_write(path) as f:  # a killed writer's temporary is removed by the next write
         json.dump({"signature": signature, "choices": choices}, f, indent=2)

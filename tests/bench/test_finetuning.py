@@ -47,6 +47,19 @@ def test_smoke_run_measures_full_fine_tuning_and_lora(request, tmp_path_factory,
     assert choice["value"] is (on > off) and abs(choice["xla_speedup"] - on / off) < 1e-3 * on / off
     assert set(saved["signature"]) == {"platform", "cpu", "cores", "tensorflow"}
     assert f"saved jit_compile={on > off} for this machine" in out and f"to {speed_file};" in out
+    # oneDNN on and off, each setting in processes of its own: training and prediction, saved as
+    # printed, where bert_tf.kernels reads them without TensorFlow.
+    from bert_tf import kernels
+
+    for work in ("training", "prediction"):
+        rates = {v: [float(x) for x in re.findall(rf"^round \d, TF_ENABLE_ONEDNN_OPTS={v}: .*?{work} ([\d.]+) "
+                                                  r"examples/s", out, re.M)] for v in ("1", "0")}
+        assert len(rates["1"]) == len(rates["0"]) == 1, out
+        choice = saved["choices"][f"onednn_{work}"]
+        assert choice["value"] is (rates["1"][0] > rates["0"][0])
+        assert abs(choice["onednn_speedup"] - rates["1"][0] / rates["0"][0]) < 1e-2 * choice["onednn_speedup"]
+        assert kernels.measured(work, str(speed_file)) is choice["value"]
+        assert f"saved onednn_{work}={choice['value']} to {speed_file}" in out
     # The smoke model: embeddings (1000 + 512 + 2) x 32 + LayerNorm 64; 2 blocks of 8,544; pooler
     # 1,056; head 66. LoRA of rank 4: 2 x (4 x 4 x (32 + 32) + 2 x 4 x (32 + 64)) = 3,584 adapter numbers.
     full, adapters, head = (1000 + 512 + 2) * 32 + 64 + 2 * 8544 + 1056 + 66, 3584, 66

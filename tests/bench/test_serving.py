@@ -25,7 +25,7 @@ def _bench(*flags, env=None):
     return finished_bench("serving.py", *flags, env=env, timeout=600)
 
 
-def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choice(tmp_path):
+def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_and_onednn_choices(tmp_path):
     speed_file = tmp_path / "speed" / "defaults.json"
     speed_file.parent.mkdir()
     signature = speed.machine_signature("cpu")  # this machine's: the fine-tuning choice must be kept
@@ -47,7 +47,8 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
     rows = {}
     for name, agrees in (("fixed", True), ("dynamic", True), ("dynamic+xla", True), ("int8", False),
                          ("bf16", False), ("fixed+frozen", True), ("dynamic+frozen", True), ("bf16+frozen", False),
-                         ("tokenize+pack", None)):
+                         ("fixed+onednn", True), ("dynamic+onednn", True), ("fixed+eigen", True),
+                         ("dynamic+eigen", True), ("tokenize+pack", None)):
         row = re.search(rf"^  {re.escape(name)} +({number}) +({number}) +({number}) *(\S*)$", out, re.M)
         assert row, (name, out)
         rows[name] = [float(row.group(i)) for i in (1, 3)]  # p50 ms, sequences/s
@@ -71,6 +72,19 @@ def test_smoke_run_times_every_export_skips_missing_peers_and_saves_the_xla_choi
     assert serving["measured_by"] == "python bench/serving.py --save_defaults"
     assert (f"saved serving_jit_compile={serving['value']} for this machine to {speed_file}; export_saved_model.py "
             "uses it") in out
+    # oneDNN on / off for the float export without XLA, each from a process of its own, by the same rule.
+    assert "  ours+onednn: the same exports, TF_ENABLE_ONEDNN_OPTS=1" in out
+    assert "  ours+eigen: the same exports, TF_ENABLE_ONEDNN_OPTS=0" in out
+    assert "bf16+onednn" not in out and "int8+eigen" not in out  # float32 exports only
+    (p50_off, rate_off), (p50_on, rate_on) = rows["dynamic+eigen"], rows["dynamic+onednn"]
+    low = math.sqrt(max(p50_off - 0.05, 0) / (p50_on + 0.05) * (rate_on - 0.05) / (rate_off + 0.05))
+    high = math.sqrt((p50_off + 0.05) / max(p50_on - 0.05, 1e-9) * (rate_on + 0.05) / max(rate_off - 0.05, 1e-9))
+    onednn = saved["choices"]["onednn_serving"]
+    assert low * 0.999 <= onednn["onednn_speedup"] <= high * 1.001, (low, onednn, high)
+    assert f"saved onednn_serving={onednn['value']} to {speed_file}" in out
+    from bert_tf import kernels
+
+    assert kernels.measured("serving", str(speed_file)) is onednn["value"]
 
 
 def test_save_defaults_needs_both_float_exports():

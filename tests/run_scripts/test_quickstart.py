@@ -26,7 +26,8 @@ WRITTEN = [
     ("The storm ruined the garden and the market was empty.", "negative", "0"),
 ]
 # TensorFlow's C++ log lines, its oneDNN and CUDA notices and absl's preamble.
-STARTUP = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ [\w./-]+\.cc:\d+\] |absl::InitializeLog|oneDNN|cuda drivers", re.M)
+STARTUP = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ [\w./-]+\.cc:\d+\] |absl::InitializeLog|oneDNN custom|cuda drivers",
+                     re.M)
 
 
 def _results(path):
@@ -108,7 +109,7 @@ def test_the_whole_road_prints_each_steps_figure_and_where_its_output_is(tmp_pat
     for node in ast.walk(ast.parse(program.read_text())):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imported |= {a.name for a in node.names} if isinstance(node, ast.Import) else {node.module}
-    assert imported == {"sys", "tensorflow", "tensorflow_text"}  # nothing of this repository
+    assert imported == {"os", "sys", "tensorflow", "tensorflow_text"}  # nothing of this repository
     # Each sentence marked against the sentiment it was written with, and a word on the model's mistakes.
     marked = re.findall(
         r"^  (\u2713|\u2717|\+|x) (\w+) \(label (\d), probability ([\d.]+)\)(?:, written as (\w+))?: (.*)$",

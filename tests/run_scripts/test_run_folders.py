@@ -193,3 +193,32 @@ def test_a_model_whose_outputs_are_nan_writes_no_result_and_a_shorter_length_is_
     assert json.loads((tmp_path / "hf" / "sentence_bert_config.json").read_text())["max_seq_length"] == 8
     assert (f"--checkpoint_to_convert: {run / 'diverged.json'}: this run diverged at step 3 and did not finish; its "
             "last checkpoint is from before that, not a trained model") in result.stderr
+
+
+def test_a_resumed_run_keeps_the_cpu_kernels_it_was_trained_with(tmp_path, setup):
+    """oneDNN's and Eigen's kernels round differently: a run resumes on the kernels of its first
+    steps (chosen before TensorFlow loads), and the user's other setting is refused."""
+    from bert_tf import kernels
+
+    _, data, files = setup
+    run = tmp_path / "run"
+    first = run_script("run_sentence_embedding.py", *_flags(data, run), *files, env={kernels.VARIABLE: "0"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "oneDNN off: TF_ENABLE_ONEDNN_OPTS=0 in the environment" in first.stderr
+    assert json.loads((run / "training_settings.json").read_text())[kernels.VARIABLE] == "0"
+    further = run_script("run_sentence_embedding.py", *_flags(data, run, num_train_epochs=2), *files)
+    assert further.returncode == 0, further.stderr[-3000:]
+    assert "oneDNN off: the setting of the run it resumes" in further.stderr
+    refused = run_script("run_sentence_embedding.py", *_flags(data, run, num_train_epochs=3), *files,
+                         env={kernels.VARIABLE: "1"})
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1].startswith(
+        f"{ERROR}TF_ENABLE_ONEDNN_OPTS='1', but the run in --output_dir={run} was trained with "
+        "TF_ENABLE_ONEDNN_OPTS='0': a resumed run takes its steps as its first steps were taken")
+    # A new run takes this machine's choice for training.
+    fresh = run_script("run_sentence_embedding.py", *_flags(data, tmp_path / "fresh"), *files)
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    choice = kernels.choose("training", {})
+    expected = {True: "oneDNN on", False: "oneDNN off", None: "oneDNN " + ("on" if kernels.tensorflow_default()
+                                                                            else "off")}[choice.value]
+    assert f"{expected}: {choice.source if choice.value is not None else 'TensorFlow'}" in fresh.stderr

@@ -126,6 +126,7 @@ class TestMeasuredChoice:
     (False, True, [("info", "jit_compile=False: given")]),
 ])
 def test_the_scripts_log_the_value_and_where_it_came_from(_speed_file, monkeypatch, given, saved, lines):
+    from bert_tf import kernels
     from bert_tf.training.settings import TrainingSettings
     from run_scripts import flag_settings
 
@@ -141,6 +142,8 @@ def test_the_scripts_log_the_value_and_where_it_came_from(_speed_file, monkeypat
     )
     settings = flag_settings.settings_or_fail(TrainingSettings, flag_values)
     assert settings.jit_compile is (given if given is not None else saved is True)
+    # First the CPU kernels' choice, made before TensorFlow loaded (bert_tf.kernels).
+    lines = [("info", "oneDNN on: " if kernels.effective() else "oneDNN off: "), *lines]
     assert len(logged) == len(lines)
     for (level, text), (want_level, want) in zip(logged, lines, strict=True):
         assert level == want_level and text.startswith(want.format(path=_speed_file)), text
@@ -230,7 +233,8 @@ class TestSeveralChoicesInOneFile:
         assert warning.startswith(f"{_speed_file} is not a saved speed choice (") and warning.endswith("ignored")
 
     def test_only_known_choices_are_saved(self, _speed_file):
-        with pytest.raises(ValueError, match=r"^name='serving' is not one of jit_compile, serving_jit_compile$"):
+        with pytest.raises(ValueError, match=r"^name='serving' is not one of jit_compile, serving_jit_compile, "
+                                             r"onednn_training, onednn_prediction, onednn_serving$"):
             speed.save_measured(True, 1.0, name="serving")
         assert not _speed_file.exists()
 
