@@ -99,7 +99,8 @@ def extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, ba
 
     Each example is packed as the original does ([CLS] A [SEP] (B [SEP]), truncated to
     `seq_length`); the arrays hold only the real tokens' rows, in float32. length_bucket: each
-    batch is cut to its longest sequence rounded up to a multiple of it (None: `seq_length`).
+    batch is cut to its longest sequence rounded up to a multiple of it (None: `seq_length`). A NaN
+    or an Inf in an example's layers is a FloatingPointError naming the example.
     """
     examples = iter(examples)
     while batch := list(itertools.islice(examples, batch_size)):
@@ -121,10 +122,12 @@ def extract_features(encoder, tokenizer, examples, seq_length, layer_indexes, ba
         layer_outputs = encoder.predict_on_batch(inputs)["encoder_outputs"]
         for row, (ex, p) in enumerate(zip(batch, packed, strict=True)):
             n = len(p.tokens)
-            yield ex, p.tokens, {
-                index: np.asarray(layer_outputs[index][row, :n], dtype=np.float32)
-                for index in layer_indexes
-            }
+            layers = {index: np.asarray(layer_outputs[index][row, :n], dtype=np.float32) for index in layer_indexes}
+            bad = [index for index, values in layers.items() if not np.all(np.isfinite(values))]
+            if bad:  # JSON would write them as NaN or Infinity, which no JSON reader of the original's takes
+                raise FloatingPointError(f"example {ex.unique_id}: layer {bad[0]}'s outputs hold NaN or Inf: the "
+                                         "model's weights overflow (check its checkpoint); nothing was written")
+            yield ex, p.tokens, layers
 
 
 def feature_json_line(unique_id, tokens, layers):

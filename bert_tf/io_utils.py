@@ -236,7 +236,7 @@ def check_output_file(path, flag="output_file"):
 def check_output_dir(path, flag="output_dir"):
     """ValueError naming `flag` unless `path` is a writable folder or one that can be made."""
     path = os.fspath(path) if path is not None else ""
-    if not path:  # "" would be taken as the current folder by some calls and as no path by others
+    if not path.strip():  # "" would be the current folder for some calls and no path for others; " " a folder " "
         raise ValueError(f"--{flag} is empty: name the folder to write in")
     if _is_remote(path):
         return

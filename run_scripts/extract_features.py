@@ -117,6 +117,8 @@ def main(argv):
         )
     except OSError as e:  # e.g. a full disk: nothing is left behind
         fail(f"writing --output_file={FLAGS.output_file} failed: {e.strerror or e}")
+    except FloatingPointError as e:  # the model's outputs overflow: nothing is left behind either
+        fail(f"--init_checkpoint={FLAGS.init_checkpoint}: {e}")
     for level, line in written.report(prefix="--"):
         _log(level, line)
 

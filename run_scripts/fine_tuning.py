@@ -249,7 +249,9 @@ def resume_settings(f, task_class):
     by their paths (`bert_tf.training.run.check_earlier_run`)."""
     from bert_tf import kernels
 
-    values = {name: value for name, value in search_settings(f, task_class).items()
+    paths = _SEARCH_PATHS + tuple(task_class.search_paths)
+    values = {name: os.path.realpath(value) if name in paths and value else value  # a link is its target
+              for name, value in search_settings(f, task_class).items()
               if name not in ("vocab_file", "bert_config_file")}
     # The CPU kernels too: oneDNN's and Eigen's round differently, so a resume on the others is not exact.
     return {**values, "learning_rate": f.learning_rate, "train_batch_size": f.train_batch_size,

@@ -25,7 +25,7 @@ import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up 
 from bert_tf.io_utils import check_keras_file, check_output_dir, error_line, expand_patterns, is_disk_full
 from bert_tf.runs import record as run_record
 from bert_tf.training import distribution
-from bert_tf.training.settings import check_weights_may_change
+from bert_tf.training.settings import check_schedule, check_weights_may_change
 from run_scripts import common_flags, flag_settings
 from run_scripts.flag_settings import fail
 
@@ -108,6 +108,13 @@ def main(argv):
     # bert_config.json and vocab.txt beside its checkpoints as Google's releases do.
     flag_settings.library_call(lambda: run_record.check_not_other_model(FLAGS.output_dir, ours=True),
                                flag_names=("output_dir", "init_checkpoint"))
+    if run_record.read(FLAGS.output_dir) is not None or run_record.is_search(FLAGS.output_dir):
+        fail(f"--output_dir={FLAGS.output_dir} holds a fine-tuning run (or search): its checkpoints hold a task's "
+             f"model, not a pre-trainer's. Use another --output_dir (to pre-train further from its encoder, "
+             f"--init_checkpoint={FLAGS.output_dir})")
+    if FLAGS.do_train:
+        flag_settings.library_call(lambda: check_schedule(FLAGS.learning_rate), flag_names=("learning_rate",
+                                                                                           "do_train"))
     from bert_tf.training.pretraining import Pretraining, PretrainingSettings, check_next_sentence_head
 
     flag_settings.library_call(  # a No-NSP checkpoint would leave the next-sentence head untrained

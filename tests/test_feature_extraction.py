@@ -162,6 +162,21 @@ def test_a_failed_write_raises_and_leaves_nothing(tmp_path, checkpoint):
     assert not (tmp_path / "o.jsonl").exists() and not [f for f in os.listdir(tmp_path) if f.startswith(".")]
 
 
+def test_outputs_that_overflow_stop_the_writing_and_leave_nothing(tmp_path, checkpoint):
+    """A finite weight whose products overflow: JSON would write NaN or Infinity as if they were features."""
+    config, _, prefix = checkpoint
+    encoder, _ = restore_encoder(config, prefix)
+    gamma = next(w for w in encoder.weights if "layer_1" in w.path and "output_layer_norm" in w.path
+                 and "gamma" in w.path)
+    gamma.assign(np.full(gamma.shape, 3e38, np.float32))
+    tokenizer = FullTokenizer(write_vocab(tmp_path / "vocab.txt"))
+    (tmp_path / "in.txt").write_text("the cat\n" * 3)
+    with pytest.raises(FloatingPointError, match=r"^example 0: layer -1's outputs hold NaN or Inf"):
+        write_features(encoder, tokenizer, str(tmp_path / "in.txt"), str(tmp_path / "o.jsonl"), 8, [-1],
+                       log=lambda level, line: None)
+    assert not (tmp_path / "o.jsonl").exists() and not [f for f in os.listdir(tmp_path) if f.startswith(".")]
+
+
 def test_batches_cut_to_their_longest_line_write_what_fixed_padding_writes(tmp_path, checkpoint):
     config, _, prefix = checkpoint
     encoder, _ = restore_encoder(config, prefix)

@@ -146,15 +146,18 @@ class _Server:
             self.process.wait(timeout=30)
 
 
-# One warm interpreter per oneDNN setting its scripts choose (`bert_tf.kernels`): TensorFlow reads
+# One warm interpreter per oneDNN setting its scripts run with (`bert_tf.kernels`): TensorFlow reads
 # it as it loads, so a child takes the one its parent loaded with.
 _servers = {}
 
 
-def _warm_server(kernels_env):
-    key = tuple(sorted(kernels_env.items()))
+def _warm_server(env):
+    """The warm interpreter whose TensorFlow runs oneDNN as a process started with `env` would."""
+    from bert_tf import kernels
+
+    key = kernels.setting(env)
     if key not in _servers or _servers[key].process.poll() is not None:
-        _servers[key] = _Server(kernels_env)
+        _servers[key] = _Server({kernels.VARIABLE: key})
     return _servers[key]
 
 
@@ -192,8 +195,8 @@ class ForkedRun(_Outputs):
 
     def __init__(self, argv, env, cwd):
         super().__init__()
-        chosen = kernels_env(argv, env)
-        self.pid = _warm_server(chosen).start({"argv": argv, "env": {**env, **chosen}, "cwd": cwd, **self.paths})
+        env = {**env, **kernels_env(argv, env)}
+        self.pid = _warm_server(env).start({"argv": argv, "env": env, "cwd": cwd, **self.paths})
         self.returncode = None
 
     def _alive(self):

@@ -43,12 +43,15 @@ def beside(checkpoint, name):
 def named_or_beside(path, setting, checkpoint, name):
     """The file `path` names (given as `setting`: a path that is no file is an error naming it),
     else `name` beside `checkpoint` (None when there is none, or no checkpoint). A vocabulary
-    named for a Hugging Face folder must be the folder's own (`hf.check_same_vocab`)."""
+    named for a Hugging Face folder or a run of ours must be its own (`hf.check_same_vocab`): the
+    rows of its word embeddings are those tokens."""
     if path:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{setting}={path}: no such file")
         if name == hf.VOCAB and checkpoint and hf.is_hf_folder(checkpoint):
             hf.check_same_vocab(path, checkpoint)
+        elif name == hf.VOCAB and checkpoint and run_record.read(run_record.run_directory(checkpoint)) is not None:
+            hf.check_same_vocab(path, run_record.run_directory(checkpoint))
         return path
     return beside(checkpoint, name) if checkpoint else None
 

@@ -245,6 +245,9 @@ def other_model_files(folder, ours=False):
     found = sorted(entries & set(_RUN_FILES))
     if found and not ours:
         return f"a model's files without a {FILE_NAME}", found
+    keras_files = sorted(name for name in entries if name.endswith(".keras"))
+    if keras_files and not ours:
+        return "a Keras model file", keras_files
     return None
 
 
@@ -254,8 +257,10 @@ def check_not_other_model(output_dir, setting="output_dir", ours=False):
     found = other_model_files(output_dir, ours)
     if found:
         what, names = found
+        # An export holds no checkpoint a run could start from.
+        start = f" (to start from that model, pass init_checkpoint={output_dir})"
+        start = "" if what.startswith("a SavedModel") else start
         raise ValueError(
             f"{setting}={output_dir} holds {what} ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}), not a "
-            f"run of bert_tf: a run would write its checkpoints and files into it. Use another {setting} (to start "
-            f"from that model, pass init_checkpoint={output_dir})"
+            f"run of bert_tf: a run would write its checkpoints and files into it. Use another {setting}{start}"
         )

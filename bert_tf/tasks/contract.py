@@ -76,10 +76,13 @@ def as_flags(message, names):
 def named(work, prefix="", flag_names=()):
     """`work()`, a library error in it (ValueError, FileNotFoundError, FloatingPointError) raised
     again as a UsageError: `prefix` before its message (the flag or file it is about, when the
-    message does not say), the settings `flag_names` written as flags (`as_flags`)."""
+    message does not say; not for a FloatingPointError, which is about the model's figures), the
+    settings `flag_names` written as flags (`as_flags`)."""
     try:
         return work()
-    except (ValueError, FileNotFoundError, FloatingPointError) as e:
+    except FloatingPointError as e:  # the model's figures, not a file or setting: no prefix
+        raise UsageError(str(e)) from None
+    except (ValueError, FileNotFoundError) as e:
         message = f"{prefix}{e}"
         raise UsageError(as_flags(message, flag_names) if flag_names else message) from None
 

@@ -41,19 +41,41 @@ def stop_unless_finite(figures, step, manager, weights=()):
     raise Diverged(f"{what} at step {step}; stopped without saving. {where}", step)
 
 
-def stop_unless_outputs_finite(outputs, what, step, losses=()):
-    """Raises Diverged when the model's `outputs` (name -> numpy array, one row per example) or
-    `losses` hold a NaN or an Inf: figures or files computed from them would look like results (a
-    NaN similarity ranks first, the arg max of NaN logits is label 0). `what` names the work
-    ("evaluation", "prediction") in the message; `step` is the model's."""
+# The per-example key under which the loop gathers `finite_rows` beside a task's outputs.
+FINITE = "__finite__"
+
+
+def finite_rows(outputs):
+    """int32 tensor of shape `[batch]`: 1 where every float value of the model's `outputs` (a tensor
+    or a dict of them, batch first) is finite in the row, else 0 (an integer: collective ops, which
+    gather it across workers, take no bool)."""
+    tensors = list(outputs.values()) if isinstance(outputs, dict) else [outputs]
+    rows = None
+    for tensor in tensors:
+        if tensor.dtype.is_floating:
+            finite = tf.reduce_all(tf.reshape(tf.math.is_finite(tensor), [tf.shape(tensor)[0], -1]), axis=1)
+            rows = finite if rows is None else tf.logical_and(rows, finite)
+    return tf.cast(rows, tf.int32) if rows is not None else tf.ones([tf.shape(tensors[0])[0]], tf.int32)
+
+
+def stop_unless_outputs_finite(outputs, what, step, losses=(), finite=None):
+    """Raises Diverged when the task's `outputs` (name -> numpy array, one row per example), the
+    model's own (`finite`: `finite_rows` gathered, False where a row is not), or `losses` hold a
+    NaN or an Inf: figures or files computed from them would look like results (a NaN similarity
+    ranks first, the arg max of NaN logits is label 0). `what` names the work ("evaluation",
+    "prediction") in the message; `step` is the model's."""
     bad = [name for name, values in outputs.items()
            if np.issubdtype(np.asarray(values).dtype, np.floating) and not np.all(np.isfinite(values))]
-    if not bad and all(math.isfinite(v) for v in losses):
+    where = [f"the task's outputs {', '.join(bad)}"] if bad else []
+    if finite is not None and not np.all(finite):
+        where.append(f"the model's outputs for {int(np.sum(~np.asarray(finite, bool)))} of {len(finite)} example(s)")
+    if not where and all(math.isfinite(v) for v in losses):
         return
-    where = f"its outputs {', '.join(bad)}" if bad else "its loss"
-    raise Diverged(
-        f"{what} with the model at step {step}: NaN or Inf in {where}: its weights overflow (train with a lower "
-        "learning rate); nothing was written as a result", step)
+    where = " and ".join(where) or "its loss"
+    why = ("its weights overflow (train with a lower learning rate)" if step else
+           "the weights it starts from overflow (check that checkpoint)")
+    raise Diverged(f"{what} with the model at step {step}: NaN or Inf in {where}: {why}; nothing was written as a "
+                   "result", step)
 
 
 def diverged_warning(checkpoint):

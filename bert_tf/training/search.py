@@ -151,7 +151,7 @@ def prepare(output_dir, runs, seed, settings=None):
     shares), and writes search.json with its runs and `runs` (the search extended). Returns every
     run of the search, earlier ones first."""
     path = os.path.join(output_dir, RECORD_FILE)
-    run_record.check_not_other_model(output_dir, ours=os.path.isfile(path))
+    run_record.check_not_other_model(output_dir, ours=os.path.isfile(path) or run_record.read(output_dir) is not None)
     if not os.path.isfile(path) and os.path.isdir(output_dir):
         single = run_record.read(output_dir) is not None or os.path.isfile(os.path.join(output_dir, "checkpoint"))
         if single:

@@ -30,10 +30,11 @@ def check_batch_sizes(settings, replicas):
             raise ValueError(f"{name}={value} is not divisible by {what}")
 
 
-def check_schedule(learning_rate, num_train_epochs):
+def check_schedule(learning_rate, num_train_epochs=None):
     """A training run's learning rate and epochs, before any work: a rate must be finite and
     positive (0 would train nothing, and an infinite one fails only after its first step), and
-    the epochs a finite number, 0 or more (a negative count would surface as a negative warmup).
+    the epochs (where the run counts them) a finite number, 0 or more (a negative count would
+    surface as a negative warmup).
     A search refuses the same values (`bert_tf.training.search.grid`). A ValueError starting with
     the setting otherwise."""
     if not -float("inf") < learning_rate < float("inf"):  # NaN too
@@ -43,7 +44,7 @@ def check_schedule(learning_rate, num_train_epochs):
     if learning_rate == 0:
         raise ValueError("learning_rate=0 changes no weight: give a positive rate (to evaluate or predict with the "
                          "model as it is, do_train=false)")
-    if not 0 <= num_train_epochs < float("inf"):
+    if num_train_epochs is not None and not 0 <= num_train_epochs < float("inf"):
         raise ValueError(f"num_train_epochs={num_train_epochs:g} must be a finite number, 0 or more")
 
 

@@ -23,7 +23,13 @@ import tensorflow as tf
 from bert_tf.checkpoints.restore import check_model_finite
 from bert_tf.io_utils import atomic_write
 from bert_tf.models import lora, padding_skipped
-from bert_tf.training.divergence import Diverged, stop_unless_finite, stop_unless_outputs_finite
+from bert_tf.training.divergence import (
+    FINITE,
+    Diverged,
+    finite_rows,
+    stop_unless_finite,
+    stop_unless_outputs_finite,
+)
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.restore_status import INITIALISED, RANDOM, RESUMED, RestoreStatus
 from bert_tf.training.settings import TrainingSettings, check_batch_sizes, check_weights_may_change
@@ -340,7 +346,8 @@ class Trainer:
         def step(x, y):
             def replica(x, y):
                 outputs = self._forward(x, training=False)
-                return task.sums(y, outputs), task.normalizers(y), task.eval_outputs(y, outputs)
+                per_example = {**task.eval_outputs(y, outputs), FINITE: finite_rows(outputs)}
+                return task.sums(y, outputs), task.normalizers(y), per_example
 
             sums, normalizers, per_example = self.strategy.run(replica, args=(x, y))
             reduce = lambda d: {k: self.strategy.reduce("sum", v, axis=None) for k, v in d.items()}  # noqa: E731
@@ -359,7 +366,7 @@ class Trainer:
         if not steps:
             raise ValueError(f"no full eval batch of {s.eval_batch_size} in {eval_data}")
         gathered = {k: np.concatenate([g[k] for g in gathered]) for k in gathered[0]}
-        stop_unless_outputs_finite(gathered, "evaluation", self.global_step, batch_losses)
+        stop_unless_outputs_finite(gathered, "evaluation", self.global_step, batch_losses, gathered.pop(FINITE))
         results = task.eval_results(totals, gathered, batch_losses)
         results["global_step"] = self.global_step
         return results
@@ -372,17 +379,19 @@ class Trainer:
 
         @tf.function(input_signature=[batches.element_spec[0]], autograph=False)  # as evaluate's
         def step(x):
-            per_replica = self.strategy.run(
-                lambda x: self.task.predict_outputs(self._forward(x, training=False)), args=(x,)
-            )
-            return self._gather(per_replica)
+            def replica(x):
+                outputs = self._forward(x, training=False)
+                # The model's own outputs checked too: a task's may be whole numbers (NER's tag ids).
+                return {**self.task.predict_outputs(outputs), FINITE: finite_rows(outputs)}
+
+            return self._gather(self.strategy.run(replica, args=(x,)))
 
         out = [{k: v.numpy() for k, v in step(x).items()} for x, _ in batches]
         if not out:
             raise ValueError(f"nothing to predict in {predict_data}")
         count = self.task.num_examples(predict_data)
         outputs = {k: np.concatenate([o[k] for o in out])[:count] for k in out[0]}
-        stop_unless_outputs_finite(outputs, "prediction", self.global_step)
+        stop_unless_outputs_finite(outputs, "prediction", self.global_step, finite=outputs.pop(FINITE))
         return outputs
 
     def write_eval_results(self, results, summary_dir=None):

@@ -136,6 +136,8 @@ def exported(tmp_path_factory):
     searched = root / "search"  # a fine-tuning search's folder: its runs in subfolders, `best` the chosen one
     searched.mkdir()
     (searched / "search.json").write_text('{"random_seed": 12345, "runs": []}')
+    swapped_vocab = root / "swapped_vocab.txt"
+    write_vocab(swapped_vocab, VOCAB[:5] + [VOCAB[6], VOCAB[5]] + VOCAB[7:])
     g = sources.google
     cases = {
         "encoder": ["--export_type=encoder", f"--bert_config_file={g}/bert_config.json",
@@ -189,6 +191,9 @@ def exported(tmp_path_factory):
         "bucket_above": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
                          "--length_bucket=1000", f"--export_dir={out}/bad16"],
         "search_folder": ["--export_type=classifier", f"--init_checkpoint={searched}", f"--export_dir={out}/bad17"],
+        # A vocabulary of the run's size with two tokens swapped: other ids for the same words, served silently.
+        "other_vocab": ["--export_type=classifier", f"--init_checkpoint={sources.runs['classifier']}",
+                        f"--vocab_file={swapped_vocab}", f"--export_dir={out}/bad18"],
         # Today's fixed length, and the int8 weights served through XLA.
         # (given: no XLA, whatever the second process's speed file says; its log line is kept.)
         "squad_fixed": ["--export_type=squad", f"--init_checkpoint={sources.runs['squad']}",
@@ -407,13 +412,15 @@ def test_every_export_type_is_written_and_bad_input_fails_before_anything_is_wri
                         "run's max_seq_length): no request is longer; give at most that",
         "search_folder": f"--init_checkpoint={exported.root}/search holds a search (search.json): use "
                          f"--init_checkpoint={exported.root}/search/best, its chosen run",
+        "other_vocab": f"--vocab_file={exported.root}/swapped_vocab.txt is not the vocabulary of "
+                       f"{exported.sources.runs['classifier']}/vocab.txt: line 6 is",
     }
     for case, words in expected.items():
         assert outcomes[case].startswith("export_saved_model.py: error:") and words in outcomes[case], (
             case,
             outcomes[case],
         )
-    for bad in (f"bad{i}" for i in range(1, 18)):
+    for bad in (f"bad{i}" for i in range(1, 19)):
         assert not (exported.out / bad).exists(), bad
     assert "not an earlier export (no saved_model.pb): --overwrite replaces only an export" in outcomes["overwrite_run"]
     assert (exported.sources.runs["swag"] / "fine_tuning_task.json").is_file()  # the run is as it was

@@ -7,6 +7,7 @@ one line. Each refusal leaves every folder as it was."""
 import hashlib
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -82,7 +83,7 @@ def test_folders_of_other_models_are_never_written_into(tmp_path, setup):
         f"modules.json, sentence_bert_config.json), {use}{st_folder})",
         f"{ERROR}--output_dir={hf_folder} holds a Hugging Face model (config.json, model.safetensors, "
         f"tokenizer_config.json), {use}{hf_folder})",
-        f"{ERROR}--output_dir={export} holds a SavedModel (an export) (saved_model.pb), {use}{export})",
+        f"{ERROR}--output_dir={export} holds a SavedModel (an export) (saved_model.pb), {use.split(' (')[0]}",
         f"{ERROR}--output_dir={google} holds another program's TensorFlow checkpoint (bert_model.ckpt.index), "
         f"{use}{google})",
         f"{ERROR}--output_dir={layout} holds a model's files without a fine_tuning_task.json (bert_config.json, "
@@ -121,6 +122,10 @@ def test_a_resumed_run_keeps_its_settings_a_searchs_runs_stay_and_values_that_tr
     cases.append(_flags(data, tmp_path / "evaluated", do_train=False, do_eval=True, init_checkpoint=run,
                         vocab_file=swapped))
     cases.append(_flags(data, run, num_train_epochs=2) + files)  # trains further: epochs may change
+    linked = tmp_path / "linked_pairs"  # the same data through a link: the same setting
+    linked.symlink_to(data, target_is_directory=True)
+    cases.append(_flags(linked, run, num_train_epochs=2) + files)
+    cases.append(_flags(data, run, learning_rate="1e-3,3e-3", do_eval=True) + files)  # a search into a single run
     cases.append(_flags(data, search, learning_rate="1e-3,3e-3", do_eval=True) + files)
     cases.append(_flags(data, search / "best", num_train_epochs=3) + files)
     cases.append(_flags(data, search / "best", do_train=False, do_eval=True) + files)  # evaluating it is fine
@@ -144,7 +149,8 @@ def test_a_resumed_run_keeps_its_settings_a_searchs_runs_stay_and_values_that_tr
                     f"{VOCAB[6]!r} vs {VOCAB[5]!r}")
     expected.append(f"{ERROR}--vocab_file={swapped} is not the vocabulary of {run / 'vocab.txt'}: line 6 is "
                     f"{VOCAB[6]!r} vs {VOCAB[5]!r}")
-    expected += ["ok", "ok"]
+    expected += ["ok", "ok", f"{ERROR}--output_dir={run} holds a single run, not a search: use another --output_dir",
+                 "ok"]
     chosen = os.path.realpath(search / "best")
     expected.append(f"{ERROR}--output_dir={search / 'best'} is a run of the search in {search} (search.json): training "
                     f"it further would change a run its table ranks. Train a copy (cp -rL {search / 'best'} NEW, "
@@ -173,17 +179,21 @@ def test_a_model_whose_outputs_are_nan_writes_no_result_and_a_shorter_length_is_
     result = run_script("run_sentence_embedding.py", *_flags(data, out, do_train=False, do_eval=True, do_predict=True,
                                                              init_checkpoint=st_folder, max_seq_length=None))
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == (
-        f"{ERROR}evaluation with the model at step 0: NaN or Inf in its outputs anchor, positive: its weights overflow "
-        "(train with a lower learning rate); nothing was written as a result")
+    assert re.fullmatch(
+        f"{re.escape(ERROR)}evaluation with the model at step 0: NaN or Inf in the task's outputs anchor, positive and "
+        r"the model's outputs for (\d+) of \1 example\(s\): the weights it starts from overflow \(check that "
+        r"checkpoint\); nothing was written as a result", result.stderr.strip().splitlines()[-1])
     assert not (out / "eval_results.txt").exists() and not (out / "test_embeddings.npy").exists()
 
     # A sentence-transformers folder's max length is a truncation setting: a shorter one is the run's,
     # kept in its record and written into the folder to_hf makes.
     fine = write_st_folder(tmp_path / "fine", max_seq_length=12)
     run = tmp_path / "short"
-    assert run_main_cases("run_sentence_embedding", [_flags(data, run, init_checkpoint=fine, max_seq_length=8)]) == \
-        ["ok"]
+    # Resumed without --max_seq_length, the run keeps its own length, not the folder's.
+    assert run_main_cases("run_sentence_embedding", [_flags(data, run, init_checkpoint=fine, max_seq_length=8),
+                                                     _flags(data, run, init_checkpoint=fine, max_seq_length=None,
+                                                            num_train_epochs=2)]) == ["ok", "ok"]
+    assert "ckpt-8.index" in os.listdir(run)
     assert json.loads((run / "fine_tuning_task.json").read_text())["max_seq_length"] == 8
     # A run that diverged (a search's) converts with a warning naming its file.
     (run / "diverged.json").write_text(json.dumps({"step": 3, "message": "the loss became nan at step 3"}))

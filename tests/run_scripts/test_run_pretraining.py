@@ -111,6 +111,10 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
     (masked_lm / "model.safetensors").unlink()
     save_file({k: v for k, v in pytorch_tensors(weights, "BertForPreTraining").items() if "seq_relationship" not in k},
               str(masked_lm / "model.safetensors"))
+    fine_tuned = tmp_path / "fine_tuned"
+    fine_tuned.mkdir()
+    (fine_tuned / "fine_tuning_task.json").write_text(json.dumps({"kind": "classifier", "task_name": "mrpc",
+                                                                  "labels": ["0", "1"]}))
     cases = [
         ({"max_seq_length": 32}, "has input_ids of length 16, but --max_seq_length=32"),
         ({"do_train": False, "do_eval": False}, "At least one of `do_train` or `do_eval` must be True"),
@@ -132,9 +136,13 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path):
         ({"input_file": tmp_path / "folder"}, r"--input_file: .*folder is a directory, not a file"),
         ({"output_dir": tmp_path / "file"}, r"--output_dir=.*file is a file, not a folder"),
         ({"output_dir": tmp_path / "file" / "run"}, r"--output_dir=.*run is under .*file, which is a file"),
-        # Another program's model is never written into (a pre-training folder keeps no record).
+        # Another program's model is never written into (a pre-training folder keeps no record), nor a
+        # fine-tuning run's folder (its checkpoints hold a task's model).
         ({"output_dir": masked_lm}, r"--output_dir=.*hf_mlm holds a Hugging Face model \(config.json, "
                                     r"model.safetensors.*\), not a run of bert_tf"),
+        ({"output_dir": fine_tuned}, r"--output_dir=.*fine_tuned holds a fine-tuning run \(or search\): its "
+                                     r"checkpoints hold a task's model"),
+        ({"learning_rate": 0}, r"--learning_rate=0 changes no weight"),
         ({"init_checkpoint": damaged}, r"checkpoint '.*damaged.ckpt' is damaged \(truncated or corrupted"),
         ({"init_checkpoint": fake_keras}, r"--init_checkpoint=.*model.keras is not a Keras model file"),
         ({"bert_config_file": misspelt, "input_file": "/nonexistent/*.tfrecord"}, "matches no file"),  # after a warning

@@ -85,11 +85,19 @@ def test_evaluation_and_prediction_of_a_model_whose_outputs_overflow_stop_before
     data = {"x": np.array([[2.0, 2.0, 0.0]] * 4 + [[0.0, 0.0, 1.0]] * 4, np.float32), "y": np.zeros(8, np.float32)}
     with np.errstate(over="ignore"):
         assert not np.all(np.isfinite(data["x"] @ trainer.model.layers[-1].kernel.numpy()))  # float32 overflows
-    with pytest.raises(Diverged, match=r"^evaluation with the model at step 0: NaN or Inf in its loss: its weights "
-                                       r"overflow \(train with a lower learning rate\); nothing was written"):
+    with pytest.raises(Diverged, match=r"^evaluation with the model at step 0: NaN or Inf in the model's outputs for "
+                                       r"4 of 8 example\(s\): the weights it starts from overflow \(check that "
+                                       r"checkpoint\); nothing was written as a result$"):
         trainer.evaluate(data)
-    with pytest.raises(Diverged, match=r"^prediction with the model at step 0: NaN or Inf in its outputs y: "):
+    with pytest.raises(Diverged, match=r"^prediction with the model at step 0: NaN or Inf in the task's outputs y and "
+                                       r"the model's outputs for 4 of 8 example\(s\): "):
         trainer.predict(data)
+    # A task whose outputs are whole numbers (NER's tag ids: the arg max of NaN is 0) is stopped all the same.
+    trainer.task.predict_outputs = lambda outputs: {"label": tf.cast(outputs > 0, tf.int32)}
+    with pytest.raises(Diverged, match=r"^prediction with the model at step 0: NaN or Inf in the model's outputs for "
+                                       r"4 of 8 example\(s\): "):
+        trainer.predict(data)
+    trainer.task.predict_outputs = LinearTask.predict_outputs.__get__(trainer.task)
     finite = {k: v[4:] for k, v in data.items()}  # the rows that do not overflow: a result as before
     np.testing.assert_allclose(trainer.predict(finite)["y"], np.zeros(4), atol=0)
 

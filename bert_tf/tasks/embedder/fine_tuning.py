@@ -27,7 +27,8 @@ def modules_from_flags(f):
     other source), checked against --pooling and --normalize where given; sets the unset ones
     (and --init_checkpoint to its BERT module's folder). --max_seq_length, given, is the run's
     whatever the folder's (a length up to the model's positions: the driver checks that); unset,
-    the folder's is taken, and one beyond the model's positions is refused naming its file."""
+    that of the embedding run in --output_dir (resumed or evaluated), else the folder's, and one
+    beyond the model's positions is refused naming its file."""
     if not st.is_sentence_transformers_folder(f.init_checkpoint):
         return None
     folder = f.init_checkpoint
@@ -35,7 +36,10 @@ def modules_from_flags(f):
     given = {name: f[name].value if f[name].present else None for name in ("pooling", "normalize")}
     named(lambda: st.check_agrees(modules, **given, source=folder), "--")  # the flag, then the folder's value
     f.pooling, f.normalize = modules.pooling, modules.normalize
-    if modules.max_seq_length is not None and not f["max_seq_length"].present:
+    resumed = run_record.read(f.output_dir) if f.output_dir and os.path.isdir(f.output_dir) else None
+    if resumed is not None and resumed.kind == "embedder" and not f["max_seq_length"].present:
+        f.max_seq_length = resumed.max_seq_length  # the run in --output_dir keeps the length it was given
+    elif modules.max_seq_length is not None and not f["max_seq_length"].present:
         try:
             st.check_length_fits(modules)
         except ValueError as e:
@@ -91,7 +95,8 @@ class EmbedderFineTuning(FineTuning):
 
     def read_inputs(self, config):
         f = self.flags
-        read = lambda split: named(lambda: run.read_split(f.data_dir, split), flag_names=("data_dir",))  # noqa: E731
+        read = lambda split: named(lambda: run.read_split(f.data_dir, split, f.do_lower_case),  # noqa: E731
+                                   flag_names=("data_dir",))
         self.train = read("train") if f.do_train else None
         self.dev = read("dev") if f.do_eval else None
         self.test = read("test") if f.do_predict else None

@@ -14,10 +14,12 @@ Pairs that repeat a text are checked by the split that reads them (`check_traini
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 
 from bert_tf.data.text_files import read_table, tsv_rows
+from bert_tf.tokenization import BasicTokenizer
 
 ANCHOR, POSITIVE, NEGATIVE = "anchor", "positive", "negative"
 SENTENCE1, SENTENCE2, SCORE = "sentence1", "sentence2", "score"
@@ -74,24 +76,33 @@ def _missing(path, line, columns, wanted):
         )
 
 
-def _same_text(text):
-    """The text as the tokenizer sees its spaces: texts that differ only there embed alike."""
-    return " ".join(text.split())
+def _same_text(text, do_lower_case=True):
+    """The text as the tokenizer sees it before WordPiece (the original's BasicTokenizer: control
+    and format characters dropped, punctuation split off, lower-cased and accents stripped when
+    `do_lower_case`): texts with the same key embed alike; an empty key embeds as [CLS] [SEP]."""
+    return " ".join(_basic_tokenizer(do_lower_case).tokenize(text))
 
 
-def _texts(path, columns, rows, names):
-    """{name: the column's cells}, an empty (or blank) cell a ValueError naming its line and column:
-    it would embed as [CLS] [SEP] alone, the same vector for every empty text."""
+@functools.cache
+def _basic_tokenizer(do_lower_case):
+    return BasicTokenizer(do_lower_case=do_lower_case)
+
+
+def _texts(path, columns, rows, names, do_lower_case=True):
+    """{name: the column's cells}, a cell without a token (empty, blank, or only control and format
+    characters such as a zero-width space) a ValueError naming its line and column: it would embed
+    as [CLS] [SEP] alone, the same vector for every such text."""
     for line, row in rows:
         for name in names:
-            if not row[columns[name]].strip():
+            if not _same_text(row[columns[name]], do_lower_case):
                 raise ValueError(f"{path}:{line}: the {name!r} cell is empty or blank; every pair needs its texts")
     return {name: tuple(row[columns[name]] for _, row in rows) for name in names}
 
 
-def read_pairs(path, scored_allowed=False):
+def read_pairs(path, scored_allowed=False, do_lower_case=True):
     """The file's Pairs; with `scored_allowed`, a file whose header has sentence1, sentence2 and
-    score gives ScoredPairs instead (a dev file of either layout)."""
+    score gives ScoredPairs instead (a dev file of either layout). Texts are compared (an empty
+    cell, a negative equal to its positive) as the run's tokenizer sees them (`do_lower_case`)."""
     line, columns, rows = _columns(path)
     if scored_allowed and SCORE in columns and ANCHOR not in columns:
         _missing(path, line, columns, (SENTENCE1, SENTENCE2, SCORE))
@@ -108,24 +119,25 @@ def read_pairs(path, scored_allowed=False):
         if np.all(scores == scores[0]):  # a correlation would be 0 / 0, and a search would choose at random
             raise ValueError(f"{path}: the scores are all equal ({scores[0]:g}), so no correlation with the "
                              "similarities is defined; a scored dev file needs at least two different scores")
-        texts = _texts(path, columns, rows, (SENTENCE1, SENTENCE2))
+        texts = _texts(path, columns, rows, (SENTENCE1, SENTENCE2), do_lower_case)
         return ScoredPairs(texts[SENTENCE1], texts[SENTENCE2], scores)
     _missing(path, line, columns, (ANCHOR, POSITIVE))
-    texts = _texts(path, columns, rows, (ANCHOR, POSITIVE, NEGATIVE) if NEGATIVE in columns else (ANCHOR, POSITIVE))
+    names = (ANCHOR, POSITIVE, NEGATIVE) if NEGATIVE in columns else (ANCHOR, POSITIVE)
+    texts = _texts(path, columns, rows, names, do_lower_case)
     lines = tuple(row_line for row_line, _ in rows)
     if NEGATIVE in texts:
         for row_line, positive, negative in zip(lines, texts[POSITIVE], texts[NEGATIVE], strict=True):
-            if _same_text(positive) == _same_text(negative):  # the right answer and a wrong one at once
+            if _same_text(positive, do_lower_case) == _same_text(negative, do_lower_case):  # right and wrong at once
                 raise ValueError(f"{path}:{row_line}: the negative is the pair's own positive; a hard negative "
                                  "must differ from it")
     return Pairs(texts[ANCHOR], texts[POSITIVE], texts.get(NEGATIVE), lines)
 
 
-def _repeats(texts, lines):
-    """[(line, earlier line)] of each text that an earlier row already has."""
+def _repeats(texts, lines, do_lower_case=True):
+    """[(line, earlier line)] of each text that an earlier row already has (as the tokenizer sees it)."""
     first, out = {}, []
     for line, text in zip(lines, texts, strict=True):
-        key = _same_text(text)
+        key = _same_text(text, do_lower_case)
         if key in first:
             out.append((line, first[key]))
         else:
@@ -133,13 +145,13 @@ def _repeats(texts, lines):
     return out
 
 
-def check_training_repeats(path, pairs, max_share=MAX_REPEATED_SHARE):
+def check_training_repeats(path, pairs, max_share=MAX_REPEATED_SHARE, do_lower_case=True):
     """The warning (a line naming the count and share; None when there is none) for train.tsv's pairs
     whose positive repeats an earlier pair's (their anchors alike or not): when both share a batch, each
     anchor meets its own positive's twin among its negatives. Above `max_share` of the pairs, a
     ValueError naming the file, the count and the share. (A repeated anchor with another positive
     is not counted: a question with several right answers is how such data is written.)"""
-    repeats = _repeats(pairs.positive, pairs.lines)
+    repeats = _repeats(pairs.positive, pairs.lines, do_lower_case)
     if not repeats:
         return None
     share = len(repeats) / len(pairs)
@@ -151,7 +163,7 @@ def check_training_repeats(path, pairs, max_share=MAX_REPEATED_SHARE):
     return f"{what}: {why}"
 
 
-def check_retrieval_repeats(path, pairs):
+def check_retrieval_repeats(path, pairs, do_lower_case=True):
     """A ValueError naming the line of a dev pair whose anchor or positive repeats an earlier
     pair's: the figure could not be reached, whatever the model."""
     why = {
@@ -160,7 +172,7 @@ def check_retrieval_repeats(path, pairs):
         ANCHOR: "two equal anchors embed alike, so at most one of them can rank its own positive first",
     }
     for name, texts in ((ANCHOR, pairs.anchor), (POSITIVE, pairs.positive)):
-        repeats = _repeats(texts, pairs.lines)
+        repeats = _repeats(texts, pairs.lines, do_lower_case)
         if repeats:
             line, earlier = repeats[0]
             raise ValueError(f"{path}:{line}: the {name} of line {earlier} again: {why[name]}; give each text once")

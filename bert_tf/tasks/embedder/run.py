@@ -20,21 +20,21 @@ EMBEDDINGS_FILE = "test_embeddings.npy"  # float32 [texts, hidden], row i the em
 TEXTS_FILE = "test_texts.txt"  # the texts, one per line, in the rows' order
 
 
-def read_split(data_dir, split):
+def read_split(data_dir, split, do_lower_case=True):
     """The split's file in `data_dir`: Pairs (train), Pairs or ScoredPairs (dev), texts (test).
     Pairs that repeat a text are checked: in train.tsv a few repeated positives are a warning and
     more a ValueError (`check_training_repeats`), in a retrieval dev.tsv any repeat is one
-    (`check_retrieval_repeats`)."""
+    (`check_retrieval_repeats`). Texts are compared as the run's tokenizer sees them (`do_lower_case`)."""
     path = split_file(data_dir, split, SPLIT_FILES[split])
     if split == "test":
         return read_texts(path)
-    pairs = read_pairs(path, scored_allowed=split == "dev")
+    pairs = read_pairs(path, scored_allowed=split == "dev", do_lower_case=do_lower_case)
     if split == "train":
-        warning = check_training_repeats(path, pairs)
+        warning = check_training_repeats(path, pairs, do_lower_case=do_lower_case)
         if warning:
             logging.warning("%s", warning)
     elif isinstance(pairs, Pairs):
-        check_retrieval_repeats(path, pairs)
+        check_retrieval_repeats(path, pairs, do_lower_case)
     return pairs
 
 

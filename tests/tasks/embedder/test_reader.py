@@ -117,3 +117,25 @@ def test_read_split_logs_the_repeats_of_train_and_the_shipped_pairs_pass_every_c
     with caplog.at_level("WARNING"):
         sizes = [len(embedder_run.read_split(shipped, split)) for split in ("train", "dev", "test")]
     assert sizes == [320, 60, 6] and not caplog.records
+
+
+def test_texts_are_compared_as_the_runs_tokenizer_sees_them(tmp_path):
+    """Case (when the run lower-cases), accents, punctuation spacing and control or format characters
+    do not make two texts differ for the model, nor a cell of them alone a text."""
+    # A cell of a zero-width space (a format character) or a bell (a control character) has no token.
+    for name, cell in (("zero_width", "\u200b"), ("bell", "\x07 ")):
+        path = _write(tmp_path / f"{name}.tsv", ("anchor", "positive"), [("a cat", cell), ("the sea", "the ocean")])
+        with pytest.raises(ValueError, match=f"^{re.escape(str(path))}:2: the 'positive' cell is empty or blank"):
+            reader.read_pairs(str(path))
+    twins = [("Green.", "green ."), ("Café au lait", "cafe au lait"), ("the\u200bsea", "thesea")]
+    rows = [(f"q{i}", text) for i, pair in enumerate(twins) for text in pair]
+    path = _write(tmp_path / "twins.tsv", ("anchor", "positive"), rows)
+    pairs = reader.read_pairs(str(path))
+    # Lower-cased (the original's default): each second text repeats the first, 3 of 6 pairs.
+    with pytest.raises(ValueError, match=r": 3 of 6 pairs \(50.0%\) repeat an earlier pair's positive \(first: line 3 "
+                                         r"repeats line 2\)"):
+        reader.check_training_repeats(str(path), pairs)
+    # Cased: "Green." and "green ." differ, as do "Café" and "cafe"; the zero-width space still does not count.
+    with pytest.raises(ValueError, match=r": 1 of 6 pairs \(16.7%\) repeat an earlier pair's positive \(first: line 7 "
+                                         r"repeats line 6\)"):
+        reader.check_training_repeats(str(path), pairs, do_lower_case=False)
