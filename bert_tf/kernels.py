@@ -30,8 +30,8 @@ CHOSEN = "BERT_TF_ONEDNN_CHOICE"
 WORKS = ("training", "prediction", "serving")
 # The built-in choice by CPU kind and work (True: oneDNN on). Measured with bench/finetuning.py
 # (training: the fine-tuning step) and bench/serving.py (serving: a text-in BERT-Base export):
-# - AVX-512 (a 2-core AMD EPYC): training 2.97x PyTorch's examples/s with oneDNN, 0.90x without;
-#   serving 26.6 against 33.6 ms at batch 1 and 81.4 against 54.9 sequences/s at batch 32.
+# - AVX-512 (a 2-core AMD EPYC): training 2.53x PyTorch's examples/s with oneDNN, 0.96x without;
+#   serving 24.0 against 27.4 ms at batch 1 and 104.8 against 82.3 sequences/s at batch 32.
 # - AVX2 without AVX-512 (a 2-core AMD EPYC): training 64.0 against 29.0 examples/s; serving 106
 #   against 114 ms at batch 1 but 8.6 against 11.4 sequences/s at batch 32: off loses 7% at batch
 #   1 where on loses 25% at batch 32, so off. Prediction runs batches, as serving's batch 32.
