@@ -415,10 +415,11 @@ PROBE = "KERNELS_PROBE "
 def kernels_probe(vocab, tmp):
     """--kernels_probe: prints `PROBE {"training": examples/s, "prediction": examples/s}` of our
     loop in this process (its oneDNN setting the caller's): training as `ours` measures it (first
-    --text, dynamic padding, XLA off), prediction the same trainer's `predict` over the examples."""
+    --text, dynamic padding, XLA off), prediction the same trainer's `predict` (at the scripts'
+    default --predict_batch_size, 8) over up to 32 training batches' worth of the examples."""
     data = texts(FLAGS.text[0])
     training, trainer = ours(FLAGS.text[0], "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp))
-    encoded = features(data[: max(FLAGS.batch_size * 8, 64)])
+    encoded = features(data[: FLAGS.batch_size * 32])
     trainer.predict(encoded)  # traces
     start = time.perf_counter()
     trainer.predict(encoded)

@@ -31,7 +31,9 @@ WORKS = ("training", "prediction", "serving")
 # The built-in choice by CPU kind and work (True: oneDNN on). Measured with bench/finetuning.py
 # (training: the fine-tuning step) and bench/serving.py (serving: a text-in BERT-Base export):
 # - AVX-512 (a 2-core AMD EPYC): training 2.53x PyTorch's examples/s with oneDNN, 0.96x without;
-#   serving 24.0 against 27.4 ms at batch 1 and 104.8 against 82.3 sequences/s at batch 32.
+#   serving 24.0 against 27.4 ms at batch 1 and 104.8 against 82.3 sequences/s at batch 32;
+#   prediction (batch 8) of BERT-Base's shape 49.4 against 43.0 examples/s (a 4-layer, hidden-256
+#   model predicted faster without: the saved measurement decides where one is taken).
 # - AVX2 without AVX-512 (a 2-core AMD EPYC): training 64.0 against 29.0 examples/s; serving 106
 #   against 114 ms at batch 1 but 8.6 against 11.4 sequences/s at batch 32: off loses 7% at batch
 #   1 where on loses 25% at batch 32, so off. Prediction runs batches, as serving's batch 32.
