@@ -12,9 +12,14 @@ NORMALIZE_EPSILON = 1e-12
 
 def l2_normalize(vectors):
     """`vectors` (float `[..., hidden]`) divided by their L2 norm, at least NORMALIZE_EPSILON
-    (torch.nn.functional.normalize's rule, so a zero vector stays zero)."""
-    norm = ops.sqrt(ops.sum(ops.square(vectors), axis=-1, keepdims=True))
-    return vectors / ops.maximum(norm, NORMALIZE_EPSILON)
+    (torch.nn.functional.normalize's rule, so a zero vector stays zero). Each vector is first
+    divided by its largest absolute value: squared as it is, a finite float32 vector above about
+    1.8e19 overflows the sum to Inf and would come out zero."""
+    scale = ops.max(ops.abs(vectors), axis=-1, keepdims=True)
+    scale = ops.where(scale > 0, scale, ops.ones_like(scale))  # a zero vector: nothing to scale
+    scaled = vectors / scale
+    norm = ops.sqrt(ops.sum(ops.square(scaled), axis=-1, keepdims=True))
+    return scaled / ops.maximum(norm, NORMALIZE_EPSILON / scale)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

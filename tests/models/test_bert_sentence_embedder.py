@@ -139,3 +139,18 @@ def test_the_jax_backend_embeds_as_tensorflow_does(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["leaked"] == [] and report["embeddings"] <= 1e-5 and report["loss"] <= 1e-4, report
+
+
+def test_normalizing_is_torchs_rule_and_survives_vectors_whose_squares_overflow():
+    """x / max(||x||, 1e-12), restated in float64 numpy: vectors of every size, a zero vector (which
+    stays zero), and finite float32 vectors whose squares overflow float32 (which once came out zero)."""
+    from bert_tf.layers.sentence_pooling import NORMALIZE_EPSILON, l2_normalize
+
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((5, 32)) * np.array([[1e-30], [1e-3], [1.0], [1e19], [3e37]])
+    vectors = np.concatenate([rows, np.zeros((1, 32))]).astype(np.float32)
+    wide = vectors.astype(np.float64)
+    expected = wide / np.maximum(np.linalg.norm(wide, axis=-1, keepdims=True), NORMALIZE_EPSILON)
+    got = np.asarray(l2_normalize(vectors))
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+    assert np.all(got[-1] == 0) and np.allclose(np.linalg.norm(got[1:5], axis=-1), 1.0, atol=1e-6)
