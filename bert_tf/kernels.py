@@ -2,7 +2,10 @@
 
 TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, and turns oneDNN on by itself only on
 CPUs with AVX-512. Which is faster depends on the machine and on the work, so the scripts choose
-per work (`WORKS`) before they import TensorFlow (`run_scripts/__init__.py`):
+per work (`WORKS`) before they import TensorFlow (`run_scripts/__init__.py`).
+
+The scripts read their work and output folder from their command line (`run_scripts`); this
+module takes them as values. In order:
 
 1. `TF_ENABLE_ONEDNN_OPTS` set by the user always wins;
 2. a script that resumes a training run takes the setting the run was trained with (its
@@ -20,7 +23,6 @@ import collections
 import json
 import os
 import platform
-import sys
 from importlib import metadata
 
 VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
@@ -47,8 +49,8 @@ SAVED_NAMES = {work: f"onednn_{work}" for work in WORKS}
 Choice = collections.namedtuple("Choice", ["value", "source"])  # value: True, False or None (TensorFlow's own)
 
 
-def cpu_flags(path="/proc/cpuinfo"):
-    """The CPU's feature flags as the OS lists them (Linux); an empty set elsewhere."""
+def cpu_features(path="/proc/cpuinfo"):
+    """The CPU's features as the OS lists them (Linux: its "flags" line); an empty set elsewhere."""
     try:
         with open(path, encoding="utf-8") as f:
             for line in f:
@@ -59,13 +61,13 @@ def cpu_flags(path="/proc/cpuinfo"):
     return set()
 
 
-def cpu_kind(flags=None):
-    """"avx512" (AVX-512 F), "avx2" (AVX2 without AVX-512) or "other", from `flags` (default: this
-    machine's)."""
-    flags = cpu_flags() if flags is None else flags
-    if "avx512f" in flags:
+def cpu_kind(features=None):
+    """"avx512" (AVX-512 F), "avx2" (AVX2 without AVX-512) or "other", from `features` (default:
+    this machine's)."""
+    features = cpu_features() if features is None else features
+    if "avx512f" in features:
         return "avx512"
-    return "avx2" if "avx2" in flags else "other"
+    return "avx2" if "avx2" in features else "other"
 
 
 def tensorflow_default(kind=None):
@@ -170,57 +172,6 @@ def describe(environ=None):
     return f"oneDNN {on}: TensorFlow's default on this CPU"
 
 
-# The scripts whose work has a choice, and how to read it from their command line: a fine-tuning or
-# pre-training script trains when --do_train is on, else it predicts.
-_TRAINING_SCRIPTS = ("run_pretraining", "run_classifier", "run_squad", "run_ner", "run_swag", "run_sentence_embedding")
-_PREDICTING_SCRIPTS = ("extract_features",)
-
-
-# Flags read here that take a value, which absl also takes as the next argument (`--output_dir DIR`).
-_VALUED = ("output_dir", "flagfile")
-
-
-def _flag_values(argv):
-    """`{name: value}` of the flags in `argv` as absl reads them (`--name=value`, `--name value` for
-    the flags in _VALUED, `--name` / `--noname` for a boolean, one dash as two; a --flagfile's
-    lines read in place): the last one given wins."""
-    values, args = {}, list(argv)
-    while args:
-        arg = args.pop(0)
-        if not arg.startswith("-") or arg in ("-", "--"):
-            continue
-        name, has_value, value = arg.lstrip("-").partition("=")
-        if not has_value and name in _VALUED and args:
-            has_value, value = True, args.pop(0)
-        if name == "flagfile" and has_value:
-            try:
-                with open(os.path.expanduser(value), encoding="utf-8") as f:
-                    values.update(_flag_values([line.strip() for line in f if line.strip().startswith("-")]))
-            except OSError:
-                pass
-        elif has_value:
-            values[name] = value
-        else:  # a boolean: --name is true and --noname false (only one of the two names is a flag)
-            values[name] = "true"
-            if name.startswith("no"):
-                values[name[2:]] = "false"
-    return values
-
-
-def script_work(argv):
-    """`(work, output_dir)` of the script `argv[0]` run with `argv[1:]`: its work (None: no choice)
-    and the --output_dir it trains into (None unless it trains)."""
-    name = os.path.splitext(os.path.basename(argv[0] if argv else ""))[0]
-    if name in _PREDICTING_SCRIPTS:
-        return "prediction", None
-    if name not in _TRAINING_SCRIPTS:
-        return None, None
-    values = _flag_values(argv[1:])
-    if parse(values.get("do_train", "false")):
-        return "training", values.get("output_dir")
-    return "prediction", None
-
-
 def resumed_setting(output_dir):
     """The VARIABLE value ("1" / "0") that the training run in `output_dir` was trained with, from
     its training_settings.json, or None (no such run, or one written before it was kept)."""
@@ -232,13 +183,6 @@ def resumed_setting(output_dir):
     except (OSError, ValueError, AttributeError):
         return None
     return value if value in ("0", "1") else None
-
-
-def choose_for_script(argv=None, environ=None):
-    """The Choice of the script run as `argv` (default: this process's) with `environ`."""
-    argv = sys.argv if argv is None else argv
-    work, output_dir = script_work(argv)
-    return choose(work, environ, resumed_setting(output_dir))
 
 
 def serving_advice(environ=None):

@@ -91,13 +91,62 @@ def _import_tensorflow():
                 kept = kept[os.write(2, kept):]
 
 
-def _choose_kernels():
-    """oneDNN on or off for this script's work (`bert_tf.kernels`), set before TensorFlow loads.
-    The module is loaded from its file: importing the package `bert_tf` would load TensorFlow."""
+# The scripts whose work has a choice, and how to read it from their command line: a fine-tuning or
+# pre-training script trains when --do_train is on, else it predicts.
+_TRAINING_SCRIPTS = ("run_pretraining", "run_classifier", "run_squad", "run_ner", "run_swag", "run_sentence_embedding")
+_PREDICTING_SCRIPTS = ("extract_features",)
+
+
+# Flags read here that take a value, which absl also takes as the next argument (`--output_dir DIR`).
+_VALUED = ("output_dir", "flagfile")
+
+
+def _flag_values(argv):
+    """`{name: value}` of the flags in `argv` as absl reads them (`--name=value`, `--name value` for
+    the flags in _VALUED, `--name` / `--noname` for a boolean, one dash as two; a --flagfile's
+    lines read in place): the last one given wins."""
+    values, args = {}, list(argv)
+    while args:
+        arg = args.pop(0)
+        if not arg.startswith("-") or arg in ("-", "--"):
+            continue
+        name, has_value, value = arg.lstrip("-").partition("=")
+        if not has_value and name in _VALUED and args:
+            has_value, value = True, args.pop(0)
+        if name == "flagfile" and has_value:
+            try:
+                with open(os.path.expanduser(value), encoding="utf-8") as f:
+                    values.update(_flag_values([line.strip() for line in f if line.strip().startswith("-")]))
+            except OSError:
+                pass
+        elif has_value:
+            values[name] = value
+        else:  # a boolean: --name is true and --noname false (only one of the two names is a flag)
+            values[name] = "true"
+            if name.startswith("no"):
+                values[name[2:]] = "false"
+    return values
+
+
+def script_work(argv):
+    """`(work, output_dir)` of the script `argv[0]` run with `argv[1:]`: its work (None: no choice)
+    and the --output_dir it trains into (None unless it trains)."""
+    name = os.path.splitext(os.path.basename(argv[0] if argv else ""))[0]
+    if name in _PREDICTING_SCRIPTS:
+        return "prediction", None
+    if name not in _TRAINING_SCRIPTS:
+        return None, None
+    values = _flag_values(argv[1:])
+    if values.get("do_train", "false").lower() in ("1", "true"):  # as absl reads a boolean
+        return "training", values.get("output_dir")
+    return "prediction", None
+
+
+def _kernels():
+    """`bert_tf.kernels`, loaded from its file where the package is not imported yet: importing
+    the package `bert_tf` would load TensorFlow."""
     import importlib.util
 
-    if "tensorflow" in sys.modules:
-        return
     if "bert_tf.kernels" not in sys.modules:
         package = importlib.util.find_spec("bert_tf")
         path = os.path.join(package.submodule_search_locations[0], "kernels.py")
@@ -105,8 +154,21 @@ def _choose_kernels():
         module = importlib.util.module_from_spec(spec)
         sys.modules["bert_tf.kernels"] = module
         spec.loader.exec_module(module)
-    kernels = sys.modules["bert_tf.kernels"]
-    kernels.apply(kernels.choose_for_script())
+    return sys.modules["bert_tf.kernels"]
+
+
+def kernels_choice(argv=None, environ=None):
+    """The `bert_tf.kernels.Choice` of the script run as `argv` (default: this process's) with
+    `environ`: its work and the run it resumes read from its command line."""
+    kernels = _kernels()
+    work, output_dir = script_work(sys.argv if argv is None else argv)
+    return kernels.choose(work, environ, kernels.resumed_setting(output_dir))
+
+
+def _choose_kernels():
+    """oneDNN on or off for this script's work (`bert_tf.kernels`), set before TensorFlow loads."""
+    if "tensorflow" not in sys.modules:
+        _kernels().apply(kernels_choice())
 
 
 _choose_kernels()

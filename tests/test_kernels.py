@@ -1,11 +1,12 @@
 """The CPU kernels' choice (bert_tf.kernels), made before TensorFlow loads: the order of what decides
-it, the work read from a script's command line as absl reads it, and the rule the quickstart's
-classify.py restates without bert_tf."""
+it, the work read from a script's command line as absl reads it (run_scripts), and the rule the
+quickstart's classify.py restates without bert_tf."""
 
 import json
 
 import pytest
 
+import run_scripts
 from bert_tf import kernels
 from run_scripts import quickstart
 
@@ -13,17 +14,17 @@ AVX512 = {"fpu", "sse2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl"
 AVX2 = {"fpu", "sse2", "avx", "avx2", "fma"}
 
 
-@pytest.mark.parametrize("flags, kind", [(AVX512, "avx512"), (AVX2, "avx2"), ({"sse2", "avx"}, "other")])
-def test_the_kind_of_cpu_is_read_from_its_flags_and_tensorflow_turns_onednn_on_from_avx512(flags, kind):
-    assert kernels.cpu_kind(flags) == kind
+@pytest.mark.parametrize("features, kind", [(AVX512, "avx512"), (AVX2, "avx2"), ({"sse2", "avx"}, "other")])
+def test_the_kind_of_cpu_is_read_from_its_features_and_tensorflow_turns_onednn_on_from_avx512(features, kind):
+    assert kernels.cpu_kind(features) == kind
     assert kernels.tensorflow_default(kind) is (kind == "avx512")
 
 
 def test_the_cpuinfo_flags_line_is_read(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: fpu avx2 avx512f\n\nprocessor\t: 1\n")
-    assert kernels.cpu_flags(str(cpuinfo)) == {"fpu", "avx2", "avx512f"}
-    assert kernels.cpu_flags(str(tmp_path / "none")) == set()
+    assert kernels.cpu_features(str(cpuinfo)) == {"fpu", "avx2", "avx512f"}
+    assert kernels.cpu_features(str(tmp_path / "none")) == set()
 
 
 @pytest.mark.parametrize("value, parsed", [("1", True), ("TRUE", True), ("0", False), ("false", False),
@@ -45,18 +46,19 @@ def test_the_variable_is_read_as_tensorflow_reads_it(value, parsed):
     ([], (None, None)),
 ])
 def test_the_work_is_read_from_the_command_line(argv, expected):
-    assert kernels.script_work(argv) == expected
+    assert run_scripts.script_work(argv) == expected
 
 
 def test_a_flagfile_is_read_in_place(tmp_path):
     flagfile = tmp_path / "flags.txt"
     flagfile.write_text("# a comment\n--do_train=true\n--output_dir=/from/file\n")
-    assert kernels.script_work(["run_classifier.py", f"--flagfile={flagfile}"]) == ("training", "/from/file")
-    assert kernels.script_work(["run_classifier.py", f"--flagfile={flagfile}", "--nodo_train"]) == ("prediction", None)
+    assert run_scripts.script_work(["run_classifier.py", f"--flagfile={flagfile}"]) == ("training", "/from/file")
+    later = ["run_classifier.py", f"--flagfile={flagfile}", "--nodo_train"]  # a flag after the file wins
+    assert run_scripts.script_work(later) == ("prediction", None)
 
 
 def _choose(work, environ=None, resumed=None, kind="avx2", monkeypatch=None, speed_file=None):
-    monkeypatch.setattr(kernels, "cpu_kind", lambda flags=None: kind)
+    monkeypatch.setattr(kernels, "cpu_kind", lambda features=None: kind)
     environ = {"BERT_TF_SPEED_FILE": str(speed_file or "/nonexistent/speed.json"), **(environ or {})}
     return kernels.choose(work, environ, resumed)
 
@@ -99,7 +101,7 @@ def test_the_signature_and_choices_are_those_bench_scripts_save(tmp_path, monkey
 
 
 def test_a_setting_made_by_an_earlier_script_is_chosen_anew_and_the_users_is_kept(monkeypatch):
-    monkeypatch.setattr(kernels, "cpu_kind", lambda flags=None: "avx2")
+    monkeypatch.setattr(kernels, "cpu_kind", lambda features=None: "avx2")
     environ = {"BERT_TF_SPEED_FILE": "/nonexistent"}
     chosen = kernels.apply(kernels.choose("training", environ), environ)
     assert environ["TF_ENABLE_ONEDNN_OPTS"] == "1" and environ["BERT_TF_ONEDNN_CHOICE"] == f"1:{chosen.source}"

@@ -163,13 +163,14 @@ def _warm_server(env):
 
 def kernels_env(argv, env):
     """The variables a script run as `argv` with `env` sets before TensorFlow loads (its oneDNN
-    choice, `bert_tf.kernels.choose_for_script`), as its real process would: {} when it keeps
+    choice, `run_scripts.kernels_choice`), as its real process would: {} when it keeps
     TensorFlow's default or the user's setting in `env`."""
+    import run_scripts
     from bert_tf import kernels
 
     script = argv[0] if argv and argv[0] != "-c" else ""
     environ = dict(env)
-    kernels.apply(kernels.choose_for_script([str(script), *[str(a) for a in argv[1:]]], environ), environ)
+    kernels.apply(run_scripts.kernels_choice([str(script), *[str(a) for a in argv[1:]]], environ), environ)
     return {k: environ[k] for k in (kernels.VARIABLE, kernels.CHOSEN) if k in environ and env.get(k) != environ[k]}
 
 
