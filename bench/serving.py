@@ -518,18 +518,24 @@ def main(argv):
         save_defaults(rows)
 
 
+def gains(off, on):
+    """`(p50 gain, throughput gain, their geometric mean)` of the setting `on` over `off` (rows of
+    `measure`: p50 ms, p99 ms, sequences/s), each above 1 where `on` is faster. A service is bound
+    by one-request latency or by batch throughput; the geometric mean weighs the two relative gains
+    alike (10% better on one and 10% worse on the other cancel), so that neither use is sacrificed
+    for the other."""
+    latency, throughput = off[0] / on[0], on[2] / off[2]
+    return latency, throughput, math.sqrt(latency * throughput)
+
+
 def save_defaults(rows):
     """Saves XLA's measured choice for float exports on this machine (`speed.save_measured`): on
     when the geometric mean of its batch-1 p50 gain and its batch throughput gain is above 1."""
     from bert_tf.training import speed  # after the measurement: TensorFlow loads in this process only now
 
-    off, on = (rows[name] for name in XLA_PAIR)
-    latency, throughput = off[0] / on[0], on[2] / off[2]  # each above 1 where XLA is faster
-    # A service is bound by one-request latency or by batch throughput; the geometric mean weighs
-    # the two relative gains alike (10% better on one and 10% worse on the other cancel), so that
-    # neither use is sacrificed for the other. A tie keeps the built-in off: XLA compiles a program
-    # per request shape, a cost the measurement's warm-up leaves out.
-    mean = math.sqrt(latency * throughput)
+    # A tie keeps XLA's built-in off: it compiles a program per request shape, a cost the
+    # measurement's warm-up leaves out.
+    latency, throughput, mean = gains(*(rows[name] for name in XLA_PAIR))
     figures = {"p50_speedup": latency, "throughput_speedup": throughput}
     path = speed.save_measured(mean > 1, mean, name="serving_jit_compile", figures=figures)
     print(f"XLA on / off for our float export ({XLA_PAIR[1]} / {XLA_PAIR[0]}): batch-1 p50 {latency:.3f}x, batch "
@@ -539,9 +545,7 @@ def save_defaults(rows):
     # oneDNN on / off for the same export without XLA, by the same rule: each side a process of its own.
     name = XLA_PAIR[0]
     if f"{name}+onednn" in rows and f"{name}+eigen" in rows:
-        on, off = rows[f"{name}+onednn"], rows[f"{name}+eigen"]
-        latency, throughput = off[0] / on[0], on[2] / off[2]
-        mean = math.sqrt(latency * throughput)
+        latency, throughput, mean = gains(rows[f"{name}+eigen"], rows[f"{name}+onednn"])
         figures = {"p50_speedup": latency, "throughput_speedup": throughput}
         path = speed.save_measured(mean > 1, mean, name="onednn_serving", figures=figures)
         print(f"oneDNN on / off for our float export ({name}): batch-1 p50 {latency:.3f}x, batch {FLAGS.batch_size} "

@@ -89,21 +89,40 @@ def effective(environ=None):
     return tensorflow_default() if given is None else given
 
 
-def _signature():
-    """The speed file's signature of this machine, as `bert_tf.training.speed.machine_signature`
-    writes it (read here without importing TensorFlow)."""
-    model = ""
+# The per-machine file of measured speed choices (`bert_tf.training.speed` writes it) and the
+# variable that moves it.
+SPEED_FILE_VARIABLE = "BERT_TF_SPEED_FILE"
+DEFAULT_SPEED_FILE = os.path.join("~", ".cache", "bert_tf", "speed_defaults.json")
+
+
+def speed_file(environ=None):
+    """The speed file's path: $BERT_TF_SPEED_FILE of `environ` (default: this process's), else
+    DEFAULT_SPEED_FILE (home expanded)."""
+    environ = os.environ if environ is None else environ
+    return os.path.expanduser(environ.get(SPEED_FILE_VARIABLE) or DEFAULT_SPEED_FILE)
+
+
+def cpu_model():
+    """The CPU's model name as the OS reports it (Linux: /proc/cpuinfo), else Python's guess."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    try:
-        version = metadata.version("tensorflow")
-    except metadata.PackageNotFoundError:
-        version = None
-    return {"platform": "cpu", "cpu": model or platform.processor() or platform.machine(), "cores": os.cpu_count(),
-            "tensorflow": version}
+    return platform.processor() or platform.machine()
+
+
+def machine_signature(platform_name="cpu", tensorflow_version=None):
+    """What a speed measurement holds for: the platform, CPU model, core count and TensorFlow
+    version (`tensorflow_version`, default: the installed package's, read without importing it)."""
+    if tensorflow_version is None:
+        try:
+            tensorflow_version = metadata.version("tensorflow")
+        except metadata.PackageNotFoundError:
+            tensorflow_version = None
+    return {"platform": platform_name, "cpu": cpu_model(), "cores": os.cpu_count(), "tensorflow": tensorflow_version}
 
 
 def measured(work, path):
@@ -111,17 +130,12 @@ def measured(work, path):
     try:
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
-        if record["signature"] != _signature():
+        if record["signature"] != machine_signature():
             return None
         value = record["choices"][SAVED_NAMES[work]]["value"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return value if isinstance(value, bool) else None
-
-
-def _speed_file(environ):
-    return os.path.expanduser(environ.get("BERT_TF_SPEED_FILE") or os.path.join("~", ".cache", "bert_tf",
-                                                                              "speed_defaults.json"))
 
 
 def choose(work, environ=None, resumed=None):
@@ -137,7 +151,7 @@ def choose(work, environ=None, resumed=None):
         return Choice(parse(resumed), "the setting of the run it resumes")
     if work is None:
         return Choice(None, "TensorFlow's default")
-    path = _speed_file(environ)
+    path = speed_file(environ)
     value = measured(work, path)
     if value is not None:
         return Choice(value, f"measured for {work} on this machine ({path})")

@@ -74,12 +74,12 @@ def test_the_users_setting_wins_then_a_resumed_run_then_a_measurement_then_the_r
     assert _choose(None, monkeypatch=monkeypatch) == (None, "TensorFlow's default")
     # This machine's measurement, where its signature is this machine's.
     speed = tmp_path / "speed.json"
-    speed.write_text(json.dumps({"signature": kernels._signature(),
+    speed.write_text(json.dumps({"signature": kernels.machine_signature(),
                                  "choices": {"onednn_serving": {"value": True}, "jit_compile": {"value": False}}}))
     assert _choose("serving", speed_file=speed, monkeypatch=monkeypatch) == (
         True, f"measured for serving on this machine ({speed})")
     assert _choose("training", speed_file=speed, monkeypatch=monkeypatch).source.startswith("the rule")  # not saved
-    speed.write_text(json.dumps({"signature": {**kernels._signature(), "cores": 999},
+    speed.write_text(json.dumps({"signature": {**kernels.machine_signature(), "cores": 999},
                                  "choices": {"onednn_serving": {"value": True}}}))
     another_machine = _choose("serving", speed_file=speed, monkeypatch=monkeypatch)
     assert another_machine.source.startswith("the rule")
@@ -93,7 +93,7 @@ def test_the_signature_and_choices_are_those_bench_scripts_save(tmp_path, monkey
     """bert_tf.kernels reads the speed file without TensorFlow: it must find what speed.save_measured wrote."""
     from bert_tf.training import speed
 
-    assert kernels._signature() == speed.machine_signature("cpu")
+    assert kernels.machine_signature() == speed.machine_signature("cpu")
     path = tmp_path / "speed.json"
     speed.save_measured(False, 0.8, path=str(path), name="onednn_prediction", figures={"on_examples_per_second": 8})
     assert kernels.measured("prediction", str(path)) is False and kernels.measured("training", str(path)) is None

@@ -40,6 +40,17 @@ def beside(checkpoint, name):
     return path if os.path.isfile(path) else None
 
 
+def check_own_vocab(vocab_file, checkpoint):
+    """A ValueError starting `vocab_file=...` when `checkpoint` is a Hugging Face folder or a run
+    of ours (its folder, ckpt-N or .keras file) whose vocab.txt `vocab_file` does not match
+    (`hf.check_same_vocab`): the rows of its word embeddings are those tokens. Other checkpoints
+    (Google's, whose users may rewrite its [unused] tokens) are not compared."""
+    if hf.is_hf_folder(checkpoint):
+        hf.check_same_vocab(vocab_file, checkpoint)
+    elif run_record.read(run_record.run_directory(checkpoint)) is not None:
+        hf.check_same_vocab(vocab_file, run_record.run_directory(checkpoint))
+
+
 def named_or_beside(path, setting, checkpoint, name):
     """The file `path` names (given as `setting`: a path that is no file is an error naming it),
     else `name` beside `checkpoint` (None when there is none, or no checkpoint). A vocabulary
@@ -48,10 +59,8 @@ def named_or_beside(path, setting, checkpoint, name):
     if path:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{setting}={path}: no such file")
-        if name == hf.VOCAB and checkpoint and hf.is_hf_folder(checkpoint):
-            hf.check_same_vocab(path, checkpoint)
-        elif name == hf.VOCAB and checkpoint and run_record.read(run_record.run_directory(checkpoint)) is not None:
-            hf.check_same_vocab(path, run_record.run_directory(checkpoint))
+        if name == hf.VOCAB and checkpoint:
+            check_own_vocab(path, checkpoint)
         return path
     return beside(checkpoint, name) if checkpoint else None
 
@@ -108,9 +117,8 @@ def files_beside(checkpoint, vocab_file=None, bert_config_file=None, do_lower_ca
     bert_config.json; None when there is none); the casing, `casing`'s (without a checkpoint too).
     A `vocab_file` given for a run of ours must hold its vocab.txt's tokens (`hf.check_same_vocab`):
     its model was fine-tuned on those ids."""
-    run_dir = run_record.run_directory(checkpoint) if checkpoint else None
-    if vocab_file and run_dir and run_record.read(run_dir) is not None:
-        hf.check_same_vocab(vocab_file, run_dir)
+    if vocab_file and checkpoint:
+        check_own_vocab(vocab_file, checkpoint)
     found = {"vocab_file": vocab_file, "bert_config_file": bert_config_file}
     for setting, name in FILES_BESIDE.items():
         found[setting] = found[setting] or (beside(checkpoint, name) if checkpoint else None)

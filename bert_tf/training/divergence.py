@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.io_utils import atomic_write, read_json_object
+from bert_tf.runs.record import run_directory
 
 __all__ = ["DIVERGED_FILE", "Diverged", "diverged_warning", "read_divergence"]  # the loop and the search use the rest
 
@@ -84,7 +85,7 @@ def diverged_warning(checkpoint):
     run did not finish, and its dev figures are not those of a trained model. None otherwise."""
     if not checkpoint:
         return None
-    run_dir = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(os.path.abspath(checkpoint))
+    run_dir = run_directory(checkpoint)
     found = read_divergence(run_dir)
     if found is None:
         return None

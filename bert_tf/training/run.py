@@ -16,6 +16,7 @@ from bert_tf.config import BertConfig
 from bert_tf.io_utils import atomic_write
 from bert_tf.runs import record as run_record
 from bert_tf.runs.record import RunRecord
+from bert_tf.training.settings import check_epochs
 from bert_tf.training.trainer import RANDOM, RestoreStatus
 
 # A run resumed in its folder (training again) may change only what takes no part in its steps:
@@ -176,8 +177,7 @@ def training_steps(num_examples, train_batch_size, num_train_epochs, warmup_prop
     """The original's (num_train_steps, num_warmup_steps): examples / batch x epochs, and that
     share of them warming up. A count of epochs that is negative, NaN or infinite is a ValueError
     naming it (it would otherwise surface as a negative warmup, or an integer error)."""
-    if not 0 <= num_train_epochs < float("inf"):
-        raise ValueError(f"num_train_epochs={num_train_epochs} must be a finite number, 0 or more")
+    check_epochs(num_train_epochs)
     steps = int(num_examples / max(train_batch_size, 1) * num_train_epochs)
     return steps, int(steps * warmup_proportion)
 

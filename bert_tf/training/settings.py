@@ -44,7 +44,13 @@ def check_schedule(learning_rate, num_train_epochs=None):
     if learning_rate == 0:
         raise ValueError("learning_rate=0 changes no weight: give a positive rate (to evaluate or predict with the "
                          "model as it is, do_train=false)")
-    if num_train_epochs is not None and not 0 <= num_train_epochs < float("inf"):
+    if num_train_epochs is not None:
+        check_epochs(num_train_epochs)
+
+
+def check_epochs(num_train_epochs):
+    """A ValueError naming the setting unless the number of epochs is finite and 0 or more."""
+    if not 0 <= num_train_epochs < float("inf"):  # NaN too
         raise ValueError(f"num_train_epochs={num_train_epochs:g} must be a finite number, 0 or more")
 
 

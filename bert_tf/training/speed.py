@@ -28,19 +28,19 @@ always wins.
 
 import collections
 import json
-import os
-import platform as platform_module
 
 import tensorflow as tf
 
+from bert_tf import kernels
 from bert_tf.io_utils import atomic_write
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 # XLA by platform when a setting is not given and no measurement of this machine is saved; "cpu"
 # as first measured on the EPYC of the module's docstring.
 JIT_COMPILE_BY_PLATFORM = {"cpu": False, "gpu": True, "tpu": True}
-SPEED_FILE_VARIABLE = "BERT_TF_SPEED_FILE"
-DEFAULT_SPEED_FILE = os.path.join("~", ".cache", "bert_tf", "speed_defaults.json")
+# Where the measured choices live (`bert_tf.kernels` reads them too, before TensorFlow loads).
+SPEED_FILE_VARIABLE = kernels.SPEED_FILE_VARIABLE
+DEFAULT_SPEED_FILE = kernels.DEFAULT_SPEED_FILE
 # Each measured choice (a key of the speed file) and the command that measures and saves it.
 MEASURED_BY = {
     "jit_compile": "python bench/finetuning.py --save_defaults",
@@ -78,25 +78,13 @@ def resolve_jit_compile(jit_compile, platform):
 
 def speed_file():
     """The per-machine file's path: $BERT_TF_SPEED_FILE, else DEFAULT_SPEED_FILE (home expanded)."""
-    return os.path.expanduser(os.environ.get(SPEED_FILE_VARIABLE) or DEFAULT_SPEED_FILE)
-
-
-def cpu_model():
-    """The CPU's model name as the OS reports it (Linux: /proc/cpuinfo), else Python's guess."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform_module.processor() or platform_module.machine()
+    return kernels.speed_file()
 
 
 def machine_signature(platform="cpu"):
     """What a measurement holds for: the platform, CPU model, core count and TensorFlow version
     (a new TensorFlow brings another XLA, so its choice is measured again)."""
-    return {"platform": platform, "cpu": cpu_model(), "cores": os.cpu_count(), "tensorflow": tf.__version__}
+    return kernels.machine_signature(platform, tf.__version__)
 
 
 def _choices(record):
