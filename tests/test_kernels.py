@@ -2,7 +2,9 @@
 it, the work read from a script's command line as absl reads it (run_scripts), and the rule the
 quickstart's classify.py restates without bert_tf."""
 
+import io
 import json
+import types
 
 import pytest
 
@@ -130,3 +132,12 @@ def test_classify_py_restates_the_serving_rule_without_bert_tf():
     assert kernels.RULE["avx512"]["serving"] is True and kernels.RULE["avx2"]["serving"] is False
     assert 'os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1" if avx512() else "0")' in quickstart.CLASSIFY_PY
     assert quickstart.CLASSIFY_PY.index("TF_ENABLE_ONEDNN_OPTS") < quickstart.CLASSIFY_PY.index("import tensorflow")
+    # Run as it is, up to TensorFlow's import, on each kind of CPU: the variable it sets is the rule's.
+    prelude = quickstart.CLASSIFY_PY[: quickstart.CLASSIFY_PY.index("import tensorflow")]
+    for kind, features in (("avx512", AVX512), ("avx2", AVX2)):
+        cpuinfo = io.StringIO(f"model name\t: a CPU\nflags\t\t: {' '.join(sorted(features))}\n")
+        environ = {}
+        fake_os = types.SimpleNamespace(environ=environ)
+        namespace = {"__name__": "classify", "open": lambda *a, info=cpuinfo, **k: info}
+        exec(prelude.replace("import os\n", ""), {**namespace, "os": fake_os})
+        assert environ == {"TF_ENABLE_ONEDNN_OPTS": "1" if kernels.RULE[kind]["serving"] else "0"}, kind
