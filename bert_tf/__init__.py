@@ -29,7 +29,7 @@ from bert_tf.models import (
 if keras.backend.backend() == "tensorflow":
     from bert_tf import preprocessing  # noqa: F401 - registers BertTokenizer, BertPackInputs, ...
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = [
     "BertClassifier",
     "BertConfig",
@@ -41,4 +41,28 @@ __all__ = [
     "BertSpanLabeler",
     "BertTokenClassifier",
     "__version__",
+    "fine_tune",
 ]
+
+
+def fine_tune(settings):
+    """Fine-tunes, evaluates and predicts as a task's settings say: one run, or a search.
+
+    It runs what the task's script runs, with the same checks, files and guarantees:
+    `bert_tf.tasks.driver.fine_tune`.
+
+    Args:
+        settings: A task's settings, `bert_tf.tasks.<kind>.Settings` (classifier, squad, ner,
+            swag, embedder).
+
+    Returns:
+        A `bert_tf.tasks.driver.FineTuningResult`: the dev figures, the run folder and, for a
+        search, the chosen run.
+
+    Raises:
+        bert_tf.errors.SettingError: A setting that cannot be used, before any work.
+        bert_tf.training.divergence.Diverged: The model's loss or outputs were NaN or Inf.
+    """
+    from bert_tf.tasks import driver
+
+    return driver.fine_tune(settings)

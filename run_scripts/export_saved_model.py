@@ -44,8 +44,9 @@ from bert_tf.export import check_export_dir, exports
 from bert_tf.export.serving import MIXED_PRECISION, QUANTIZE_MODES, ServingOptions, choose_serving_jit_compile
 from bert_tf.runs import registry
 from bert_tf.training import divergence
+from bert_tf.training.prepare import log_jit_choice
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA
-from run_scripts.flag_settings import as_flags, bert_module_from_flags, fail, library_call, log_jit_choice
+from run_scripts.flag_settings import as_flags, bert_module_from_flags, fail, library_call
 
 FLAGS = flags.FLAGS
 

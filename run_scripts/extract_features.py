@@ -23,7 +23,7 @@ import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up 
 from bert_tf import feature_extraction, tokenization
 from bert_tf.checkpoints import sources
 from bert_tf.io_utils import check_distinct_outputs, check_keras_file, check_output_file
-from run_scripts import common_flags, flag_settings
+from run_scripts import common_flags, flag_settings, settings_flags
 from run_scripts.flag_settings import fail, library_call, load_bert_config
 
 FLAGS = flags.FLAGS
@@ -61,7 +61,7 @@ common_flags.define_padding_flags(training=False)
 
 for _name in ("input_file", "init_checkpoint", "output_file"):
     flags.mark_flag_as_required(_name)
-common_flags.require_unless_hf_folder(("vocab_file", "bert_config_file"))  # a Hugging Face --init_checkpoint has both
+settings_flags.require_unless_hf_folder(("vocab_file", "bert_config_file"))  # a Hugging Face --init_checkpoint has both
 
 
 def _check_inputs(config, tokenizer):
@@ -102,7 +102,7 @@ def main(argv):
     layer_indexes = library_call(
         lambda: feature_extraction.parse_layer_indexes(FLAGS.layers, config.num_hidden_layers), "--layers: "
     )
-    scope = flag_settings.tpu_strategy(FLAGS).scope() if FLAGS.use_tpu else None
+    scope = flag_settings.tpu_strategy_from_flags(FLAGS).scope() if FLAGS.use_tpu else None
     encoder, unused = library_call(
         lambda: feature_extraction.restore_encoder(config, FLAGS.init_checkpoint, scope),
         f"--init_checkpoint={FLAGS.init_checkpoint}: ",

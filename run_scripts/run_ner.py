@@ -26,31 +26,17 @@ Lists in --learning_rate, --train_batch_size or --num_train_epochs, or --restart
 from absl import app, flags
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
-from bert_tf.models.bert_feature_tagger import FEATURE_LAYERS, LSTM_UNITS
-from run_scripts import common_flags, fine_tuning
+from bert_tf.tasks.ner import Settings
+from run_scripts import fine_tuning, settings_flags
 
 FLAGS = flags.FLAGS
 
-common_flags.define_fine_tuning_flags("The input data dir: train.txt, valid.txt and test.txt in the CoNLL-2003 layout.")
-common_flags.define_tfds_flags("conll2003")
-flags.DEFINE_string("labels", None, "A file of the tags, one per line (default: the tags of the training data).")
-flags.DEFINE_integer(
-    "window_context_words", 16,
-    "A sentence longer than max_seq_length is cut into windows: how many preceding words each window "
-    "after the first repeats as context (at most half its pieces; they are not tagged again).",
-)
-flags.DEFINE_enum(
-    "feature_based", None, list(FEATURE_LAYERS),
-    "The feature-based approach (paper §5.3, Table 7): freeze the encoder and train a two-layer BiLSTM and "
-    "the tag layer on these layers' activations (default: fine-tune the whole model).",
-)
-flags.DEFINE_integer("lstm_units", LSTM_UNITS, "With --feature_based: the width of each BiLSTM direction.")
-common_flags.define_padding_flags()
+settings_flags.define_flags(Settings)  # the flags are the settings' fields: names, types, defaults and help
 
 
 def main(argv):
     del argv
-    fine_tuning.main(FLAGS, "ner")  # one run, or a search: the lists of --learning_rate, ...
+    fine_tuning.main(settings_flags.settings_from_flags(Settings))  # one run, or a search
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ from absl import app, flags, logging
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
 from bert_tf.io_utils import check_keras_file, check_output_dir, error_line, expand_patterns, is_disk_full
 from bert_tf.runs import record as run_record
-from bert_tf.training import distribution
+from bert_tf.training import distribution, prepare
 from bert_tf.training.settings import check_schedule, check_weights_may_change
-from run_scripts import common_flags, flag_settings
+from run_scripts import common_flags, flag_settings, settings_flags
 from run_scripts.flag_settings import fail
 
 FLAGS = flags.FLAGS
@@ -45,7 +45,7 @@ flags.DEFINE_bool("next_sentence_prediction", True, "The next-sentence head and 
 
 for _name in ("input_file", "output_dir"):
     flags.mark_flag_as_required(_name)
-common_flags.require_unless_hf_folder(("bert_config_file",))  # a Hugging Face --init_checkpoint has its config
+settings_flags.require_unless_hf_folder(("bert_config_file",))  # a Hugging Face --init_checkpoint has its config
 
 
 def _check_files(train_files, eval_files, vocab_size):
@@ -139,7 +139,8 @@ def main(argv):
         os.makedirs(FLAGS.output_dir, exist_ok=True)
     except OSError as e:
         fail(f"--output_dir={FLAGS.output_dir}: {e.strerror or e}")
-    logging.info("Strategy %s with %d replica(s)", flag_settings.strategy_name(FLAGS), strategy.num_replicas_in_sync)
+    logging.info("Strategy %s with %d replica(s)", flag_settings.strategy_name_from_flags(FLAGS),
+                 strategy.num_replicas_in_sync)
     try:
         run = Pretraining(config, settings, strategy)
     except ValueError as e:
@@ -158,7 +159,7 @@ def main(argv):
             run.write_eval_results(results)
         except ValueError as e:
             fail(str(e))
-        flag_settings.log_results(results)
+        prepare.log_results(results)
     logging.info("Checkpoints: %s", FLAGS.output_dir)
     logging.info("TensorBoard: tensorboard --logdir=%s", FLAGS.output_dir)
     if FLAGS.do_eval:

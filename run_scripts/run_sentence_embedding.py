@@ -20,25 +20,17 @@ checkpoint in --output_dir; lists in --learning_rate, ... make a search, chosen 
 from absl import app, flags
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
-from bert_tf.layers.sentence_pooling import POOLING_MODES
-from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE
-from run_scripts import common_flags, fine_tuning
+from bert_tf.tasks.embedder import Settings
+from run_scripts import fine_tuning, settings_flags
 
 FLAGS = flags.FLAGS
 
-common_flags.define_fine_tuning_flags("The input data dir: train.tsv, dev.tsv and test.tsv (see above).")
-common_flags.define_padding_flags()
-flags.DEFINE_enum("pooling", None, list(POOLING_MODES), "How a text's token vectors become one: the mean of the "
-                  "real tokens' (default; a sentence-transformers folder's own when given as --init_checkpoint), "
-                  "[CLS]'s, their maximum, or their sum over the square root of their count.")
-flags.DEFINE_bool("normalize", False, "L2-normalize each embedding (sentence-transformers' Normalize module).")
-flags.DEFINE_float("similarity_scale", SIMILARITY_SCALE, "The contrastive loss's scale of cosine similarities "
-                   "(sentence-transformers' MultipleNegativesRankingLoss: 20).")
+settings_flags.define_flags(Settings)  # the flags are the settings' fields: names, types, defaults and help
 
 
 def main(argv):
     del argv
-    fine_tuning.main(FLAGS, "embedder")  # one run, or a search: the lists of --learning_rate, ...
+    fine_tuning.main(settings_flags.settings_from_flags(Settings))  # one run, or a search
 
 
 if __name__ == "__main__":

@@ -21,17 +21,17 @@ Lists in --learning_rate, --train_batch_size or --num_train_epochs, or --restart
 from absl import app, flags
 
 import run_scripts  # noqa: F401 - first: TensorFlow loads without its start-up log lines
-from run_scripts import common_flags, fine_tuning
+from bert_tf.tasks.swag import Settings
+from run_scripts import fine_tuning, settings_flags
 
 FLAGS = flags.FLAGS
 
-common_flags.define_fine_tuning_flags("The input data dir: train.csv, val.csv and test.csv of the SWAG release.")
-common_flags.define_padding_flags()
+settings_flags.define_flags(Settings)  # the flags are the settings' fields: names, types, defaults and help
 
 
 def main(argv):
     del argv
-    fine_tuning.main(FLAGS, "swag")  # one run, or a search: the lists of --learning_rate, ...
+    fine_tuning.main(settings_flags.settings_from_flags(Settings))  # one run, or a search
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # one exception is a package's `_deprecated.py`: an old name kept for code written against it, whose
 # new home may be higher up, imported only when the old name is used.
 FLOORS = (
-    ("bert_tf.config", "bert_tf.io_utils", "bert_tf.kernels", "bert_tf.tokenization"),
+    ("bert_tf.config", "bert_tf.errors", "bert_tf.fields", "bert_tf.io_utils", "bert_tf.kernels",
+     "bert_tf.tokenization"),
     ("bert_tf.layers", "bert_tf.preprocessing"),
     ("bert_tf.models", "bert_tf.data"),
     ("bert_tf.runs",),  # the run core: task kinds (registry) and the run record
@@ -168,6 +169,41 @@ def test_modelling_code_imports_no_tensorflow():
             imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
             imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
             assert not {m for m in imported if m.split(".")[0] == "tensorflow"}, name
+
+
+def _reads_flags(source):
+    """The lines of a module's source that import absl's flags or name its FlagValues."""
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "absl" and any(a.name == "flags" for a in node.names):
+            found.append(node.lineno)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+            found += [node.lineno for name in names if name and name.startswith("absl.flags")]
+        elif isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) or node.attr) == "FlagValues":
+            found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_the_library_never_sees_a_flag():
+    """Flags live in run_scripts/: each script turns them into settings at its top and calls the
+    library, so that a Python user gets every guarantee the scripts give."""
+    readers = {}
+    for name, path in _modules("bert_tf").items():
+        with open(path, encoding="utf-8") as f:
+            lines = _reads_flags(f.read())
+        if lines:
+            readers[name] = lines
+    assert not readers, readers
+
+
+def test_the_flag_check_sees_an_import_and_a_flag_object():
+    assert _reads_flags("from absl import flags\n") == [1]
+    assert _reads_flags("import absl.flags\n") == [1]
+    assert _reads_flags("from absl.flags import FLAGS\n") == [1]
+    assert _reads_flags("def f(values: flags.FlagValues):\n    pass\n") == [1]
+    assert _reads_flags("from absl import logging\n") == []
 
 
 def test_fine_tuning_scripts_are_their_flags_and_one_call():

@@ -39,6 +39,8 @@ class TaskKind:
     exporter: str  # "module:function" of its export, imported on demand: f(model, record, **options)
     # "module:Class" of its `bert_tf.tasks.contract.FineTuning`: what the one driver runs
     fine_tuning: str = ""
+    # "module:Class" of its settings (a `bert_tf.tasks.settings.FineTuningSettings`): what a run takes
+    settings: str = ""
     model_args: callable = lambda record: {}  # the model's constructor arguments from a run record
     legacy_names: tuple = ()  # what earlier run records called the kind (their "model" field)
     label_kinds: tuple = ()  # the record's label_kind values (the first is the default), if it keeps labels
@@ -60,6 +62,9 @@ class TaskKind:
 
     def fine_tuning_class(self):
         return _load(self.fine_tuning)
+
+    def settings_class(self):
+        return _load(self.settings)
 
     def export(self, model, record, **options):
         """Writes `model` (fine-tuned as `record` says) as a SavedModel; see the kind's exporter."""
@@ -105,7 +110,8 @@ KINDS = {
             head_names=_CLASSIFIER_HEAD, record_fields=("label_kind", "labels", "pair"),
             task="bert_tf.tasks.classifier.task:ClassifierTask",
             exporter="bert_tf.tasks.classifier.export:export_run",
-            fine_tuning="bert_tf.tasks.classifier.fine_tuning:ClassifierFineTuning", model_args=_classifier_outputs,
+            fine_tuning="bert_tf.tasks.classifier.fine_tuning:ClassifierFineTuning",
+            settings="bert_tf.tasks.classifier.settings:Settings", model_args=_classifier_outputs,
             label_kinds=("single", "regression", "multi"),
             hf_architecture="BertForSequenceClassification", hf_head="classifier",
         ),
@@ -115,6 +121,7 @@ KINDS = {
             record_fields=("version_2_with_negative", "doc_stride", "max_query_length"),
             task="bert_tf.tasks.squad.task:SquadTask", exporter="bert_tf.tasks.squad.export:export_run",
             fine_tuning="bert_tf.tasks.squad.fine_tuning:SquadFineTuning",
+            settings="bert_tf.tasks.squad.settings:Settings",
             legacy_names=("span_labeler",),
             hf_architecture="BertForQuestionAnswering", hf_head="qa_outputs", hf_pooler=False,
         ),
@@ -124,6 +131,7 @@ KINDS = {
             record_fields=("label_kind", "labels", "window_context_words", "feature_based", "lstm_units"),
             task="bert_tf.tasks.ner.task:NerTask", exporter="bert_tf.tasks.ner.export:export_run",
             fine_tuning="bert_tf.tasks.ner.fine_tuning:NerFineTuning",
+            settings="bert_tf.tasks.ner.settings:Settings",
             model_args=_ner_model_args, legacy_names=("token_classifier",),
             label_kinds=("token",),
             hf_architecture="BertForTokenClassification", hf_head="classifier", hf_pooler=False,
@@ -134,6 +142,7 @@ KINDS = {
             head_names=_CLASSIFIER_HEAD, record_fields=("num_choices",),
             task="bert_tf.tasks.swag.task:SwagTask", exporter="bert_tf.tasks.swag.export:export_run",
             fine_tuning="bert_tf.tasks.swag.fine_tuning:SwagFineTuning",
+            settings="bert_tf.tasks.swag.settings:Settings",
             model_args=lambda record: {"num_choices": record.num_choices}, legacy_names=("multiple_choice",),
             hf_architecture="BertForMultipleChoice", hf_head="classifier",
         ),
@@ -142,6 +151,7 @@ KINDS = {
             head_names=(), record_fields=("pooling", "normalize", "similarity_scale"),
             task="bert_tf.tasks.embedder.task:EmbedderTask", exporter="bert_tf.tasks.embedder.export:export_run",
             fine_tuning="bert_tf.tasks.embedder.fine_tuning:EmbedderFineTuning",
+            settings="bert_tf.tasks.embedder.settings:Settings",
             model_args=lambda record: {"pooling": record.pooling or "mean", "normalize": bool(record.normalize)},
             dev_metrics=("mrr_at_10", "spearman"),
         ),

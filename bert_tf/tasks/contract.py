@@ -1,97 +1,86 @@
 """What a fine-tuning task supplies to the one driver: read this first to add a task.
 
-To add a task (say `paraphrase`):
+To add a task (say `paraphrase`; docs/new_task.md carries a complete one):
 
-1. A folder `bert_tf/tasks/paraphrase/` holding its readers, its `Task` of the one training loop
-   (`bert_tf.training.task.Task`: inputs, model, loss, metrics), its model class (encoder + head,
-   registered for Keras serialization), its output writers, its export, and one `FineTuning`
-   subclass below (by convention in `fine_tuning.py`).
+1. A folder `bert_tf/tasks/paraphrase/` holding its settings (`settings.py`: a
+   `bert_tf.fields.settings_class` adding the task's groups and fields to
+   `bert_tf.tasks.settings.FineTuningSettings`, its `kind` the registry's name), its readers, its
+   `Task` of the one training loop (`bert_tf.training.task.Task`: inputs, model, loss, metrics),
+   its model class (encoder + head, registered for Keras serialization), its output writers, its
+   export, and one `FineTuning` subclass below (by convention in `fine_tuning.py`).
 2. One registry entry: a `bert_tf.runs.registry.TaskKind` in its `KINDS`, or
    `registry.register(TaskKind(...))` run when your package is imported. It names the kind, its
    script, its model class and the attribute holding the head (`head_layer`), the head's
    original-checkpoint names, the run-record fields it keeps (`record_fields`; a field
    `RunRecord` lacks is kept in its `options`), the model's constructor arguments from a record
-   (`model_args`), and the import paths of its Task, exporter and FineTuning as "module:Name".
-3. A script `run_scripts/run_paraphrase.py`: the flags every fine-tuning script has
-   (`common_flags.define_fine_tuning_flags`, `define_padding_flags`), the task's own, and a
-   `main` that calls `fine_tuning.main(FLAGS, "paraphrase")`; a package outside bert_tf that
-   registers its kind is imported first. Then `python docs/generate_flags.py` (its flag page).
+   (`model_args`), and the import paths of its Task, exporter, FineTuning and settings as
+   "module:Name".
+3. A script `run_scripts/run_paraphrase.py`: `settings_flags.define_flags(Settings)` and a `main`
+   that calls `fine_tuning.main(settings_flags.settings_from_flags(Settings))`; a package outside
+   bert_tf that registers its kind is imported first. Then `python docs/generate_flags.py` (its
+   flag page). From Python, `bert_tf.fine_tune(Settings(...))` runs the same.
 
 Nothing in `bert_tf/training/`, `bert_tf/export/` or `bert_tf/checkpoints/` changes: they dispatch on
-the registry. The driver (`run_scripts/fine_tuning.py`) takes every run through the same steps
-and calls the methods below in this order; each reads the script's flags from `self.flags`:
+the registry. The driver (`bert_tf.tasks.driver.fine_tune`) takes every run through the same steps
+and calls the methods below in this order; each reads the run's settings from `self.settings`. A
+step that resolves a setting (a sentence-transformers folder's pooling) sets `self.settings` to
+new settings (`dataclasses.replace`); settings are frozen and never changed in place:
 
     check_given()                       the inputs the actions need are named
     [the driver: something to do, the casing, the config, max_seq_length, LoRA, warmup and
-     --output_dir checked -> BertConfig]
-    check(config)                       the task's own flags
+     output_dir checked -> BertConfig]
+    check(config)                       the task's own settings
     [the driver: the padding settings]
     read_inputs(config)                 every input read and checked, before anything is written
     record(group_by_length)             the run record (fine_tuning_task.json)
-    fields_to_match(do_train)           which of its fields an earlier run in --output_dir must share
+    fields_to_match(do_train)           which of its fields an earlier run in output_dir must share
     check_run(record)                   checks against that earlier run
     [the driver: the earlier run checked; the strategy; the batch sizes against its replicas]
     build_task(config, record, length_bucket)
     encode(task)                        the inputs as the task's features (a task whose features
-                                        are cached in --output_dir builds them here, once the
+                                        are cached in output_dir builds them here, once the
                                         folder is checked); returns the training examples the
                                         steps count (the driver keeps it as num_train_examples)
     [the driver: the training settings; the Trainer]
     describe(), training_examples()     the log lines' words ("Task swag (4 choices)", "120 examples")
-    train_data()                        what the Trainer trains on (--do_train)
+    train_data()                        what the Trainer trains on (do_train)
     [the driver: train, resuming the latest checkpoint, or restore the trained model]
-    evaluate(trainer)                   --do_eval, where `actions` has it: the dev figures, written
+    evaluate(trainer)                   do_eval, where `actions` has it: the dev figures, written
                                         to eval_results.txt; the driver logs them
-    predict(trainer)                    --do_predict: the test outputs written (the chief writes)
+    predict(trainer)                    do_predict: the test outputs written (the chief writes);
+                                        a task that evaluates by predicting returns its figures
 
-The class attributes say the rest: `actions` (the script's action flags), `evaluation` (the action
-whose figures choose a search's best run), `progress_fields`, `loss_reads_padding` (padding is then
-never skipped), `search_flags` and `search_paths` (the task's flags every run of a search shares;
-`shared_settings` normalizes them). `kind` is set by the driver from the registry.
+The class attributes say the rest: `actions` (the action settings the task has), `evaluation`
+(the action whose figures choose a search's best run), `progress_fields`, `loss_reads_padding`
+(padding is then never skipped), and `shared_settings`, which normalizes the values every run of a
+search shares (the settings class's fields marked `SEARCH`). `kind` is set by the driver from the
+registry.
 
-A method raises `UsageError` with the message the user reads (flags written as `--name`), or a
-library error (ValueError, FileNotFoundError) whose message already names the file or setting;
-the script prints either as its one-line error. `named` turns a library call's error into a
-UsageError that names the flag.
+A method raises `SettingError` (`UsageError` is its old name) with the message the user reads
+(settings written as `--name`, as the scripts print it), or a library error (ValueError,
+FileNotFoundError) whose message already names the file or setting. `named` turns a library
+call's error into a SettingError.
 """
 
-import re
-
 from absl import logging
+
+from bert_tf.errors import SettingError, as_flags, named  # noqa: F401 - the tasks raise and wrap with them
 
 __all__ = ["FineTuning", "UsageError", "as_flags", "named"]
 
 
-class UsageError(Exception):
-    """A message for the user as it stands: the script prints it as its one error line."""
-
-
-def as_flags(message, names):
-    """A library message with the settings `names` written as the script's flags: `output_dir=X`
-    and a bare `output_dir` become `--output_dir=X`, `--output_dir` (not inside a path or word)."""
-    pattern = r"(?<![\w\-/.])(" + "|".join(map(re.escape, names)) + r")(?=[=\s:,;)]|$)"
-    return re.sub(pattern, r"--\1", message)
-
-
-def named(work, prefix="", flag_names=()):
-    """`work()`, a library error in it (ValueError, FileNotFoundError, FloatingPointError) raised
-    again as a UsageError: `prefix` before its message (the flag or file it is about, when the
-    message does not say; not for a FloatingPointError, which is about the model's figures), the
-    settings `flag_names` written as flags (`as_flags`)."""
-    try:
-        return work()
-    except FloatingPointError as e:  # the model's figures, not a file or setting: no prefix
-        raise UsageError(str(e)) from None
-    except (ValueError, FileNotFoundError) as e:
-        message = f"{prefix}{e}"
-        raise UsageError(as_flags(message, flag_names) if flag_names else message) from None
+# A task's error for the user: the one error type of a bad setting (its old name).
+UsageError = SettingError
 
 
 class FineTuning:
     """One run of a fine-tuning task, as the driver takes it through its steps (module docstring).
-    `flags`: the script's flag values (attributes: `flags.data_dir`, ...)."""
 
-    # The actions the script has (flags); the first line of the "nothing to do" error names them.
+    Args:
+        settings: The run's settings (the task's settings class: `settings.data_dir`, ...).
+    """
+
+    # The action settings the task has; the "nothing to do" error names them.
     actions = ("do_train", "do_eval", "do_predict")
     # The action whose run writes the dev figures: a search chooses its best run by them.
     evaluation = "do_eval"
@@ -99,21 +88,25 @@ class FineTuning:
     progress_fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
     # Whether the task's loss reads the padding positions' outputs (skipping padding would change it).
     loss_reads_padding = False
-    # The task's flags whose values every run of a search shares (beyond the driver's: the model,
-    # casing, lengths, optimizer, LoRA), and those of them that are paths (compared made absolute).
-    search_flags = ()
-    search_paths = ()
     kind = ""  # its registry kind
     num_train_examples = 0  # what `encode` returned (the driver sets it)
 
-    def __init__(self, flags):
-        self.flags = flags
+    def __init__(self, settings):
+        self.settings = settings
+
+    @property
+    def flags(self):
+        """Deprecated: the run's settings are `settings` (they were a script's flags)."""
+        import warnings
+
+        warnings.warn("FineTuning.flags is now FineTuning.settings", DeprecationWarning, stacklevel=2)
+        return self.settings
 
     def check_given(self):
         """The inputs the actions need are named (a missing one is reported before the model's checks)."""
 
     def check(self, config):
-        """The task's own flags against each other and the BertConfig `config`."""
+        """The task's own settings against each other and the BertConfig `config`."""
 
     def read_inputs(self, config):
         """Reads and checks every input the actions need, before anything is written."""
@@ -163,7 +156,7 @@ class FineTuning:
 
     @staticmethod
     def shared_settings(values):
-        """The search's shared `{flag: value}` as the runs take them (e.g. a name as the task keys it)."""
+        """The search's shared `{setting: value}` as the runs take them (e.g. a name as the task keys it)."""
         return values
 
     @staticmethod

@@ -78,9 +78,12 @@ class SearchRun:
 
 
 def parse_values(setting, text, kind):
-    """The comma-separated values of `text` (e.g. "5e-5,3e-5") as a tuple of `kind` (int or
-    float), none twice. A number passes as itself."""
-    items = [text] if isinstance(text, (int, float)) else str(text).split(",")
+    """The comma-separated values of `text` (e.g. "5e-5,3e-5"), or the values of a tuple or list,
+    as a tuple of `kind` (int or float), none twice. A number passes as itself."""
+    if isinstance(text, (int, float)):
+        items = [text]
+    else:
+        items = list(text) if isinstance(text, (tuple, list)) else str(text).split(",")
     values = []
     for item in items:
         try:

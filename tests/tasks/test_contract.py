@@ -1,13 +1,15 @@
 """The contract's promise, kept: a new fine-tuning task is one folder plus one registry entry.
 
-A throwaway task (`wordscore`: a sentence's score, regression) is written from the contract alone
-into a temporary folder outside the package, with a script of flags and one call. It trains,
+docs/new_task.md's complete task (`wordscore`: a sentence's score, regression) is written as the
+page gives it into a temporary folder outside the package, with its script (its settings as flags,
+and one call). It trains,
 evaluates, predicts, resumes and exports through the package's own driver, loop, checkpoints and
 exports, with nothing of `bert_tf/` edited; its own record field round-trips through
 fine_tuning_task.json."""
 
 import json
 import os
+import re
 import textwrap
 
 import pytest
@@ -20,156 +22,23 @@ pytestmark = pytest.mark.slow
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "very", "film", "plot", "the", "."]
 
-# The task folder: its model, its Task (built from the classifier's parts, as a new task may), its
-# FineTuning, its export, and the registry entry.
-FILES = {
-    "__init__.py": '''
-        """A throwaway task: one registry entry, made when the folder is imported."""
-        from bert_tf.runs import registry
-        from wordscore.model import WordScorer
-
-        registry.register(registry.TaskKind(
-            name="wordscore", script="run_wordscore.py", model_class=WordScorer, head_layer="classifier",
-            head_names=("output_weights", "output_bias"), record_fields=("label_kind", "pair", "score_scale"),
-            task="wordscore.task:WordScoreTask", exporter="wordscore.export:export_run",
-            fine_tuning="wordscore.fine_tuning:WordScoreFineTuning",
-            model_args=lambda record: {"num_classes": 1},
-        ))
-    ''',
-    "model.py": '''
-        import keras
-
-        from bert_tf.models import BertClassifier
+# The complete task of docs/new_task.md: each ```python block after a `<!-- file: PATH -->` line.
+NEW_TASK_DOC = os.path.join(REPO, "docs", "new_task.md")
 
 
-        @keras.saving.register_keras_serializable(package="wordscore")
-        class WordScorer(BertClassifier):
-            """One score per sentence."""
-    ''',
-    "task.py": '''
-        from bert_tf.models import BertEncoder
-        from bert_tf.tasks.classifier.task import ClassifierTask
-        from wordscore.model import WordScorer
-
-
-        class WordScoreTask(ClassifierTask):
-            def __init__(self, bert_config, **kwargs):
-                super().__init__(bert_config, (), "regression", pair=False, **kwargs)
-
-            def build_model(self):
-                return WordScorer(BertEncoder.from_bert_config(self.bert_config), num_classes=1)
-    ''',
-    "export.py": '''
-        from bert_tf.tasks.classifier.export import export_classifier
-
-
-        def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False, serving=None, **_):
-            return export_classifier(model, (), "regression", False, vocab_file, record.do_lower_case, seq_length,
-                                     export_dir, task=record.to_dict(), overwrite=overwrite, serving=serving)
-    ''',
-    "fine_tuning.py": '''
-        import os
-
-        import numpy as np
-
-        from bert_tf.io_utils import atomic_write
-        from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
-        from bert_tf.tasks.classifier.inputs import encode_examples
-        from bert_tf.tasks.classifier.processors import InputExample
-        from bert_tf.tasks.contract import FineTuning, UsageError
-        from wordscore.task import WordScoreTask
-
-
-        def read(path):
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"{path}: no such file")
-            with open(path, encoding="utf-8") as f:
-                rows = [line.rstrip("\\n").split("\\t") for line in f if line.strip()]
-            return [InputExample(f"{i}", text, label=score) for i, (text, score) in enumerate(rows)]
-
-
-        class WordScoreFineTuning(FineTuning):
-            kind = "wordscore"
-            search_flags = ("score_scale",)
-
-            def check_given(self):
-                if not self.flags.data_dir:
-                    raise UsageError("--data_dir is required")
-
-            def check(self, config):
-                if self.flags.score_scale <= 0:
-                    raise UsageError(f"--score_scale={self.flags.score_scale} must be positive")
-
-            def read_inputs(self, config):
-                f = self.flags
-                self.sets = {split: read(os.path.join(f.data_dir, f"{split}.tsv"))
-                             for split, wanted in (("train", f.do_train), ("dev", f.do_eval), ("test", f.do_predict))
-                             if wanted}
-
-            def record(self, group_by_length):
-                f = self.flags
-                return RunRecord(kind="wordscore", task_name="wordscore", label_kind="regression", pair=False,
-                                 do_lower_case=f.do_lower_case, max_seq_length=f.max_seq_length,
-                                 group_by_length=group_by_length, options={"score_scale": f.score_scale})
-
-            def fields_to_match(self, do_train):
-                return ("kind", "score_scale", *RESUMED_FIELDS) if do_train else ("kind",)
-
-            def build_task(self, config, record, length_bucket):
-                return WordScoreTask(config, vocab_file=self.flags.vocab_file, do_lower_case=record.do_lower_case,
-                                     max_seq_length=record.max_seq_length, length_bucket=length_bucket)
-
-            def encode(self, task):
-                self.features = {name: encode_examples(examples, (), "regression", name)
-                                 for name, examples in self.sets.items()}
-                return len(self.sets.get("train", ()))
-
-            def train_data(self):
-                return self.features.get("train")
-
-            def evaluate(self, trainer):
-                self.announce("evaluation", len(self.sets["dev"]))
-                results = trainer.evaluate(self.features["dev"])
-                trainer.write_eval_results(results)
-                return results
-
-            def predict(self, trainer):
-                scores = trainer.predict(self.features["test"])["predictions"][: len(self.sets["test"])]
-                if trainer.is_chief:
-                    with atomic_write(os.path.join(self.flags.output_dir, "test_scores.txt")) as out:
-                        out.writelines(f"{float(s):.6f}\\n" for s in np.ravel(scores))
-    ''',
-}
-
-SCRIPT = '''
-    """Fine-tune the wordscore task: flags and one call."""
-    from absl import app, flags
-
-    import run_scripts  # noqa: F401
-    import wordscore  # noqa: F401 - registers the kind
-    from run_scripts import common_flags, fine_tuning
-
-    FLAGS = flags.FLAGS
-    common_flags.define_fine_tuning_flags("The folder of train.tsv, dev.tsv and test.tsv (sentence, score).")
-    common_flags.define_padding_flags()
-    flags.DEFINE_float("score_scale", 1.0, "The task's own setting, kept in its run record.")
-
-
-    def main(argv):
-        fine_tuning.main(FLAGS, "wordscore")
-
-
-    if __name__ == "__main__":
-        app.run(main)
-'''
+def _files():
+    with open(NEW_TASK_DOC, encoding="utf-8") as f:
+        text = f.read()
+    found = dict(re.findall(r"<!-- file: (\S+) -->\n```python\n(.*?)```", text, re.S))
+    assert {"wordscore/__init__.py", "wordscore/settings.py", "wordscore/fine_tuning.py", "run_wordscore.py"} <= set(
+        found), sorted(found)
+    return found
 
 
 def _write_task(root):
-    folder = root / "wordscore"
-    folder.mkdir(parents=True)
-    for name, text in FILES.items():
-        (folder / name).write_text(textwrap.dedent(text).lstrip())
-    (root / "run_wordscore.py").write_text(textwrap.dedent(SCRIPT).lstrip())
+    for path, text in _files().items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
 
 
 def _write_data(directory):

@@ -127,20 +127,20 @@ class TestMeasuredChoice:
 ])
 def test_the_scripts_log_the_value_and_where_it_came_from(_speed_file, monkeypatch, given, saved, lines):
     from bert_tf import kernels
+    from bert_tf.training import prepare
     from bert_tf.training.settings import TrainingSettings
-    from run_scripts import flag_settings
 
     if saved is not None:
         _write(_speed_file, {"signature": _this_machine(), "jit_compile": saved} if saved is True else saved)
     logged = []
-    monkeypatch.setattr(flag_settings.logging, "info", lambda f, *a: logged.append(("info", f % a)))
-    monkeypatch.setattr(flag_settings.logging, "warning", lambda f, *a: logged.append(("warning", f % a)))
+    monkeypatch.setattr(prepare.logging, "info", lambda f, *a: logged.append(("info", f % a)))
+    monkeypatch.setattr(prepare.logging, "warning", lambda f, *a: logged.append(("warning", f % a)))
     flag_values = types.SimpleNamespace(
         output_dir="/o", train_batch_size=8, learning_rate=1e-4, save_checkpoints_steps=10, optimizer="adamw",
         gradient_accumulation_steps=1, steps_per_execution=None, iterations_per_loop=10, keep_checkpoints=1,
         jit_compile=given, random_seed=1, distribution_strategy=None, use_tpu=False, num_gpus=0, num_cpu_devices=0,
     )
-    settings = flag_settings.settings_or_fail(TrainingSettings, flag_values)
+    settings = prepare.loop_settings(TrainingSettings, flag_values)
     assert settings.jit_compile is (given if given is not None else saved is True)
     # First the CPU kernels' choice, made before TensorFlow loaded (bert_tf.kernels).
     lines = [("info", "oneDNN on: " if kernels.effective() else "oneDNN off: "), *lines]

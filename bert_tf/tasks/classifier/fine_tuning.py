@@ -9,11 +9,9 @@ from bert_tf.tasks.contract import FineTuning, UsageError, named
 
 class ClassifierFineTuning(FineTuning):
     kind = "classifier"
-    search_flags = ("task_name", "tfds_name", "xnli_language")
-    search_paths = ("labels_file",)
 
     def check(self, config):  # after the common checks, as the original script's order was
-        if not self.flags.data_dir and not self.flags.tfds_name:
+        if not self.settings.data_dir and not self.settings.tfds_name:
             raise UsageError("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
 
     @staticmethod
@@ -23,7 +21,7 @@ class ClassifierFineTuning(FineTuning):
         return values
 
     def read_inputs(self, config):
-        f = self.flags
+        f = self.settings
         if f.task_module:
             named(lambda: run.import_task_module(f.task_module), "--task_module=")
         self.processor = named(lambda: run.create_processor(
@@ -36,7 +34,7 @@ class ClassifierFineTuning(FineTuning):
                                       f.tfds_download)
 
     def record(self, group_by_length):
-        f = self.flags
+        f = self.settings
         self.run_record = run.classifier_record(self.processor, self.inputs.pair, f.do_lower_case, f.max_seq_length,
                                                 group_by_length)
         return self.run_record
@@ -45,7 +43,7 @@ class ClassifierFineTuning(FineTuning):
         return run.fields_to_match(do_train)
 
     def build_task(self, config, record, length_bucket):
-        return run.build_task(config, self.processor, record, self.flags.vocab_file, length_bucket)
+        return run.build_task(config, self.processor, record, self.settings.vocab_file, length_bucket)
 
     def encode(self, task):
         self.features = run.encode_inputs(self.inputs)

@@ -9,11 +9,13 @@ length). Any other start
 (a Google checkpoint, a plain Hugging Face folder, a run of another task) takes the flags,
 --pooling=mean by default."""
 
+import dataclasses
 import os
 
 from absl import logging
 
 from bert_tf.checkpoints import sentence_transformers as st
+from bert_tf.fields import given
 from bert_tf.runs import record as run_record
 from bert_tf.tasks.contract import FineTuning, UsageError, named
 from bert_tf.tasks.embedder import run
@@ -22,71 +24,73 @@ from bert_tf.tasks.embedder.reader import ScoredPairs
 DEFAULT_POOLING = "mean"
 
 
-def modules_from_flags(f):
-    """The Modules of a sentence-transformers folder given as --init_checkpoint (None for any
-    other source), checked against --pooling and --normalize where given; sets the unset ones
-    (and --init_checkpoint to its BERT module's folder). --max_seq_length, given, is the run's
-    whatever the folder's (a length up to the model's positions: the driver checks that); unset,
-    that of the embedding run in --output_dir (resumed or evaluated), else the folder's, and one
-    beyond the model's positions is refused naming its file."""
+def modules_from_settings(settings):
+    """`(settings, modules)`: with `init_checkpoint` a sentence-transformers folder, its Modules
+    (None for any other source), checked against `pooling` and `normalize` where given, and the
+    settings with the folder's values for those not given (and `init_checkpoint` its BERT module's
+    folder). `max_seq_length`, given, is the run's whatever the folder's (a length up to the
+    model's positions: the driver checks that); not given, that of the embedding run in
+    `output_dir` (resumed or evaluated), else the folder's, and one beyond the model's positions
+    is refused naming its file."""
+    f = settings
     if not st.is_sentence_transformers_folder(f.init_checkpoint):
-        return None
+        return f, None
     folder = f.init_checkpoint
     modules = named(lambda: st.read_modules(folder), "--init_checkpoint: ")
-    given = {name: f[name].value if f[name].present else None for name in ("pooling", "normalize")}
-    named(lambda: st.check_agrees(modules, **given, source=folder), "--")  # the flag, then the folder's value
-    f.pooling, f.normalize = modules.pooling, modules.normalize
+    given_values = {name: getattr(f, name) if given(f, name) else None for name in ("pooling", "normalize")}
+    named(lambda: st.check_agrees(modules, **given_values, source=folder), "--")  # the flag, then the folder's value
+    values = {"pooling": modules.pooling, "normalize": modules.normalize, "init_checkpoint": modules.transformer}
     resumed = run_record.read(f.output_dir) if f.output_dir and os.path.isdir(f.output_dir) else None
-    if resumed is not None and resumed.kind == "embedder" and not f["max_seq_length"].present:
-        f.max_seq_length = resumed.max_seq_length  # the run in --output_dir keeps the length it was given
-    elif modules.max_seq_length is not None and not f["max_seq_length"].present:
+    if resumed is not None and resumed.kind == "embedder" and not given(f, "max_seq_length"):
+        values["max_seq_length"] = resumed.max_seq_length  # the run in output_dir keeps the length it was given
+    elif modules.max_seq_length is not None and not given(f, "max_seq_length"):
         try:
             st.check_length_fits(modules)
         except ValueError as e:
             raise UsageError(f"--init_checkpoint: {e}: give --max_seq_length of that many or less") from None
-        f.max_seq_length = modules.max_seq_length
-    f.init_checkpoint = modules.transformer
-    return modules
+        values["max_seq_length"] = modules.max_seq_length
+    return dataclasses.replace(f, **values), modules
 
 
-def run_settings_from_flags(f):
-    """The record of the embedding run of ours that --init_checkpoint names (its folder, ckpt-N or
-    .keras file), or else that --output_dir holds (None for any other source): its pooling and
-    normalization are the run's (flags given anyway must agree, one line naming both), and its
+def run_settings(settings):
+    """`(settings, record)`: the record of the embedding run of ours that `init_checkpoint` names
+    (its folder, ckpt-N or .keras file), or else that `output_dir` holds (None for any other
+    source), and the settings with its pooling and normalization (given ones must agree) and its
     max_seq_length unless given."""
+    f = settings
     source = f.init_checkpoint or (f.output_dir if os.path.isdir(f.output_dir or "") else None)
     if not source or st.is_sentence_transformers_folder(source):
-        return None
+        return f, None
     directory = run_record.run_directory(source)
     found = named(lambda: run_record.read(directory), "--init_checkpoint: ")
     if found is None or found.kind != "embedder":
-        return None
+        return f, None
+    values = {}
     for name, value in (("pooling", found.pooling), ("normalize", bool(found.normalize))):
-        if f[name].present and f[name].value != value:
-            raise UsageError(f"--{name}={f[name].value} but the embedding run {directory} has {name}={value}")
-        setattr(f, name, value)
-    if not f["max_seq_length"].present:  # another length may be given: the vectors are the same model's
-        f.max_seq_length = found.max_seq_length
-    return found
+        if given(f, name) and getattr(f, name) != value:
+            raise UsageError(f"--{name}={getattr(f, name)} but the embedding run {directory} has {name}={value}")
+        values[name] = value
+    if not given(f, "max_seq_length"):  # another length may be given: the vectors are the same model's
+        values["max_seq_length"] = found.max_seq_length
+    return dataclasses.replace(f, **values), found
 
 
 class EmbedderFineTuning(FineTuning):
     kind = "embedder"
     progress_fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
-    search_flags = ("pooling", "normalize", "similarity_scale")
 
     def check_given(self):
-        if not self.flags.data_dir:
+        if not self.settings.data_dir:
             raise UsageError("--data_dir (train.tsv, dev.tsv, test.tsv) is required")
         # Before the driver reads the config and casing of --init_checkpoint: a sentence-transformers
         # folder's BERT module is the Hugging Face folder they come from.
-        self.modules = modules_from_flags(self.flags)
-        self.started_from = run_settings_from_flags(self.flags)
+        self.settings, self.modules = modules_from_settings(self.settings)
+        self.settings, self.started_from = run_settings(self.settings)
 
     def check(self, config):
-        f = self.flags
-        if f.pooling is None:
-            f.pooling = DEFAULT_POOLING
+        if self.settings.pooling is None:
+            self.settings = dataclasses.replace(self.settings, pooling=DEFAULT_POOLING)
+        f = self.settings
         if not f.similarity_scale > 0:
             raise UsageError(f"--similarity_scale={f.similarity_scale} must be positive")
         if f.do_train and f.train_batch_size < 2:
@@ -94,7 +98,7 @@ class EmbedderFineTuning(FineTuning):
                              "batch (each anchor's candidates are the batch's positives)")
 
     def read_inputs(self, config):
-        f = self.flags
+        f = self.settings
         read = lambda split: named(lambda: run.read_split(f.data_dir, split, f.do_lower_case),  # noqa: E731
                                    flag_names=("data_dir",))
         self.train = read("train") if f.do_train else None
@@ -112,14 +116,14 @@ class EmbedderFineTuning(FineTuning):
         if group_by_length:
             raise UsageError("--group_by_length is not offered for sentence embeddings: a batch's rows are each "
                              "other's negatives, and grouping by length would make them alike")
-        f = self.flags
+        f = self.settings
         return run.embedder_record(f.pooling, f.normalize, f.similarity_scale, f.do_lower_case, f.max_seq_length)
 
     def fields_to_match(self, do_train):
         return run.fields_to_match(do_train)
 
     def build_task(self, config, record, length_bucket):
-        self.task = run.build_task(config, record, self.flags.vocab_file, length_bucket)
+        self.task = run.build_task(config, record, self.settings.vocab_file, length_bucket)
         return self.task
 
     def encode(self, task):

@@ -10,11 +10,9 @@ from bert_tf.tasks.ner import run
 
 class NerFineTuning(FineTuning):
     kind = "ner"
-    search_flags = ("tfds_name", "feature_based", "lstm_units")
-    search_paths = ("labels",)
 
     def check_given(self):
-        if not self.flags.data_dir and not self.flags.tfds_name:
+        if not self.settings.data_dir and not self.settings.tfds_name:
             raise UsageError("--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required")
 
     @staticmethod
@@ -26,7 +24,7 @@ class NerFineTuning(FineTuning):
     def check(self, config):
         from bert_tf.models.bert_feature_tagger import feature_layer_indices
 
-        f = self.flags
+        f = self.settings
         if f.window_context_words < 0:
             raise UsageError(f"--window_context_words={f.window_context_words} must not be negative")
         if f.lstm_units < 1:
@@ -38,12 +36,12 @@ class NerFineTuning(FineTuning):
                                  "is frozen")
 
     def _read(self, split, labels):
-        f = self.flags
+        f = self.settings
         return named(lambda: run.read_split(split, labels, f.data_dir, f.tfds_name, f.tfds_data_dir, f.tfds_download),
                      flag_names=("data_dir",))
 
     def read_inputs(self, config):
-        f = self.flags
+        f = self.settings
         # With --labels, only that file is read: an error is its.
         tags = named(lambda: run.given_tags(f.labels, f.output_dir, f.init_checkpoint, f.tfds_name, f.tfds_data_dir),
                      "--labels: " if f.labels else "")
@@ -59,7 +57,7 @@ class NerFineTuning(FineTuning):
         self.test = self._read("test", tags.labels) if f.do_predict else []
 
     def record(self, group_by_length):
-        f = self.flags
+        f = self.settings
         return run.ner_record(self.tags.labels, f.do_lower_case, f.max_seq_length, f.window_context_words,
                               f.feature_based, f.lstm_units, group_by_length)
 
@@ -67,12 +65,12 @@ class NerFineTuning(FineTuning):
         return run.fields_to_match(do_train)
 
     def check_run(self, record):
-        f = self.flags
+        f = self.settings
         named(lambda: run.check_model_settings(record, f.output_dir, f.do_train, f.init_checkpoint),
               flag_names=("feature_based", "lstm_units"))
 
     def build_task(self, config, record, length_bucket):
-        self.task = run.build_task(config, record, self.flags.vocab_file, length_bucket)
+        self.task = run.build_task(config, record, self.settings.vocab_file, length_bucket)
         return self.task
 
     def encode(self, task):

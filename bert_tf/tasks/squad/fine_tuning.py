@@ -13,8 +13,6 @@ from bert_tf.tasks.squad import run
 
 class SquadFineTuning(FineTuning):
     kind = "squad"
-    search_flags = ("tfds_name", "doc_stride", "max_query_length", "version_2_with_negative")
-    search_paths = ("train_file", "predict_file")
     actions = ("do_train", "do_predict")
     evaluation = "do_predict"  # a search's runs are chosen by their predictions' figures
     progress_fields = {"loss": "loss", "start_acc": "start_accuracy", "ex_per_s": "examples_per_second"}
@@ -22,14 +20,14 @@ class SquadFineTuning(FineTuning):
     loss_reads_padding = True
 
     def check_given(self):
-        f = self.flags  # a missing input is named before a missing model
+        f = self.settings  # a missing input is named before a missing model
         if f.do_train and not (f.train_file or f.tfds_name):
             raise UsageError("If `do_train` is True, then `train_file` (or --tfds_name) must be specified.")
         if f.do_predict and not (f.predict_file or f.tfds_name):
             raise UsageError("If `do_predict` is True, then `predict_file` (or --tfds_name) must be specified.")
 
     def check(self, config):
-        f = self.flags
+        f = self.settings
         if f.max_seq_length <= f.max_query_length + 3:
             raise UsageError(f"The max_seq_length ({f.max_seq_length}) must be greater than max_query_length "
                              f"({f.max_query_length}) + 3")
@@ -51,13 +49,13 @@ class SquadFineTuning(FineTuning):
         --output_dir (their cache) is checked."""
         from bert_tf.checkpoints import sources
 
-        f = self.flags
+        f = self.settings
         self.tokenizer = named(lambda: run.load_tokenizer(f.vocab_file, f.do_lower_case), "--")
         named(lambda: config.check_vocab_size(len(self.tokenizer.vocab), f.vocab_file),
               f"--vocab_file vs --{sources.config_setting(f.bert_config_file, f.init_checkpoint)}: ")
 
     def record(self, group_by_length):
-        f = self.flags
+        f = self.settings
         self.run_record = run.squad_record(f.version_2_with_negative, f.do_lower_case, f.max_seq_length,
                                            f.doc_stride, f.max_query_length, group_by_length)
         return self.run_record
@@ -69,7 +67,7 @@ class SquadFineTuning(FineTuning):
         return run.build_task(config, record, length_bucket)
 
     def encode(self, task):
-        f = self.flags
+        f = self.settings
         files = run.InputFiles(f.train_file, f.predict_file, f.tfds_name, f.tfds_data_dir, f.tfds_download)
         self.inputs = named(lambda: run.read_inputs(  # every input read before any training
             files, f.do_train, f.do_predict, self.tokenizer, f.vocab_file, self.run_record, f.output_dir,
@@ -77,7 +75,7 @@ class SquadFineTuning(FineTuning):
         return self.inputs.train.examples if self.inputs.train else 0
 
     def describe(self):
-        return f"SQuAD {'v2.0' if self.flags.version_2_with_negative else 'v1.1'}"
+        return f"SQuAD {'v2.0' if self.settings.version_2_with_negative else 'v1.1'}"
 
     def training_examples(self):
         return f"{self.num_train_examples} examples, {self.inputs.train.records.count} features"
@@ -86,7 +84,7 @@ class SquadFineTuning(FineTuning):
         return self.inputs.train.records if self.inputs.train else None
 
     def predict(self, trainer):
-        f, inputs = self.flags, self.inputs
+        f, inputs = self.settings, self.inputs
         logging.info("***** Running predictions: %d features *****", inputs.predict.records.count)
         answers = run.AnswerSettings(f.n_best_size, f.max_answer_length, f.null_score_diff_threshold)
         done = named(lambda: run.predict_and_evaluate(trainer, inputs, self.tokenizer, self.run_record, answers),
@@ -100,3 +98,4 @@ class SquadFineTuning(FineTuning):
             logging.info("%s carries no answers: no evaluation", inputs.predict_file)
         else:
             logging.info("***** Eval results *****\n%s", json.dumps(results, indent=2))
+        return results

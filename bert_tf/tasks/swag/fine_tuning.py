@@ -11,24 +11,24 @@ class SwagFineTuning(FineTuning):
     kind = "swag"
 
     def check_given(self):
-        if not self.flags.data_dir:
+        if not self.settings.data_dir:
             raise UsageError("--data_dir (the SWAG CSV files) is required")
 
     def read_inputs(self, config):
-        f = self.flags
+        f = self.settings
         read = lambda split: named(lambda: run.read_split(f.data_dir, split), flag_names=("data_dir",))  # noqa: E731
         self.train = read("train") if f.do_train else []
         self.dev = read("dev") if f.do_eval else []
         self.test = read("test") if f.do_predict else []
 
     def record(self, group_by_length):
-        return run.swag_record(self.flags.do_lower_case, self.flags.max_seq_length, group_by_length)
+        return run.swag_record(self.settings.do_lower_case, self.settings.max_seq_length, group_by_length)
 
     def fields_to_match(self, do_train):
         return run.fields_to_match(do_train)
 
     def build_task(self, config, record, length_bucket):
-        self.task = run.build_task(config, record, self.flags.vocab_file, length_bucket)
+        self.task = run.build_task(config, record, self.settings.vocab_file, length_bucket)
         return self.task
 
     def encode(self, task):

@@ -1,0 +1,70 @@
+"""The one error type of a bad setting.
+
+Every check of a setting that the library makes before it does any work (a value out of range, a
+file that is not there, two settings that contradict each other, a run folder that holds another
+run) raises `SettingError`. It carries the setting's name and the message the user reads. A script
+prints the message as its one error line; a Python caller gets the exception and reads `setting`.
+"""
+
+import re
+
+__all__ = ["SettingError", "as_flags", "named"]
+
+
+class SettingError(ValueError):
+    """A setting that cannot be used, with what was expected.
+
+    It is a ValueError, so code that caught the library's ValueErrors still catches it.
+
+    Args:
+        message: What is wrong and what was expected. The scripts print it as it stands, so it
+            writes the settings as their flags (`--max_seq_length=5 ...`).
+        setting: The name of the setting at fault (a field of the settings class), or None where
+            the message is about several or about a file.
+
+    Attributes:
+        setting: As given.
+        message: As given.
+    """
+
+    def __init__(self, message, setting=None):
+        super().__init__(message)
+        self.message = message
+        self.setting = setting
+
+
+def as_flags(message, names):
+    """A library message with the settings `names` written as the script's flags: `output_dir=X`
+    and a bare `output_dir` become `--output_dir=X`, `--output_dir` (not inside a path or word)."""
+    pattern = r"(?<![\w\-/.])(" + "|".join(map(re.escape, names)) + r")(?=[=\s:,;)]|$)"
+    return re.sub(pattern, r"--\1", message)
+
+
+def named(work, prefix="", flag_names=(), setting=None):
+    """`work()`, a library error in it (ValueError, FileNotFoundError, FloatingPointError) raised
+    again as a SettingError: `prefix` before its message (the setting or file it is about, when
+    the message does not say; not for a FloatingPointError, which is about the model's figures),
+    the settings `flag_names` written as flags (`as_flags`). A SettingError passes as it is.
+
+    Args:
+        work: A function of no argument.
+        prefix: Put before the message.
+        flag_names: Settings the message names bare, written as flags.
+        setting: The setting the error names (default: the first of `flag_names`, if any).
+
+    Returns:
+        What `work()` returns.
+
+    Raises:
+        SettingError: For an error of the kinds above.
+    """
+    try:
+        return work()
+    except SettingError:
+        raise
+    except FloatingPointError as e:  # the model's figures, not a file or setting: no prefix
+        raise SettingError(str(e)) from e
+    except (ValueError, FileNotFoundError) as e:
+        message = f"{prefix}{e}"
+        named_setting = setting or (flag_names[0] if flag_names else None)
+        raise SettingError(as_flags(message, flag_names) if flag_names else message, named_setting) from None

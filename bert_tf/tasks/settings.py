@@ -1,0 +1,46 @@
+"""The settings every fine-tuning task shares: a task's settings class (its folder's
+`settings.Settings`) is `FineTuningSettings` plus the groups it has and its own fields.
+
+The field names are the original release's flag names and the defaults its flag defaults. The
+groups (`bert_tf.training.groups`): the sources (checkpoint, config, vocabulary, casing), the run
+(the original scripts' flags), evaluation, TPUs, training, LoRA, the search and the lengths and
+padding; here, the data folder and tensorflow-datasets for the tasks that read them.
+"""
+
+from bert_tf.fields import SEARCH, Settings, setting, settings_class
+from bert_tf.training.groups import Evaluation, Lora, Padding, RunSettings, Search, Sources, Tpu, Training
+
+__all__ = ["DataDir", "Evaluation", "FineTuningSettings", "RunSettings", "Tfds"]
+
+
+@settings_class
+class DataDir(Settings):
+    """The task's data folder (a task redeclares the field with its own description)."""
+
+    data_dir: str = setting(None, "The input data dir.", kind=str, shared=SEARCH, path=True, order=3)
+
+
+@settings_class
+class Tfds(Settings):
+    """Reading the task's data through tensorflow-datasets."""
+
+    tfds_name: str = setting(None, "Read the data through tensorflow-datasets.", kind=str, shared=SEARCH, order=4.6)
+    tfds_data_dir: str = setting(None, "tensorflow-datasets' data_dir (default: its own).", kind=str)
+    tfds_download: bool = setting(False, "Download and prepare the --tfds_name dataset if it is not there yet.")
+
+
+@settings_class
+class FineTuningSettings(Sources, RunSettings, Tpu, Training, Lora, Search, Padding):
+    """The settings every fine-tuning task has; a task's class adds its groups and fields.
+
+    A field marked `SEARCH` is shared by every run of a search and must be the same in a resumed
+    run; one marked `RUN` must be the same in a resumed run (`bert_tf.fields`).
+    """
+
+    # The task kind (`bert_tf.runs.registry`) a class of settings runs.
+    kind = ""
+
+
+def tfds_help(example):
+    """--tfds_name's description with a task's example datasets."""
+    return f"Read the data through tensorflow-datasets (e.g. {example})."
