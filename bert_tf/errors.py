@@ -6,9 +6,10 @@ run) raises `SettingError`. It carries the setting's name and the message the us
 prints the message as its one error line; a Python caller gets the exception and reads `setting`.
 """
 
+import contextlib
 import re
 
-__all__ = ["SettingError", "as_flags", "named"]
+__all__ = ["SettingError", "as_flags", "named", "reported"]
 
 
 class SettingError(ValueError):
@@ -40,26 +41,23 @@ def as_flags(message, names):
     return re.sub(pattern, r"--\1", message)
 
 
-def named(work, prefix="", flag_names=(), setting=None):
-    """`work()`, a library error in it (ValueError, FileNotFoundError, FloatingPointError) raised
+@contextlib.contextmanager
+def reported(prefix="", flag_names=(), setting=None):
+    """Within it, a library error (ValueError, FileNotFoundError, FloatingPointError) is raised
     again as a SettingError: `prefix` before its message (the setting or file it is about, when
     the message does not say; not for a FloatingPointError, which is about the model's figures),
     the settings `flag_names` written as flags (`as_flags`). A SettingError passes as it is.
 
     Args:
-        work: A function of no argument.
         prefix: Put before the message.
         flag_names: Settings the message names bare, written as flags.
         setting: The setting the error names (default: the first of `flag_names`, if any).
-
-    Returns:
-        What `work()` returns.
 
     Raises:
         SettingError: For an error of the kinds above.
     """
     try:
-        return work()
+        yield
     except SettingError:
         raise
     except FloatingPointError as e:  # the model's figures, not a file or setting: no prefix
@@ -68,3 +66,9 @@ def named(work, prefix="", flag_names=(), setting=None):
         message = f"{prefix}{e}"
         named_setting = setting or (flag_names[0] if flag_names else None)
         raise SettingError(as_flags(message, flag_names) if flag_names else message, named_setting) from None
+
+
+def named(work, prefix="", flag_names=(), setting=None):
+    """`work()` within `reported(prefix, flag_names, setting)`: for a function that is handed on."""
+    with reported(prefix, flag_names, setting):
+        return work()

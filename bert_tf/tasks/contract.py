@@ -64,7 +64,7 @@ call's error into a SettingError.
 
 from absl import logging
 
-from bert_tf.errors import SettingError, as_flags, named  # noqa: F401 - the tasks raise and wrap with them
+from bert_tf.errors import SettingError, as_flags, named, reported  # noqa: F401 - the tasks raise and wrap with them
 
 __all__ = ["FineTuning", "UsageError", "as_flags", "named"]
 

@@ -13,7 +13,7 @@ import os
 
 from absl import logging
 
-from bert_tf.errors import SettingError, as_flags, named
+from bert_tf.errors import SettingError, as_flags, reported
 from bert_tf.fields import RUN, SEARCH, field_meta, shared_fields
 from bert_tf.training import prepare
 
@@ -63,7 +63,8 @@ def fine_tune(settings):
     if kind is None:
         raise SettingError(f"{type(settings).__name__} names no task kind: give a task's Settings "
                            "(bert_tf.tasks.classifier.Settings, ...)")
-    task_class = named(lambda: kind.fine_tuning_class())
+    with reported():
+        task_class = kind.fine_tuning_class()
     task_class.kind = kind.name
     return run_or_search(settings, task_class)
 
@@ -73,22 +74,32 @@ def run_once(job):
     Returns the dev figures, or None."""
     from bert_tf.training.trainer import Trainer
 
-    named(job.check_given)
+    with reported():
+        job.check_given()
     config = check_fine_tuning(job, job.actions)
-    named(lambda: job.check(config))
+    with reported():
+        job.check(config)
     f = job.settings
     length_bucket, group_by_length = prepare.padding(f)
-    named(lambda: job.read_inputs(config))  # every input is read and checked before any training
-    record = named(lambda: job.record(group_by_length))
+    with reported():
+        job.read_inputs(config)  # every input is read and checked before any training
+    with reported():
+        record = job.record(group_by_length)
     training = resume_settings(f, type(job)) if f.do_train else None  # kept: a resumed run must give them again
-    check_run_output_dir(f, record, named(lambda: job.fields_to_match(f.do_train)), config, training)
-    named(lambda: job.check_run(record))
+    with reported():
+        same = job.fields_to_match(f.do_train)
+    check_run_output_dir(f, record, same, config, training)
+    with reported():
+        job.check_run(record)
     strategy = prepare.strategy(f)  # before TensorFlow runs an op (a tokenizer's)
     prepare.check_batch_sizes(f, strategy.num_replicas_in_sync)
-    task = named(lambda: job.build_task(config, record, length_bucket))
-    job.num_train_examples = named(lambda: job.encode(task))
+    with reported():
+        task = job.build_task(config, record, length_bucket)
+    with reported():
+        job.num_train_examples = job.encode(task)
     settings, num_train_steps = fine_tuning_settings(f, job.num_train_examples, length_bucket, job.loss_reads_padding)
-    trainer = named(lambda: Trainer(task, settings, strategy))
+    with reported():
+        trainer = Trainer(task, settings, strategy)
     logging.info("%s; strategy %s with %d replica(s)", job.describe(), prepare.strategy_name(f),
                  strategy.num_replicas_in_sync)
     if f.do_train:
@@ -130,27 +141,27 @@ def check_fine_tuning(job, actions=("do_train", "do_eval", "do_predict")):
         raise SettingError(_NOTHING_TO_DO.get(tuple(actions)) or f"At least one of {listed} must be True.", "do_train")
     distribution.split_cpu(f.num_cpu_devices)
     prepare.lora(f)
-    named(lambda: tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint),
-          setting="do_lower_case")
+    with reported(setting="do_lower_case"):
+        tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint)
     job.settings, config = prepare.resolve_sources(f)
     f = job.settings
     config = config or prepare.load_config(f.bert_config_file)
     if f.max_seq_length < 3:  # BertPackInputs' floor, said before any input is read
         raise SettingError(f"--max_seq_length={f.max_seq_length} leaves no room for a text: [CLS] A [SEP] needs 3 "
                            "positions", "max_seq_length")
-    named(lambda: config.check_seq_length(f.max_seq_length),
-          f"--max_seq_length={f.max_seq_length} vs max_position_embeddings of "
-          f"--{sources.config_setting(f.bert_config_file, f.init_checkpoint)}: ", setting="max_seq_length")
+    with reported(f"--max_seq_length={f.max_seq_length} vs max_position_embeddings of "
+                  f"--{sources.config_setting(f.bert_config_file, f.init_checkpoint)}: ", setting="max_seq_length"):
+        config.check_seq_length(f.max_seq_length)
     if f.lora_rank:
         from bert_tf.models import lora
 
-        named(lambda: lora.check_rank(f.lora_rank, config.hidden_size, config.intermediate_size),
-              flag_names=("lora_rank",))
+        with reported(flag_names=("lora_rank",)):
+            lora.check_rank(f.lora_rank, config.hidden_size, config.intermediate_size)
     if not 0.0 <= f.warmup_proportion <= 1.0:
         raise SettingError(f"--warmup_proportion={f.warmup_proportion} must be between 0 and 1", "warmup_proportion")
     if f.do_train:
-        named(lambda: settings.check_schedule(f.learning_rate, f.num_train_epochs),
-              flag_names=("learning_rate", "num_train_epochs", "do_train"))
+        with reported(flag_names=("learning_rate", "num_train_epochs", "do_train")):
+            settings.check_schedule(f.learning_rate, f.num_train_epochs)
     prepare.check_output_dir(f.output_dir)
     if not f.do_train:
         prepare.check_trained_model(f)
@@ -167,9 +178,9 @@ def check_run_output_dir(settings, record, same, config=None, training=None):
     f, given = settings, config_setting(settings.bert_config_file, settings.init_checkpoint)
     names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha",
              "vocab_file", *(name for name in training or () if hasattr(f, name)), *run.RESUMABLE_CHANGES)
-    warnings = named(lambda: run.check_earlier_run(f.output_dir, prepare.lora(f, record), same, config, given,
-                                                   f.vocab_file, training),
-                     flag_names=(*names, "bert_config_file"), setting="output_dir")
+    with reported(flag_names=(*names, "bert_config_file"), setting="output_dir"):
+        warnings = run.check_earlier_run(f.output_dir, prepare.lora(f, record), same, config, given, f.vocab_file,
+                                         training)
     for warning in warnings:
         logging.warning("%s", as_flags(warning, names))
 
@@ -184,8 +195,9 @@ def fine_tuning_settings(settings, num_train_examples, length_bucket, loss_reads
     from bert_tf.training.trainer import TrainingSettings
 
     f = settings
-    steps, warmup = named(lambda: run.training_steps(
-        num_train_examples, f.train_batch_size, f.num_train_epochs, f.warmup_proportion), "--")
+    with reported("--"):
+        steps, warmup = run.training_steps(num_train_examples, f.train_batch_size, f.num_train_epochs,
+                                           f.warmup_proportion)
     training = prepare.loop_settings(
         TrainingSettings, f, predict_batch_size=f.predict_batch_size, num_train_steps=max(steps, 1),
         num_warmup_steps=warmup, **prepare.lora(f),
@@ -195,7 +207,8 @@ def fine_tuning_settings(settings, num_train_examples, length_bucket, loss_reads
         skip = not loss_reads_padding and checks.default_skip_padding(length_bucket, training.jit_compile, platform)
         logging.info("skip_padding=%s: the default with length_bucket=%s, jit_compile=%s on %s%s", skip, length_bucket,
                      training.jit_compile, platform, ", a loss over the padding positions" * loss_reads_padding)
-    training = named(lambda: dataclasses.replace(training, skip_padding=skip), "--")
+    with reported("--"):
+        training = dataclasses.replace(training, skip_padding=skip)
     if f.do_train and steps < 1:
         raise SettingError(
             f"{num_train_examples} training examples / --train_batch_size={f.train_batch_size} x "
@@ -242,9 +255,10 @@ def run_or_search(settings, task_class):
 
     f, evaluation = settings, task_class.evaluation
     if f.do_train:
-        named(checks.check_weights_may_change)
-    runs = named(lambda: search.grid(f.learning_rate, f.train_batch_size, f.num_train_epochs, f.restarts,
-                                     f.random_seed), flag_names=_GRID)
+        with reported():
+            checks.check_weights_may_change()
+    with reported(flag_names=_GRID):
+        runs = search.grid(f.learning_rate, f.train_batch_size, f.num_train_epochs, f.restarts, f.random_seed)
 
     def one_run(one, output_dir, **actions):
         values = dict(output_dir=output_dir, random_seed=one.seed, learning_rate=one.learning_rate,
@@ -252,9 +266,11 @@ def run_or_search(settings, task_class):
         return run_once(task_class(dataclasses.replace(f, **values)))
 
     if not search.is_search(runs):
-        named(lambda: search.check_not_search_folder(f.output_dir), flag_names=_GRID)
+        with reported(flag_names=_GRID):
+            search.check_not_search_folder(f.output_dir)
         if f.do_train:
-            named(lambda: search.check_not_search_run(f.output_dir), flag_names=_GRID)
+            with reported(flag_names=_GRID):
+                search.check_not_search_run(f.output_dir)
         return FineTuningResult(one_run(runs[0], f.output_dir), f.output_dir)
     if not (f.do_train and getattr(f, evaluation)):
         raise SettingError(f"a search (a list in --learning_rate, --train_batch_size or --num_train_epochs, or "
@@ -262,9 +278,10 @@ def run_or_search(settings, task_class):
                            "figures", evaluation)
     predict, each = f.do_predict and evaluation != "do_predict", {"do_predict": evaluation == "do_predict"}
     shared = search_settings(f, task_class)
-    done = named(lambda: search.search(
-        f.output_dir, runs, f.random_seed, lambda one, run_dir: one_run(one, run_dir, **each),
-        lambda message: logging.info("***** Search: %s *****", message), shared), flag_names=_GRID + tuple(shared))
+    with reported(flag_names=_GRID + tuple(shared)):
+        done = search.search(
+            f.output_dir, runs, f.random_seed, lambda one, run_dir: one_run(one, run_dir, **each),
+            lambda message: logging.info("***** Search: %s *****", message), shared)
     if predict:
         one_run(done.chosen.run, done.chosen.run_dir, do_train=False, do_eval=False, do_predict=True)
     chosen = done.chosen

@@ -11,7 +11,7 @@ import dataclasses
 
 from absl import logging
 
-from bert_tf.errors import SettingError, named
+from bert_tf.errors import SettingError, reported
 
 __all__ = [
     "check_batch_sizes", "check_output_dir", "check_trained_model", "load_config", "log_jit_choice", "log_results",
@@ -36,7 +36,8 @@ def load_config(path, setting="bert_config_file"):
     """The BertConfig at `path`; its warnings (a misspelt key) logged, one line each."""
     from bert_tf.checkpoints import sources
 
-    config, warnings = named(lambda: sources.read_config(path, setting), "--", setting=setting)
+    with reported("--", setting=setting):
+        config, warnings = sources.read_config(path, setting)
     for warning in warnings:
         logging.warning("--%s", warning)
     return config
@@ -59,13 +60,13 @@ def resolve_sources(settings):
     given = {name: getattr(s, name) for name in ("vocab_file", "do_lower_case") if hasattr(s, name) and _given(s, name)}
     if not hf.is_hf_folder(s.init_checkpoint):
         kept = {name: getattr(s, name) for name in ("vocab_file", "bert_config_file") if hasattr(s, name)}
-        found = named(lambda: sources.files_beside(s.init_checkpoint, do_lower_case=given.get("do_lower_case"),
-                                                   **kept), flag_names=("do_lower_case", "vocab_file"))
+        with reported(flag_names=("do_lower_case", "vocab_file")):
+            found = sources.files_beside(s.init_checkpoint, do_lower_case=given.get("do_lower_case"), **kept)
         names = {"vocab_file", "bert_config_file", "do_lower_case"}
         return _replace(s, **{name: found[name] for name in names if hasattr(s, name)}), None
     config = load_config(s.bert_config_file) if s.bert_config_file else None
-    found = named(lambda: hf.folder_settings(s.init_checkpoint, config, s.bert_config_file, hasattr(s, "vocab_file"),
-                                             **given), "--", setting="init_checkpoint")
+    with reported("--", setting="init_checkpoint"):
+        found = hf.folder_settings(s.init_checkpoint, config, s.bert_config_file, hasattr(s, "vocab_file"), **given)
     names = {"vocab_file", "do_lower_case"}
     return _replace(s, **{name: getattr(found, name) for name in names if hasattr(s, name)}), found.config
 
@@ -156,7 +157,8 @@ def lora(settings, record=None):
     from bert_tf.training.settings import lora_settings as checked
 
     s = settings
-    values = named(lambda: checked(s.lora_rank, s.lora_alpha), flag_names=("lora_rank", "lora_alpha"))
+    with reported(flag_names=("lora_rank", "lora_alpha")):
+        values = checked(s.lora_rank, s.lora_alpha)
     return values if record is None else dataclasses.replace(record, **values)
 
 
@@ -180,11 +182,15 @@ def padding(settings):
         raise SettingError(f"--length_bucket={s.length_bucket} is above --max_seq_length={s.max_seq_length}: no "
                            "batch is longer; give at most that", "length_bucket")
     auto = s.length_bucket is None and not fixed
-    jit = auto and (named(lambda: speed.jit_compile_for(s.jit_compile), "--", setting="jit_compile")
-                    if hasattr(s, "jit_compile") else speed.current_platform() == "gpu")
+    jit = False
+    if auto and hasattr(s, "jit_compile"):
+        with reported("--", setting="jit_compile"):
+            jit = speed.jit_compile_for(s.jit_compile)
+    elif auto:
+        jit = speed.current_platform() == "gpu"
     grouped = getattr(s, "group_by_length", False)
-    values = named(lambda: checks.padding_settings(s.length_bucket, fixed, grouped, jit), "--",
-                   setting="length_bucket")
+    with reported("--", setting="length_bucket"):
+        values = checks.padding_settings(s.length_bucket, fixed, grouped, jit)
     if auto:
         logging.info("length_bucket=%d: the default %s XLA", values["length_bucket"], "with" if jit else "without")
     return values["length_bucket"], values["group_by_length"]
@@ -194,7 +200,8 @@ def check_output_dir(output_dir):
     """`output_dir` must be a folder this process can write (not a file, nor under one)."""
     from bert_tf.io_utils import check_output_dir as check
 
-    named(lambda: check(output_dir), setting="output_dir")
+    with reported(setting="output_dir"):
+        check(output_dir)
 
 
 def check_trained_model(settings):
@@ -209,7 +216,8 @@ def check_batch_sizes(settings, replicas):
     """The batch sizes against the number of replicas (and accumulation steps), before any work."""
     from bert_tf.training.trainer import check_batch_sizes as check
 
-    named(lambda: check(settings, replicas), "--")
+    with reported("--"):
+        check(settings, replicas)
 
 
 def with_progress(trainer, settings, fields, work):
@@ -218,7 +226,8 @@ def with_progress(trainer, settings, fields, work):
 
     progress = Progress(settings.progress, trainer.settings.num_train_steps, settings.iterations_per_loop, fields)
     try:
-        status = named(lambda: work(progress))
+        with reported():
+            status = work(progress)
     finally:
         progress.close()
     logging.info("Training %s; now at step %d", status, trainer.global_step)
@@ -230,8 +239,8 @@ def restore(trainer, init_checkpoint):
     from bert_tf.training import run
     from bert_tf.training.trainer import RANDOM
 
-    status = named(lambda: trainer.restore(init_checkpoint), f"--init_checkpoint={init_checkpoint}: ",
-                   setting="init_checkpoint")
+    with reported(f"--init_checkpoint={init_checkpoint}: ", setting="init_checkpoint"):
+        status = trainer.restore(init_checkpoint)
     if status.start == RANDOM:
         raise SettingError(f"--{run.nothing_to_restore(trainer.settings.output_dir)}", "init_checkpoint")
     return status

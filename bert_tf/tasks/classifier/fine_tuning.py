@@ -4,7 +4,7 @@ run_classifier.py's steps."""
 from absl import logging
 
 from bert_tf.tasks.classifier import run
-from bert_tf.tasks.contract import FineTuning, UsageError, named
+from bert_tf.tasks.contract import FineTuning, UsageError, reported
 
 
 class ClassifierFineTuning(FineTuning):
@@ -23,11 +23,13 @@ class ClassifierFineTuning(FineTuning):
     def read_inputs(self, config):
         f = self.settings
         if f.task_module:
-            named(lambda: run.import_task_module(f.task_module), "--task_module=")
-        self.processor = named(lambda: run.create_processor(
-            f.task_name, f.tfds_name, lambda option: f"{option} (--{option})",  # the flag of that name
-            xnli_language=f.xnli_language, labels_file=f.labels_file,
-        ), "--")
+            with reported("--task_module="):
+                run.import_task_module(f.task_module)
+        with reported("--"):
+            self.processor = run.create_processor(
+                f.task_name, f.tfds_name, lambda option: f"{option} (--{option})",  # the flag of that name
+                xnli_language=f.xnli_language, labels_file=f.labels_file,
+            )
         splits = [split for split, wanted in (("train", f.do_train), ("dev", f.do_eval), ("test", f.do_predict))
                   if wanted]
         self.inputs = run.read_inputs(self.processor, splits, f.data_dir, f.tfds_name, f.tfds_data_dir,

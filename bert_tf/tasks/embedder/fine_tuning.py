@@ -17,7 +17,7 @@ from absl import logging
 from bert_tf.checkpoints import sentence_transformers as st
 from bert_tf.fields import given
 from bert_tf.runs import record as run_record
-from bert_tf.tasks.contract import FineTuning, UsageError, named
+from bert_tf.tasks.contract import FineTuning, UsageError, reported
 from bert_tf.tasks.embedder import run
 from bert_tf.tasks.embedder.reader import ScoredPairs
 
@@ -36,9 +36,11 @@ def modules_from_settings(settings):
     if not st.is_sentence_transformers_folder(f.init_checkpoint):
         return f, None
     folder = f.init_checkpoint
-    modules = named(lambda: st.read_modules(folder), "--init_checkpoint: ")
+    with reported("--init_checkpoint: "):
+        modules = st.read_modules(folder)
     given_values = {name: getattr(f, name) if given(f, name) else None for name in ("pooling", "normalize")}
-    named(lambda: st.check_agrees(modules, **given_values, source=folder), "--")  # the flag, then the folder's value
+    with reported("--"):
+        st.check_agrees(modules, **given_values, source=folder)  # the flag, then the folder's value
     values = {"pooling": modules.pooling, "normalize": modules.normalize, "init_checkpoint": modules.transformer}
     resumed = run_record.read(f.output_dir) if f.output_dir and os.path.isdir(f.output_dir) else None
     if resumed is not None and resumed.kind == "embedder" and not given(f, "max_seq_length"):
@@ -62,7 +64,8 @@ def run_settings(settings):
     if not source or st.is_sentence_transformers_folder(source):
         return f, None
     directory = run_record.run_directory(source)
-    found = named(lambda: run_record.read(directory), "--init_checkpoint: ")
+    with reported("--init_checkpoint: "):
+        found = run_record.read(directory)
     if found is None or found.kind != "embedder":
         return f, None
     values = {}
@@ -99,11 +102,10 @@ class EmbedderFineTuning(FineTuning):
 
     def read_inputs(self, config):
         f = self.settings
-        read = lambda split: named(lambda: run.read_split(f.data_dir, split, f.do_lower_case),  # noqa: E731
-                                   flag_names=("data_dir",))
-        self.train = read("train") if f.do_train else None
-        self.dev = read("dev") if f.do_eval else None
-        self.test = read("test") if f.do_predict else None
+        with reported(flag_names=("data_dir",)):
+            self.train = run.read_split(f.data_dir, "train", f.do_lower_case) if f.do_train else None
+            self.dev = run.read_split(f.data_dir, "dev", f.do_lower_case) if f.do_eval else None
+            self.test = run.read_split(f.data_dir, "test", f.do_lower_case) if f.do_predict else None
         if self.train is not None and len(self.train) < 2:
             raise UsageError(f"--data_dir={f.data_dir}: train.tsv has {len(self.train)} pair; in-batch negatives "
                              "need at least 2")

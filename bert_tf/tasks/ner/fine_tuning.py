@@ -4,7 +4,7 @@ dataset, or else the training data."""
 
 from absl import logging
 
-from bert_tf.tasks.contract import FineTuning, UsageError, named
+from bert_tf.tasks.contract import FineTuning, UsageError, reported
 from bert_tf.tasks.ner import run
 
 
@@ -30,21 +30,22 @@ class NerFineTuning(FineTuning):
         if f.lstm_units < 1:
             raise UsageError(f"--lstm_units={f.lstm_units} must be at least 1")
         if f.feature_based:
-            named(lambda: feature_layer_indices(f.feature_based, config.num_hidden_layers), "--")
+            with reported("--"):
+                feature_layer_indices(f.feature_based, config.num_hidden_layers)
             if f.lora_rank:  # the encoder is frozen and gets no gradient: adapters on it would never train
                 raise UsageError(f"--lora_rank={f.lora_rank} with --feature_based={f.feature_based}: the encoder "
                                  "is frozen")
 
     def _read(self, split, labels):
         f = self.settings
-        return named(lambda: run.read_split(split, labels, f.data_dir, f.tfds_name, f.tfds_data_dir, f.tfds_download),
-                     flag_names=("data_dir",))
+        with reported(flag_names=("data_dir",)):
+            return run.read_split(split, labels, f.data_dir, f.tfds_name, f.tfds_data_dir, f.tfds_download)
 
     def read_inputs(self, config):
         f = self.settings
         # With --labels, only that file is read: an error is its.
-        tags = named(lambda: run.given_tags(f.labels, f.output_dir, f.init_checkpoint, f.tfds_name, f.tfds_data_dir),
-                     "--labels: " if f.labels else "")
+        with reported("--labels: " if f.labels else ""):
+            tags = run.given_tags(f.labels, f.output_dir, f.init_checkpoint, f.tfds_name, f.tfds_data_dir)
         self.train = self._read("train", tags.labels if tags else None) if f.do_train else []
         if tags is None:
             if not self.train:
@@ -66,8 +67,8 @@ class NerFineTuning(FineTuning):
 
     def check_run(self, record):
         f = self.settings
-        named(lambda: run.check_model_settings(record, f.output_dir, f.do_train, f.init_checkpoint),
-              flag_names=("feature_based", "lstm_units"))
+        with reported(flag_names=("feature_based", "lstm_units")):
+            run.check_model_settings(record, f.output_dir, f.do_train, f.init_checkpoint)
 
     def build_task(self, config, record, length_bucket):
         self.task = run.build_task(config, record, self.settings.vocab_file, length_bucket)

@@ -7,7 +7,7 @@ import os
 
 from absl import logging
 
-from bert_tf.tasks.contract import FineTuning, UsageError, named
+from bert_tf.tasks.contract import FineTuning, UsageError, reported
 from bert_tf.tasks.squad import run
 
 
@@ -50,9 +50,10 @@ class SquadFineTuning(FineTuning):
         from bert_tf.checkpoints import sources
 
         f = self.settings
-        self.tokenizer = named(lambda: run.load_tokenizer(f.vocab_file, f.do_lower_case), "--")
-        named(lambda: config.check_vocab_size(len(self.tokenizer.vocab), f.vocab_file),
-              f"--vocab_file vs --{sources.config_setting(f.bert_config_file, f.init_checkpoint)}: ")
+        with reported("--"):
+            self.tokenizer = run.load_tokenizer(f.vocab_file, f.do_lower_case)
+        with reported(f"--vocab_file vs --{sources.config_setting(f.bert_config_file, f.init_checkpoint)}: "):
+            config.check_vocab_size(len(self.tokenizer.vocab), f.vocab_file)
 
     def record(self, group_by_length):
         f = self.settings
@@ -69,9 +70,10 @@ class SquadFineTuning(FineTuning):
     def encode(self, task):
         f = self.settings
         files = run.InputFiles(f.train_file, f.predict_file, f.tfds_name, f.tfds_data_dir, f.tfds_download)
-        self.inputs = named(lambda: run.read_inputs(  # every input read before any training
-            files, f.do_train, f.do_predict, self.tokenizer, f.vocab_file, self.run_record, f.output_dir,
-            on_features=lambda cached: logging.info("%s", cached.summary())), "--")
+        with reported("--"):
+            self.inputs = run.read_inputs(  # every input read before any training
+                files, f.do_train, f.do_predict, self.tokenizer, f.vocab_file, self.run_record, f.output_dir,
+                on_features=lambda cached: logging.info("%s", cached.summary()))
         return self.inputs.train.examples if self.inputs.train else 0
 
     def describe(self):
@@ -87,8 +89,8 @@ class SquadFineTuning(FineTuning):
         f, inputs = self.settings, self.inputs
         logging.info("***** Running predictions: %d features *****", inputs.predict.records.count)
         answers = run.AnswerSettings(f.n_best_size, f.max_answer_length, f.null_score_diff_threshold)
-        done = named(lambda: run.predict_and_evaluate(trainer, inputs, self.tokenizer, self.run_record, answers),
-                     "--predict_file=")  # every error starts with a file
+        with reported("--predict_file="):  # every error starts with a file
+            done = run.predict_and_evaluate(trainer, inputs, self.tokenizer, self.run_record, answers)
         if done is None:  # not the chief: it writes nothing
             return
         written, results = done

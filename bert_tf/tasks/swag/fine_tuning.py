@@ -2,7 +2,7 @@
 
 from absl import logging
 
-from bert_tf.tasks.contract import FineTuning, UsageError, named
+from bert_tf.tasks.contract import FineTuning, UsageError, reported
 from bert_tf.tasks.swag import run
 from bert_tf.tasks.swag.reader import encode_examples
 
@@ -16,10 +16,10 @@ class SwagFineTuning(FineTuning):
 
     def read_inputs(self, config):
         f = self.settings
-        read = lambda split: named(lambda: run.read_split(f.data_dir, split), flag_names=("data_dir",))  # noqa: E731
-        self.train = read("train") if f.do_train else []
-        self.dev = read("dev") if f.do_eval else []
-        self.test = read("test") if f.do_predict else []
+        with reported(flag_names=("data_dir",)):
+            self.train = run.read_split(f.data_dir, "train") if f.do_train else []
+            self.dev = run.read_split(f.data_dir, "dev") if f.do_eval else []
+            self.test = run.read_split(f.data_dir, "test") if f.do_predict else []
 
     def record(self, group_by_length):
         return run.swag_record(self.settings.do_lower_case, self.settings.max_seq_length, group_by_length)
