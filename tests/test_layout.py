@@ -19,11 +19,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # function-level imports included. What every layer needs (the task kinds, the run record) lives low
 # in the run core, and the task folders sit above everything they use, so that training,
 # checkpoints and exports never import a task (the registry names the tasks' modules as data). The
-# one exception is a package's `_deprecated.py`: an old name kept for code written against it, whose
-# new home may be higher up, imported only when the old name is used.
+# one exception is `bert_tf/_deprecated.py`, on the lowest floor: an old name kept for code written
+# against it, whose new home may be higher up, imported only when the old name is used.
 FLOORS = (
-    ("bert_tf.config", "bert_tf.errors", "bert_tf.fields", "bert_tf.io_utils", "bert_tf.kernels",
-     "bert_tf.tokenization"),
+    ("bert_tf._deprecated", "bert_tf.config", "bert_tf.errors", "bert_tf.fields", "bert_tf.io_utils",
+     "bert_tf.kernels", "bert_tf.tokenization"),
     ("bert_tf.layers", "bert_tf.preprocessing"),
     ("bert_tf.models", "bert_tf.data"),
     ("bert_tf.runs",),  # the run core: task kinds (registry) and the run record
@@ -204,6 +204,17 @@ def test_the_flag_check_sees_an_import_and_a_flag_object():
     assert _reads_flags("from absl.flags import FLAGS\n") == [1]
     assert _reads_flags("def f(values: flags.FlagValues):\n    pass\n") == [1]
     assert _reads_flags("from absl import logging\n") == []
+
+
+def test_one_table_holds_every_deprecated_alias():
+    """One deprecation mechanism: `bert_tf/_deprecated.py`'s table, and no alias in the scripts."""
+    tables = [name for name in _modules("bert_tf") if name.rsplit(".", 1)[-1] == "_deprecated"]
+    assert tables == ["bert_tf._deprecated"], tables
+    for name, path in _modules("run_scripts").items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        getattrs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "__getattr__"]
+        assert not getattrs, f"{name} resolves old names: aliases live in bert_tf/_deprecated.py"
 
 
 def test_fine_tuning_scripts_are_their_flags_and_one_call():

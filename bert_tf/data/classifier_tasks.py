@@ -7,6 +7,6 @@ stay importable as deprecated aliases (see `bert_tf._deprecated`).
 
 
 def __getattr__(name):
-    from bert_tf.data._deprecated import moved
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

@@ -7,6 +7,6 @@ The README showed it, so its names stay importable as deprecated aliases (see
 
 
 def __getattr__(name):
-    from bert_tf.data._deprecated import moved
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

@@ -25,6 +25,6 @@ __all__ = ["ExportWriter", "check_export_dir", "export_encoder", "export_preproc
 
 def __getattr__(name):
     """The task exports' old names, resolved only when used (PEP 562): they live above this layer."""
-    from bert_tf.export._deprecated import moved
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

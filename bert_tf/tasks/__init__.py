@@ -10,6 +10,6 @@ __all__ = ["classifier", "contract", "ner", "squad", "swag"]
 
 def __getattr__(name):
     """Names this package held before, as deprecated aliases resolved when used (PEP 562)."""
-    from bert_tf.tasks._deprecated import moved
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

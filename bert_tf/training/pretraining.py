@@ -207,6 +207,6 @@ def check_next_sentence_head(output_dir, init_checkpoint, next_sentence_predicti
 
 def __getattr__(name):
     """Names this module re-exported before, as deprecated aliases (see `bert_tf._deprecated`)."""
-    from bert_tf.training._deprecated import moved
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

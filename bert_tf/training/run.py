@@ -183,7 +183,7 @@ def training_steps(num_examples, train_batch_size, num_train_epochs, warmup_prop
 
 
 def __getattr__(name):
-    """Names this module held before, as deprecated aliases (see `bert_tf/training/_deprecated.py`)."""
-    from bert_tf.training._deprecated import moved
+    """Names this module held before, as deprecated aliases (see `bert_tf/_deprecated.py`)."""
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

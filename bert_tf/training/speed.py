@@ -175,6 +175,6 @@ def jit_compile_for(jit_compile, use_tpu=False):
 def __getattr__(name):
     """Names this module held before, as deprecated aliases (see `bert_tf._deprecated`): the serving
     function's XLA rule moved up to the export layer, beside the formats it reads."""
-    from bert_tf.training._deprecated import moved
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

@@ -137,7 +137,7 @@ class TextPacker:
 
 
 def __getattr__(name):
-    """Names this module held before, as deprecated aliases (see `bert_tf/tasks/_deprecated.py`)."""
-    from bert_tf.tasks._deprecated import moved
+    """Names this module held before, as deprecated aliases (see `bert_tf/_deprecated.py`)."""
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

@@ -198,7 +198,7 @@ def predict(trainer, inputs: ClassifierInputs, features: ClassifierFeatures, ann
 
 
 def __getattr__(name):
-    """Names this module held before, as deprecated aliases (see `bert_tf/tasks/_deprecated.py`)."""
-    from bert_tf.tasks._deprecated import moved
+    """Names this module held before, as deprecated aliases (see `bert_tf/_deprecated.py`)."""
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)

@@ -127,7 +127,7 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
 
 
 def __getattr__(name):
-    """Names this module held before, as deprecated aliases (see `bert_tf/tasks/_deprecated.py`)."""
-    from bert_tf.tasks._deprecated import moved
+    """Names this module held before, as deprecated aliases (see `bert_tf/_deprecated.py`)."""
+    from bert_tf._deprecated import moved
 
     return moved(__name__, name)
