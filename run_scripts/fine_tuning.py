@@ -2,8 +2,7 @@
 library's one driver, `bert_tf.tasks.driver.fine_tune`, and its error for a bad setting, or for a
 model whose outputs turned NaN or Inf, printed as the script's one error line."""
 
-from bert_tf.errors import SettingError
-from run_scripts.flag_settings import fail
+from run_scripts.flag_settings import at_the_edge
 
 
 def main(settings, kind=None):
@@ -17,7 +16,4 @@ def main(settings, kind=None):
         from run_scripts import settings_flags
 
         settings = settings_flags.settings_from_flags(registry.get(kind).settings_class(), settings)
-    try:
-        return fine_tune(settings)
-    except (SettingError, FloatingPointError) as e:
-        fail(str(e))
+    return at_the_edge(lambda: fine_tune(settings))

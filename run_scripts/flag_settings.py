@@ -16,6 +16,16 @@ def fail(message):
     raise SystemExit(f"{os.path.basename(sys.argv[0])}: error: {message}")
 
 
+def at_the_edge(work):
+    """`work()` (a script's one library call), its SettingError, or its model's NaN or Inf
+    (a FloatingPointError), printed as the script's one error line; any other error keeps its
+    traceback."""
+    try:
+        return work()
+    except (SettingError, FloatingPointError) as e:
+        fail(str(e))
+
+
 def library_call(work, prefix="", flag_names=()):
     """`work()`, with a library error (its message starts with the setting at fault, or says
     what is wrong) as one line; `prefix` names the flag or file when the message does not, and
