@@ -22,7 +22,7 @@ import tempfile
 
 # The modules of this package that are not scripts: what the scripts share (flag definitions, flags ->
 # settings, the fine-tuning driver).
-SHARED_MODULES = ("common_flags", "flag_settings", "fine_tuning", "settings_flags")
+SHARED_MODULES = ("flag_settings", "fine_tuning", "settings_flags")
 LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
 DEFAULT_LOG_LEVEL = "3"
 

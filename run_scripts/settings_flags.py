@@ -66,7 +66,7 @@ def settings_from_flags(settings_class, flag_values=None):
 def require_unless_hf_folder(names, flag_values=None):
     """`flags.mark_flag_as_required` for `names` (its check and message), but when --init_checkpoint
     is a Hugging Face folder or a sentence-transformers folder (it holds what they name), or has
-    the file a flag names beside it (`flag_settings.hf_folder_flags`: a run's folder, Google's)."""
+    the file a flag names beside it (`bert_tf.training.prepare.resolve_sources`: a run's folder, Google's)."""
 
     def given(value, name):  # the folder is looked at only when the flag is missing (the import loads TensorFlow)
         from bert_tf.checkpoints import hf, sentence_transformers, sources

@@ -41,7 +41,7 @@ sys.path.insert(0, sys.argv[1])
 import run_scripts  # first: TensorFlow loads without its start-up lines
 import keras, tensorflow  # noqa: F401
 import bert_tf, bert_tf.training, bert_tf.export, bert_tf.checkpoints, bert_tf.tasks  # noqa: F401
-from run_scripts import common_flags, fine_tuning, flag_settings  # noqa: F401
+from run_scripts import fine_tuning, flag_settings, settings_flags  # noqa: F401
 from bert_tf.preprocessing import unicode_tables
 # The tables a tokenizer builds (numpy, cached per process): once, here, before any fork.
 for settings in ((True, True, True), (True, False, True), (False, True, True), (False, True, False)):

@@ -8,13 +8,10 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.io_utils import atomic_write, read_json_object
-from bert_tf.runs.record import run_directory
+from bert_tf.io_utils import atomic_write
+from bert_tf.runs.diverged import DIVERGED_FILE, diverged_warning, read_divergence  # noqa: F401 - kept importable from here
 
 __all__ = ["DIVERGED_FILE", "Diverged", "diverged_warning", "read_divergence"]  # the loop and the search use the rest
-
-# In the folder of a search's run whose training diverged: {"step": N, "message": the loop's error}.
-DIVERGED_FILE = "diverged.json"
 
 
 class Diverged(FloatingPointError):
@@ -79,24 +76,8 @@ def stop_unless_outputs_finite(outputs, what, step, losses=(), finite=None):
                    "result", step)
 
 
-def diverged_warning(checkpoint):
-    """A warning line when `checkpoint` (a run's folder or one of its ckpt-N) belongs to a run whose
-    training diverged (its DIVERGED_FILE): its checkpoints hold finite weights from before, but the
-    run did not finish, and its dev figures are not those of a trained model. None otherwise."""
-    if not checkpoint:
-        return None
-    run_dir = run_directory(checkpoint)
-    found = read_divergence(run_dir)
-    if found is None:
-        return None
-    return (f"{os.path.join(run_dir, DIVERGED_FILE)}: this run diverged at step {found.get('step')} and did not "
-            "finish; its last checkpoint is from before that, not a trained model")
 
 
-def read_divergence(run_dir):
-    """`{"step", "message"}` of a run of a search that diverged (`DIVERGED_FILE`), or None."""
-    path = os.path.join(run_dir, DIVERGED_FILE)
-    return read_json_object(path) if os.path.isfile(path) else None
 
 
 def record_divergence(run_dir, error):
