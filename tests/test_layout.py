@@ -312,3 +312,20 @@ def test_every_imported_name_exists():
             if not hasattr(found, name) and not is_submodule:
                 missing.append(f"{path}:{line}: {module}.{name}")
     assert not missing, "\n".join(missing)
+
+
+def test_every_script_in_the_librarys_table_is_its_settings_and_that_call():
+    """docs/library.md's table names each script's settings and library call: they exist, and the
+    script defines its flags from those settings and calls that function."""
+    import re
+
+    with open(os.path.join(REPO, "docs", "library.md"), encoding="utf-8") as f:
+        rows = re.findall(r"^\| `(\w+\.py)` \| `([\w.]+)`: `(\w+)\(Settings\(\.\.\.\)\)` \|$", f.read(), re.M)
+    assert len(rows) == 6, rows
+    for script, module_name, function in rows:
+        module = importlib.import_module(module_name)
+        assert hasattr(module, "Settings") and callable(getattr(module, function)), (module_name, function)
+        with open(os.path.join(REPO, "run_scripts", script), encoding="utf-8") as f:
+            text = f.read()
+        assert f"from {module_name} import Settings" in text and f"{function}(settings_flags.settings_from_flags(" \
+            "Settings))" in text, script
