@@ -35,8 +35,16 @@ class SettingError(ValueError):
 
 
 def as_flags(message, names):
-    """A library message with the settings `names` written as the script's flags: `output_dir=X`
-    and a bare `output_dir` become `--output_dir=X`, `--output_dir` (not inside a path or word)."""
+    """A library message with settings written as the script's flags.
+
+    Args:
+        message: The message.
+        names: The settings' names: `output_dir=X` and a bare `output_dir` become
+            `--output_dir=X` and `--output_dir` (not inside a path or a word).
+
+    Returns:
+        The message as a script prints it.
+    """
     pattern = r"(?<![\w\-/.])(" + "|".join(map(re.escape, names)) + r")(?=[=\s:,;)]|$)"
     return re.sub(pattern, r"--\1", message)
 
@@ -69,6 +77,19 @@ def reported(prefix="", flag_names=(), setting=None):
 
 
 def named(work, prefix="", flag_names=(), setting=None):
-    """`work()` within `reported(prefix, flag_names, setting)`: for a function that is handed on."""
+    """Runs `work()` within `reported(prefix, flag_names, setting)`: for work that is handed on.
+
+    Args:
+        work: A function of no argument.
+        prefix: As `reported`'s.
+        flag_names: As `reported`'s.
+        setting: As `reported`'s.
+
+    Returns:
+        What `work()` returns.
+
+    Raises:
+        SettingError: As `reported`.
+    """
     with reported(prefix, flag_names, setting):
         return work()

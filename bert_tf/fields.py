@@ -114,21 +114,44 @@ def _check_kinds(settings):
 
 
 def flag_fields(settings_or_class):
-    """The fields of a settings class (or object) that a script has flags for, in declaration order."""
+    """The fields that a script has flags for.
+
+    Args:
+        settings_or_class: A settings class or object.
+
+    Returns:
+        Its `dataclasses.Field`s with a flag, in declaration order.
+    """
     return [f for f in dataclasses.fields(settings_or_class) if f.metadata.get("flag", False) and "help" in f.metadata]
 
 
 def shared_fields(settings_or_class, *levels):
-    """The names of the fields marked shared at one of `levels` (`RUN`, `SEARCH`), those with an
-    `order` first, by it, then the rest in declaration order."""
+    """The names of the fields that a resumed run or a search must share.
+
+    Args:
+        settings_or_class: A settings class or object.
+        *levels: `RUN`, `SEARCH` or both.
+
+    Returns:
+        The names of the fields marked shared at one of `levels`: those with an `order` first, by
+        it, then the rest in declaration order.
+    """
     found = [f for f in dataclasses.fields(settings_or_class) if f.metadata.get("shared") in levels]
     ranked = sorted((f for f in found if f.metadata["order"] is not None), key=lambda f: f.metadata["order"])
     return [f.name for f in ranked] + [f.name for f in found if f.metadata["order"] is None]
 
 
 def like(settings_class, name, **changes):
-    """A copy of the field `name` of `settings_class` with `changes` (`default`, `help_text` or any
-    argument of `setting`): for a task whose field says more than, or differs from, the group's."""
+    """A copy of a group's field, with changes: for a task whose field says more, or differs.
+
+    Args:
+        settings_class: The class that declares the field.
+        name: The field's name.
+        **changes: `default`, `help_text` or any argument of `setting`.
+
+    Returns:
+        A `dataclasses.field`.
+    """
     field = settings_class.__dataclass_fields__[name]
     values = {**field.metadata, "default": field.default}
     values["help_text"] = values.pop("help")
@@ -137,12 +160,28 @@ def like(settings_class, name, **changes):
 
 
 def given(settings, name):
-    """Whether the maker of `settings` gave the field `name` (rather than leaving its default)."""
+    """Whether the maker of `settings` gave the field `name` (rather than leaving its default).
+
+    Args:
+        settings: A settings object.
+        name: A field's name.
+
+    Returns:
+        A bool.
+    """
     return name in (settings.given or ())
 
 
 def field_meta(settings_or_class, name):
-    """The metadata of the field `name` (an empty mapping for a field that is not a setting)."""
+    """What `setting` says of a field.
+
+    Args:
+        settings_or_class: A settings class or object.
+        name: A field's name.
+
+    Returns:
+        The field's metadata (an empty mapping for a field that is not a setting).
+    """
     for field in dataclasses.fields(settings_or_class):
         if field.name == name:
             return field.metadata

@@ -329,3 +329,35 @@ def test_every_script_in_the_librarys_table_is_its_settings_and_that_call():
             text = f.read()
         assert f"from {module_name} import Settings" in text and f"{function}(settings_flags.settings_from_flags(" \
             "Settings))" in text, script
+
+
+# The modules of the settings API: every public function that takes arguments documents them in
+# Google style (Args, and Returns where it returns), as keras-hub and Model Garden do.
+SETTINGS_API = ("bert_tf.errors", "bert_tf.fields", "bert_tf.training.prepare", "bert_tf.tasks.driver",
+                "bert_tf.training.pretrain", "bert_tf.data.pretraining.create", "bert_tf.export.saved_model",
+                "bert_tf.checkpoints.conversion", "bert_tf.extract_features", "bert_tf.preprocessing.learn_vocab")
+
+
+def _undocumented(module):
+    """`name: missing section` for each public function of `module` (its `__all__`) whose
+    docstring lacks an Args section (it takes arguments) or a Returns section (it returns a value)."""
+    import inspect
+
+    missing = []
+    for name in module.__all__:
+        function = getattr(module, name)
+        if not inspect.isfunction(function):
+            continue
+        doc = inspect.getdoc(function) or ""
+        if inspect.signature(function).parameters and "\nArgs:\n" not in f"\n{doc}\n":
+            missing.append(f"{name}: Args")
+        returns = any(isinstance(n, ast.Return) and n.value is not None
+                      for n in ast.walk(ast.parse(inspect.getsource(function).strip())))
+        if returns and "\nReturns:\n" not in f"\n{doc}\n" and "\nYields:\n" not in f"\n{doc}\n":
+            missing.append(f"{name}: Returns")
+    return missing
+
+
+def test_the_settings_api_documents_its_arguments_in_google_style():
+    missing = {name: found for name in SETTINGS_API if (found := _undocumented(importlib.import_module(name)))}
+    assert not missing, missing

@@ -33,7 +33,18 @@ def _replace(settings, **values):
 
 
 def load_config(path, setting="bert_config_file"):
-    """The BertConfig at `path`; its warnings (a misspelt key) logged, one line each."""
+    """The BertConfig at `path`; its warnings (a misspelt key) logged, one line each.
+
+    Args:
+        path: A bert_config.json.
+        setting: The setting that named it (in the messages).
+
+    Returns:
+        The BertConfig.
+
+    Raises:
+        SettingError: The file cannot be read as a config.
+    """
     from bert_tf.checkpoints import sources
 
     with reported("--", setting=setting):
@@ -51,8 +62,14 @@ def resolve_sources(settings):
     not given are taken from beside the checkpoint (`sources.files_beside`), and the config is
     None (the caller reads `bert_config_file`).
 
+    Args:
+        settings: A run's settings.
+
     Returns:
         `(settings, config or None)`: new settings; the given ones are not changed.
+
+    Raises:
+        SettingError: A vocabulary, config or casing given that contradicts the checkpoint's.
     """
     from bert_tf.checkpoints import hf, sources
 
@@ -72,6 +89,15 @@ def resolve_sources(settings):
 
 
 def strategy_name(settings):
+    """The name of the tf.distribute strategy the settings ask for.
+
+    Args:
+        settings: Settings with `use_tpu`, `num_gpus`, `num_cpu_devices` (and, where the run
+            has it, `distribution_strategy`).
+
+    Returns:
+        One of `bert_tf.training.distribution.STRATEGIES`.
+    """
     from bert_tf.training import distribution
 
     s = settings
@@ -80,8 +106,20 @@ def strategy_name(settings):
 
 
 def strategy(settings):
-    """The mixed-precision policy set and the tf.distribute strategy the settings ask for.
-    `distribution.split_cpu(settings.num_cpu_devices)` must have run first, before TensorFlow started."""
+    """Sets the mixed-precision policy and creates the tf.distribute strategy the settings ask for.
+
+    `distribution.split_cpu(settings.num_cpu_devices)` must have run first, before TensorFlow
+    started.
+
+    Args:
+        settings: Settings with the training and TPU groups' fields (`bert_tf.training.groups`).
+
+    Returns:
+        The strategy.
+
+    Raises:
+        SettingError: The strategy cannot be created (no TPU reachable, a bad cluster).
+    """
     import keras
     import tensorflow as tf
 
@@ -106,7 +144,17 @@ def strategy(settings):
 
 
 def tpu_strategy(settings):
-    """A TPUStrategy for `use_tpu`, or a SettingError naming the settings when no TPU is reachable."""
+    """A TPUStrategy for `use_tpu`.
+
+    Args:
+        settings: Settings with the TPU group's fields.
+
+    Returns:
+        The strategy.
+
+    Raises:
+        SettingError: No TPU is reachable.
+    """
     from bert_tf.training import distribution
 
     s = settings
@@ -118,13 +166,29 @@ def tpu_strategy(settings):
 
 
 def steps_per_execution(settings):
+    """The training steps per call: `steps_per_execution`, else `iterations_per_loop` on a TPU, else 1.
+
+    Args:
+        settings: Settings with the run's and the training group's fields.
+
+    Returns:
+        An int.
+    """
     s = settings
     return s.steps_per_execution or (s.iterations_per_loop if strategy_name(s) == "tpu" else 1)
 
 
 def log_jit_choice(name, choice):
-    """Logs an XLA setting resolved by bert_tf.training.speed (a JitChoice): its value and where it
-    came from, after the warning of an unreadable speed file. Returns the value."""
+    """Logs an XLA setting resolved by bert_tf.training.speed: its value and where it came from,
+    after the warning of an unreadable speed file.
+
+    Args:
+        name: The setting's name, as the log line gives it.
+        choice: A `bert_tf.training.speed.JitChoice`.
+
+    Returns:
+        The chosen value.
+    """
     if choice.warning:
         logging.warning("%s", choice.warning)
     logging.info("%s=%s: %s", name, choice.value, choice.source)
@@ -132,8 +196,20 @@ def log_jit_choice(name, choice):
 
 
 def loop_settings(settings_class, settings, **values):
-    """The loop's settings (`TrainingSettings` or a subclass): those every training run has, from
-    `settings`, plus `values`."""
+    """The loop's settings: those every training run has, from `settings`, plus `values`. Logs the
+    CPU kernels' and XLA's choices.
+
+    Args:
+        settings_class: `bert_tf.training.trainer.TrainingSettings` or a subclass.
+        settings: The run's settings.
+        **values: The loop settings the run's settings do not give (steps, warmup, ...).
+
+    Returns:
+        A `settings_class`.
+
+    Raises:
+        SettingError: A value the loop refuses, naming its setting.
+    """
     from bert_tf import kernels
     from bert_tf.training.speed import choose_jit_compile
 
@@ -153,7 +229,18 @@ def loop_settings(settings_class, settings, **values):
 
 
 def lora(settings, record=None):
-    """`{lora_rank, lora_alpha}` of the settings (alpha resolved), or `record` (a RunRecord) with them."""
+    """LoRA's settings, checked, with alpha resolved (`bert_tf.runs.record.lora_settings`).
+
+    Args:
+        settings: Settings with the LoRA group's fields.
+        record: A RunRecord, or None.
+
+    Returns:
+        `{"lora_rank", "lora_alpha"}`, or `record` with them when given.
+
+    Raises:
+        SettingError: A rank or alpha that cannot be used.
+    """
     from bert_tf.training.settings import lora_settings as checked
 
     s = settings
@@ -163,9 +250,22 @@ def lora(settings, record=None):
 
 
 def padding(settings):
-    """`(length_bucket, group_by_length)`: the batches' bucket (None: fixed shapes, asked or on a TPU)
-    and whether training batches are grouped by length. Unset, the bucket follows the XLA choice (logged):
-    `jit_compile`'s, else Keras' (predict compiles on a GPU)."""
+    """The batches' padding: their length bucket and whether training batches are grouped by length.
+
+    Unset, the bucket follows the XLA choice (logged): `jit_compile`'s, else Keras' (predict
+    compiles on a GPU).
+
+    Args:
+        settings: Settings with the padding group's fields (those a run has), `max_seq_length`
+            and `use_tpu`.
+
+    Returns:
+        `(length_bucket, group_by_length)`; length_bucket None for fixed shapes (asked for, or
+        on a TPU).
+
+    Raises:
+        SettingError: A bucket that would be dropped or never reached, or fixed shapes refused on a TPU.
+    """
     from bert_tf.training import settings as checks
     from bert_tf.training import speed
 
@@ -197,7 +297,14 @@ def padding(settings):
 
 
 def check_output_dir(output_dir):
-    """`output_dir` must be a folder this process can write (not a file, nor under one)."""
+    """Checks that `output_dir` is a folder this process can write (not a file, nor under one).
+
+    Args:
+        output_dir: The run's output folder.
+
+    Raises:
+        SettingError: It cannot be written.
+    """
     from bert_tf.io_utils import check_output_dir as check
 
     with reported(setting="output_dir"):
@@ -205,7 +312,14 @@ def check_output_dir(output_dir):
 
 
 def check_trained_model(settings):
-    """Before any work, for a run that does not train: a model to restore must exist."""
+    """Before any work, for a run that does not train: checks that a model to restore exists.
+
+    Args:
+        settings: Settings with `output_dir` and `init_checkpoint`.
+
+    Raises:
+        SettingError: Neither holds a model.
+    """
     from bert_tf.training import run
 
     if not run.has_model(settings.output_dir, settings.init_checkpoint):
@@ -213,7 +327,15 @@ def check_trained_model(settings):
 
 
 def check_batch_sizes(settings, replicas):
-    """The batch sizes against the number of replicas (and accumulation steps), before any work."""
+    """Checks the batch sizes against the number of replicas (and accumulation steps), before any work.
+
+    Args:
+        settings: Settings with the batch sizes the run has.
+        replicas: The strategy's replicas in sync.
+
+    Raises:
+        SettingError: A batch size that does not divide.
+    """
     from bert_tf.training.trainer import check_batch_sizes as check
 
     with reported("--"):
@@ -221,7 +343,20 @@ def check_batch_sizes(settings, replicas):
 
 
 def with_progress(trainer, settings, fields, work):
-    """`work(progress)` (training) with a progress display. `fields`: its label -> log key."""
+    """Trains with a progress display.
+
+    Args:
+        trainer: The `bert_tf.training.trainer.Trainer`.
+        settings: Settings with `progress` and `iterations_per_loop`.
+        fields: The progress bar's label -> the training log's key.
+        work: A function of the progress display that trains; returns the restore status.
+
+    Returns:
+        What `work` returns.
+
+    Raises:
+        SettingError: A library error of the training's inputs or settings.
+    """
     from bert_tf.training.progress import Progress
 
     progress = Progress(settings.progress, trainer.settings.num_train_steps, settings.iterations_per_loop, fields)
@@ -235,7 +370,18 @@ def with_progress(trainer, settings, fields, work):
 
 
 def restore(trainer, init_checkpoint):
-    """Without training: the output_dir's latest checkpoint or `init_checkpoint`, or a SettingError."""
+    """Without training: restores the output folder's latest checkpoint, or `init_checkpoint`.
+
+    Args:
+        trainer: The `bert_tf.training.trainer.Trainer`.
+        init_checkpoint: The checkpoint to restore when the output folder has none.
+
+    Returns:
+        The restore status.
+
+    Raises:
+        SettingError: Nothing to restore, or a checkpoint that does not fit the model.
+    """
     from bert_tf.training import run
     from bert_tf.training.trainer import RANDOM
 
@@ -247,6 +393,12 @@ def restore(trainer, init_checkpoint):
 
 
 def log_results(results, title="Eval results"):
+    """Logs `results` (name -> figure), one line each in name order, under `title`.
+
+    Args:
+        results: The figures.
+        title: The heading line's words.
+    """
     logging.info("***** %s *****", title)
     for key in sorted(results):
         logging.info("  %s = %s", key, results[key])
