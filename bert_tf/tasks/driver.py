@@ -59,7 +59,8 @@ def fine_tune(settings):
     """
     from bert_tf.runs import registry
 
-    kind = registry.get(type(settings).kind) if type(settings).kind else None
+    name = getattr(type(settings), "kind", "")
+    kind = registry.get(name) if name else None
     if kind is None:
         raise SettingError(f"{type(settings).__name__} names no task kind: give a task's Settings "
                            "(bert_tf.tasks.classifier.Settings, ...)")

@@ -92,3 +92,8 @@ for values in (dict(max_seq_length=2), dict(warmup_proportion=1.5, max_seq_lengt
         "ERROR max_seq_length | max_seq_length='16' must be an integer",
     ]
     assert not (tmp_path / "out").exists()  # refused before any work
+    other = warm_scripts.run(["-c", "from bert_tf import fine_tune\nfrom bert_tf.training import pretrain\n"
+                              "fine_tune(pretrain.Settings(input_file='x', output_dir='y'))"], timeout=300)
+    assert other.returncode == 1
+    assert other.stderr.splitlines()[-1] == ("bert_tf.errors.SettingError: Settings names no task kind: give a "
+                                             "task's Settings (bert_tf.tasks.classifier.Settings, ...)")
