@@ -127,8 +127,8 @@ def strategy(settings):
 
     tf.get_logger().setLevel("WARNING")  # tf.distribute logs every cross-device reduction
     policies = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-    if settings.mixed_precision in policies:
-        keras.mixed_precision.set_global_policy(policies[settings.mixed_precision])
+    # Set either way: a process that runs several (a notebook, a search) must not keep an earlier run's.
+    keras.mixed_precision.set_global_policy(policies.get(settings.mixed_precision, "float32"))
     name = strategy_name(settings)
     # Strategies (collective ops in particular) must exist before TensorFlow runs any op.
     s = settings
