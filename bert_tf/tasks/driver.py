@@ -134,13 +134,13 @@ def check_fine_tuning(job, actions=("do_train", "do_eval", "do_predict")):
     Returns the BertConfig."""
     from bert_tf import tokenization
     from bert_tf.checkpoints import sources
-    from bert_tf.training import distribution, settings
+    from bert_tf.training import settings
 
     f = job.settings
     if not any(getattr(f, name) for name in actions):
         listed = ", ".join(f"`{name}`" for name in actions)
         raise SettingError(_NOTHING_TO_DO.get(tuple(actions)) or f"At least one of {listed} must be True.", "do_train")
-    distribution.split_cpu(f.num_cpu_devices)
+    prepare.split_cpu(f)
     prepare.lora(f)
     with reported(setting="do_lower_case"):
         tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint)

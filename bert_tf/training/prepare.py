@@ -15,7 +15,7 @@ from bert_tf.errors import SettingError, reported
 
 __all__ = [
     "check_batch_sizes", "check_output_dir", "check_trained_model", "load_config", "log_jit_choice", "log_results",
-    "lora", "loop_settings", "padding", "resolve_sources", "restore", "steps_per_execution", "strategy",
+    "lora", "loop_settings", "padding", "resolve_sources", "restore", "split_cpu", "steps_per_execution", "strategy",
     "strategy_name", "tpu_strategy", "with_progress",
 ]
 
@@ -86,6 +86,25 @@ def resolve_sources(settings):
         found = hf.folder_settings(s.init_checkpoint, config, s.bert_config_file, hasattr(s, "vocab_file"), **given)
     names = {"vocab_file", "do_lower_case"}
     return _replace(s, **{name: getattr(found, name) for name in names if hasattr(s, name)}), found.config
+
+
+def split_cpu(settings):
+    """Splits the host CPU into `num_cpu_devices` logical devices, as the settings ask (before
+    TensorFlow creates its devices: a script does it first; in a Python process that already ran
+    TensorFlow only the split it has can be asked for again).
+
+    Args:
+        settings: Settings with `num_cpu_devices`.
+
+    Raises:
+        SettingError: TensorFlow has started with another split.
+    """
+    from bert_tf.training import distribution
+
+    try:
+        distribution.split_cpu(settings.num_cpu_devices)
+    except RuntimeError as e:
+        raise SettingError(f"--num_cpu_devices={settings.num_cpu_devices}: {e}", "num_cpu_devices") from None
 
 
 def strategy_name(settings):

@@ -111,7 +111,6 @@ def pretrain(settings):
             input record found damaged, or a full disk, during the run.
     """
     from bert_tf.io_utils import check_keras_file, check_output_dir, expand_patterns
-    from bert_tf.training import distribution
     from bert_tf.training.pretraining import Pretraining, PretrainingSettings, check_next_sentence_head
     from bert_tf.training.settings import check_schedule, check_weights_may_change
 
@@ -121,7 +120,7 @@ def pretrain(settings):
     if s.do_train:
         with reported():
             check_weights_may_change()
-    distribution.split_cpu(s.num_cpu_devices)  # before TensorFlow creates its devices
+    prepare.split_cpu(s)  # before TensorFlow creates its devices
     s, config = prepare.resolve_sources(s)
     config = config or prepare.load_config(s.bert_config_file)
     with reported():
