@@ -49,6 +49,15 @@ def as_flags(message, names):
     return re.sub(pattern, r"--\1", message)
 
 
+def _leading(message, names):
+    """The one of `names` that `message` starts with (`learning_rate=...`, `output_dir holds ...`), or None."""
+    for name in names:
+        rest = message[len(name):len(name) + 1] if message.startswith(name) else None
+        if rest is not None and (rest == "" or not (rest.isalnum() or rest == "_")):
+            return name
+    return None
+
+
 @contextlib.contextmanager
 def reported(prefix="", flag_names=(), setting=None):
     """Within it, a library error (ValueError, FileNotFoundError, FloatingPointError) is raised
@@ -59,7 +68,8 @@ def reported(prefix="", flag_names=(), setting=None):
     Args:
         prefix: Put before the message.
         flag_names: Settings the message names bare, written as flags.
-        setting: The setting the error names (default: the first of `flag_names`, if any).
+        setting: The setting the error is about (default: the one of `flag_names` its message
+            starts with, if any).
 
     Raises:
         SettingError: For an error of the kinds above.
@@ -72,8 +82,8 @@ def reported(prefix="", flag_names=(), setting=None):
         raise SettingError(str(e)) from e
     except (ValueError, FileNotFoundError) as e:
         message = f"{prefix}{e}"
-        named_setting = setting or (flag_names[0] if flag_names else None)
-        raise SettingError(as_flags(message, flag_names) if flag_names else message, named_setting) from None
+        raise SettingError(as_flags(message, flag_names) if flag_names else message,
+                           setting or _leading(str(e), flag_names)) from None
 
 
 def named(work, prefix="", flag_names=(), setting=None):

@@ -61,8 +61,9 @@ def setting(default, help_text, *, kind=None, choices=None, shared=None, path=Fa
 def settings_class(cls):
     """Makes `cls` a frozen, keyword-only dataclass that records which fields its maker gave.
 
-    Its objects have a `given` attribute: the names of the fields passed when it was made (a
-    `dataclasses.replace` keeps the original's). Each value is checked against its field's kind
+    Its objects have a `given` attribute: the names of the fields passed when it was made, and of
+    those whose value is not their default (so that a `dataclasses.replace` counts the values it
+    changes). Each value is checked against its field's kind
     and choices: a wrong one raises a SettingError naming the field.
 
     Args:
@@ -80,6 +81,11 @@ def settings_class(cls):
             values["given"] = frozenset(name for name in values if name != "given")
         init(self, **values)
         _check_kinds(self)
+        # A value other than its field's default was given, whoever made the object: a copy made
+        # by `dataclasses.replace` keeps its original's set, and the values it changes count too.
+        changed = {f.name for f in dataclasses.fields(self) if f.name != "given"
+                   and f.default is not dataclasses.MISSING and getattr(self, f.name) != f.default}
+        object.__setattr__(self, "given", frozenset(self.given | changed))
 
     cls.__init__ = __init__
     return cls

@@ -261,10 +261,15 @@ def run_or_search(settings, task_class):
     with reported(flag_names=_GRID):
         runs = search.grid(f.learning_rate, f.train_batch_size, f.num_train_epochs, f.restarts, f.random_seed)
 
+    figures = {}  # run folder -> the dev figures of a run made by this call
+
     def one_run(one, output_dir, **actions):
         values = dict(output_dir=output_dir, random_seed=one.seed, learning_rate=one.learning_rate,
                       train_batch_size=one.train_batch_size, num_train_epochs=one.num_train_epochs, **actions)
-        return run_once(task_class(dataclasses.replace(f, **values)))
+        results = run_once(task_class(dataclasses.replace(f, **values)))
+        if results is not None:  # not the chosen run's prediction after the search
+            figures[output_dir] = results
+        return results
 
     if not search.is_search(runs):
         with reported(flag_names=_GRID):
@@ -286,7 +291,10 @@ def run_or_search(settings, task_class):
     if predict:
         one_run(done.chosen.run, done.chosen.run_dir, do_train=False, do_eval=False, do_predict=True)
     chosen = done.chosen
-    return FineTuningResult(search.read_results(chosen.run_dir), f.output_dir, chosen.run_dir, done)
+    # The chosen run's figures as its run returned them; from its eval_results.txt where an
+    # earlier call made it.
+    results = figures.get(chosen.run_dir) or search.read_results(chosen.run_dir)
+    return FineTuningResult(results, f.output_dir, chosen.run_dir, done)
 
 
 def _paths(settings_class):

@@ -84,6 +84,8 @@ def parse_values(setting, text, kind):
         items = [text]
     else:
         items = list(text) if isinstance(text, (tuple, list)) else str(text).split(",")
+    if not items:
+        raise ValueError(f"{setting}={text!r}: give at least one value")
     values = []
     for item in items:
         try:

@@ -12,7 +12,8 @@ class ClassifierFineTuning(FineTuning):
 
     def check(self, config):  # after the common checks, as the original script's order was
         if not self.settings.data_dir and not self.settings.tfds_name:
-            raise UsageError("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required")
+            raise UsageError("--data_dir (the task's files) or --tfds_name (tensorflow-datasets) is required",
+                             "data_dir")
 
     @staticmethod
     def shared_settings(values):
@@ -25,15 +26,16 @@ class ClassifierFineTuning(FineTuning):
         if f.task_module:
             with reported("--task_module="):
                 run.import_task_module(f.task_module)
-        with reported("--"):
+        with reported("--", setting="task_name"):
             self.processor = run.create_processor(
                 f.task_name, f.tfds_name, lambda option: f"{option} (--{option})",  # the flag of that name
                 xnli_language=f.xnli_language, labels_file=f.labels_file,
             )
         splits = [split for split, wanted in (("train", f.do_train), ("dev", f.do_eval), ("test", f.do_predict))
                   if wanted]
-        self.inputs = run.read_inputs(self.processor, splits, f.data_dir, f.tfds_name, f.tfds_data_dir,
-                                      f.tfds_download)
+        with reported(setting="tfds_name" if f.tfds_name else "data_dir"):
+            self.inputs = run.read_inputs(self.processor, splits, f.data_dir, f.tfds_name, f.tfds_data_dir,
+                                          f.tfds_download)
 
     def record(self, group_by_length):
         f = self.settings

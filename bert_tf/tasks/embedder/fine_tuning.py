@@ -49,7 +49,8 @@ def modules_from_settings(settings):
         try:
             st.check_length_fits(modules)
         except ValueError as e:
-            raise UsageError(f"--init_checkpoint: {e}: give --max_seq_length of that many or less") from None
+            raise UsageError(f"--init_checkpoint: {e}: give --max_seq_length of that many or less",
+                             "init_checkpoint") from None
         values["max_seq_length"] = modules.max_seq_length
     return dataclasses.replace(f, **values), modules
 
@@ -71,7 +72,7 @@ def run_settings(settings):
     values = {}
     for name, value in (("pooling", found.pooling), ("normalize", bool(found.normalize))):
         if given(f, name) and getattr(f, name) != value:
-            raise UsageError(f"--{name}={getattr(f, name)} but the embedding run {directory} has {name}={value}")
+            raise UsageError(f"--{name}={getattr(f, name)} but the embedding run {directory} has {name}={value}", name)
         values[name] = value
     if not given(f, "max_seq_length"):  # another length may be given: the vectors are the same model's
         values["max_seq_length"] = found.max_seq_length
@@ -84,7 +85,7 @@ class EmbedderFineTuning(FineTuning):
 
     def check_given(self):
         if not self.settings.data_dir:
-            raise UsageError("--data_dir (train.tsv, dev.tsv, test.tsv) is required")
+            raise UsageError("--data_dir (train.tsv, dev.tsv, test.tsv) is required", "data_dir")
         # Before the driver reads the config and casing of --init_checkpoint: a sentence-transformers
         # folder's BERT module is the Hugging Face folder they come from.
         self.settings, self.modules = modules_from_settings(self.settings)
@@ -95,10 +96,10 @@ class EmbedderFineTuning(FineTuning):
             self.settings = dataclasses.replace(self.settings, pooling=DEFAULT_POOLING)
         f = self.settings
         if not f.similarity_scale > 0:
-            raise UsageError(f"--similarity_scale={f.similarity_scale} must be positive")
+            raise UsageError(f"--similarity_scale={f.similarity_scale} must be positive", "similarity_scale")
         if f.do_train and f.train_batch_size < 2:
             raise UsageError(f"--train_batch_size={f.train_batch_size}: in-batch negatives need at least 2 pairs per "
-                             "batch (each anchor's candidates are the batch's positives)")
+                             "batch (each anchor's candidates are the batch's positives)", "train_batch_size")
 
     def read_inputs(self, config):
         f = self.settings
@@ -108,16 +109,16 @@ class EmbedderFineTuning(FineTuning):
             self.test = run.read_split(f.data_dir, "test", f.do_lower_case) if f.do_predict else None
         if self.train is not None and len(self.train) < 2:
             raise UsageError(f"--data_dir={f.data_dir}: train.tsv has {len(self.train)} pair; in-batch negatives "
-                             "need at least 2")
+                             "need at least 2", "data_dir")
         if self.train is not None and f.train_batch_size > len(self.train):
             raise UsageError(f"--train_batch_size={f.train_batch_size} is more than the {len(self.train)} pairs of "
                              f"{f.data_dir}/train.tsv: a batch would hold a pair twice, its own positive among its "
-                             "negatives")
+                             "negatives", "train_batch_size")
 
     def record(self, group_by_length):
         if group_by_length:
             raise UsageError("--group_by_length is not offered for sentence embeddings: a batch's rows are each "
-                             "other's negatives, and grouping by length would make them alike")
+                             "other's negatives, and grouping by length would make them alike", "group_by_length")
         f = self.settings
         return run.embedder_record(f.pooling, f.normalize, f.similarity_scale, f.do_lower_case, f.max_seq_length)
 

@@ -13,7 +13,8 @@ class NerFineTuning(FineTuning):
 
     def check_given(self):
         if not self.settings.data_dir and not self.settings.tfds_name:
-            raise UsageError("--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required")
+            raise UsageError("--data_dir (the CoNLL files) or --tfds_name (tensorflow-datasets) is required",
+                             "data_dir")
 
     @staticmethod
     def shared_settings(values):
@@ -26,15 +27,16 @@ class NerFineTuning(FineTuning):
 
         f = self.settings
         if f.window_context_words < 0:
-            raise UsageError(f"--window_context_words={f.window_context_words} must not be negative")
+            raise UsageError(f"--window_context_words={f.window_context_words} must not be negative",
+                             "window_context_words")
         if f.lstm_units < 1:
-            raise UsageError(f"--lstm_units={f.lstm_units} must be at least 1")
+            raise UsageError(f"--lstm_units={f.lstm_units} must be at least 1", "lstm_units")
         if f.feature_based:
             with reported("--"):
                 feature_layer_indices(f.feature_based, config.num_hidden_layers)
             if f.lora_rank:  # the encoder is frozen and gets no gradient: adapters on it would never train
                 raise UsageError(f"--lora_rank={f.lora_rank} with --feature_based={f.feature_based}: the encoder "
-                                 "is frozen")
+                                 "is frozen", "lora_rank")
 
     def _read(self, split, labels):
         f = self.settings
@@ -50,7 +52,7 @@ class NerFineTuning(FineTuning):
         if tags is None:
             if not self.train:
                 raise UsageError("no tag set: pass --labels (a file of the tags, one per line), or the --output_dir "
-                                 "of a trained run")
+                                 "of a trained run", "labels")
             tags = run.training_tags(self.train)
         logging.info("Tags (%s): %s", f"--labels={f.labels}" if f.labels else tags.source, " ".join(tags.labels))
         self.tags = tags

@@ -22,18 +22,20 @@ class SquadFineTuning(FineTuning):
     def check_given(self):
         f = self.settings  # a missing input is named before a missing model
         if f.do_train and not (f.train_file or f.tfds_name):
-            raise UsageError("If `do_train` is True, then `train_file` (or --tfds_name) must be specified.")
+            raise UsageError("If `do_train` is True, then `train_file` (or --tfds_name) must be specified.",
+                             "train_file")
         if f.do_predict and not (f.predict_file or f.tfds_name):
-            raise UsageError("If `do_predict` is True, then `predict_file` (or --tfds_name) must be specified.")
+            raise UsageError("If `do_predict` is True, then `predict_file` (or --tfds_name) must be specified.",
+                             "predict_file")
 
     def check(self, config):
         f = self.settings
         if f.max_seq_length <= f.max_query_length + 3:
             raise UsageError(f"The max_seq_length ({f.max_seq_length}) must be greater than max_query_length "
-                             f"({f.max_query_length}) + 3")
+                             f"({f.max_query_length}) + 3", "max_seq_length")
         for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
             if getattr(f, name) < 1:
-                raise UsageError(f"--{name}={getattr(f, name)} must be a positive integer")
+                raise UsageError(f"--{name}={getattr(f, name)} must be a positive integer", name)
         if f.doc_stride > (passage := f.max_seq_length - f.max_query_length - 3):
             logging.warning("--doc_stride=%d is longer than a window's passage (max_seq_length - query - 3 = at least "
                             "%d tokens): parts of long contexts fall in no window and their answers cannot be found",
@@ -42,7 +44,7 @@ class SquadFineTuning(FineTuning):
             path = getattr(f, name)
             if path and not f.tfds_name and not os.path.isfile(path):
                 why = "is a directory, not a file" if os.path.isdir(path) else "no such file"
-                raise UsageError(f"--{name}={path}: {why}")
+                raise UsageError(f"--{name}={path}: {why}", name)
 
     def read_inputs(self, config):
         """The vocabulary, against the config; the questions are read as features (`encode`) once

@@ -12,7 +12,7 @@ class SwagFineTuning(FineTuning):
 
     def check_given(self):
         if not self.settings.data_dir:
-            raise UsageError("--data_dir (the SWAG CSV files) is required")
+            raise UsageError("--data_dir (the SWAG CSV files) is required", "data_dir")
 
     def read_inputs(self, config):
         f = self.settings
