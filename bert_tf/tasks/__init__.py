@@ -3,7 +3,11 @@ building, the Task of the one training loop, outputs, metrics, export, and the s
 fine-tuning driver takes them through (`contract`: what a task supplies; read it to add one). What each kind is made
 of (`bert_tf.runs.registry`) and what a run leaves beside its checkpoints (`bert_tf.runs.record`)
 live below them, in the run core (`registry` and `record` here are their deprecated old names).
-Importing this package loads none of the tasks."""
+Importing this package loads none of the tasks; `bert_tf.runs.registry` imports each built-in
+folder's `kind` module (its entry: model, head, record fields, ...) and, with it, its settings."""
+
+# The built-in task folders, in the order the registry lists their kinds.
+BUILT_IN = ("classifier", "squad", "ner", "swag", "embedder")
 
 __all__ = ["classifier", "contract", "ner", "squad", "swag"]
 

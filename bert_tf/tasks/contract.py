@@ -8,7 +8,8 @@ To add a task (say `paraphrase`; docs/new_task.md carries a complete one):
    `Task` of the one training loop (`bert_tf.training.task.Task`: inputs, model, loss, metrics),
    its model class (encoder + head, registered for Keras serialization), its output writers, its
    export, and one `FineTuning` subclass below (by convention in `fine_tuning.py`).
-2. One registry entry: a `bert_tf.runs.registry.TaskKind` in its `KINDS`, or
+2. One registry entry, a `bert_tf.runs.kinds.TaskKind`: in the folder's `kind.py` (as `KIND`, the
+   folder's name added to `bert_tf.tasks.BUILT_IN`) for a task of this package, or
    `registry.register(TaskKind(...))` run when your package is imported. It names the kind, its
    script, its model class and the attribute holding the head (`head_layer`), the head's
    original-checkpoint names, the run-record fields it keeps (`record_fields`; a field

@@ -5,6 +5,6 @@ Importing this package loads its settings (`Settings`) and none of its other mod
 from bert_tf.tasks.classifier.settings import Settings  # noqa: F401 - the task's settings: `bert_tf.tasks.classifier.Settings`
 
 __all__ = [
-    "Settings",
-    "catalog", "export", "fine_tuning", "glue", "inputs", "metrics", "multilabel", "processors", "run", "task", "tfds",
+    "Settings", "catalog", "export", "fine_tuning", "glue", "inputs", "kind", "metrics", "multilabel", "processors",
+    "run", "task", "tfds"
 ]

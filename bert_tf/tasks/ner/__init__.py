@@ -4,4 +4,6 @@ Importing this package loads its settings (`Settings`) and none of its other mod
 
 from bert_tf.tasks.ner.settings import Settings  # noqa: F401 - the task's settings: `bert_tf.tasks.ner.Settings`
 
-__all__ = ["Settings", "conll", "conlleval", "export", "fine_tuning", "inputs", "run", "task"]
+__all__ = [
+    "Settings", "conll", "conlleval", "export", "fine_tuning", "inputs", "kind", "run", "task"
+]

@@ -5,7 +5,6 @@ Importing this package loads its settings (`Settings`) and none of its other mod
 from bert_tf.tasks.squad.settings import Settings  # noqa: F401 - the task's settings: `bert_tf.tasks.squad.Settings`
 
 __all__ = [
-    "Settings",
-    "export", "feature_cache", "feature_writer", "features", "fine_tuning", "inputs", "json_reader", "metrics",
-    "predictions", "run", "task", "tfds",
+    "Settings", "export", "feature_cache", "feature_writer", "features", "fine_tuning", "inputs", "json_reader",
+    "kind", "metrics", "predictions", "run", "task", "tfds"
 ]

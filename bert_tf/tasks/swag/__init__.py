@@ -4,4 +4,6 @@ Importing this package loads its settings (`Settings`) and none of its other mod
 
 from bert_tf.tasks.swag.settings import Settings  # noqa: F401 - the task's settings: `bert_tf.tasks.swag.Settings`
 
-__all__ = ["Settings", "export", "fine_tuning", "reader", "run", "task"]
+__all__ = [
+    "Settings", "export", "fine_tuning", "kind", "reader", "run", "task"
+]
