@@ -97,8 +97,11 @@ def _check(settings):
     warning = divergence.diverged_warning(s.init_checkpoint)
     if warning:
         logging.warning("--init_checkpoint: %s", warning)
-    if s.max_query_length is not None and s.export_type != "squad":
-        raise SettingError(f"--max_query_length is for --export_type=squad, not {s.export_type}", "max_query_length")
+    # An export option of the kinds whose runs record it (SQuAD's question length).
+    asking = [kind.name for kind in registry.KINDS.values() if "max_query_length" in kind.record_fields]
+    if s.max_query_length is not None and s.export_type not in asking:
+        raise SettingError(f"--max_query_length is for --export_type={' or '.join(asking)}, not {s.export_type}",
+                           "max_query_length")
     if s.export_type == "preprocessor" and not s.vocab_file:
         raise SettingError("--export_type=preprocessor needs --vocab_file", "vocab_file")
     choice = None
