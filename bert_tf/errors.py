@@ -49,11 +49,12 @@ def as_flags(message, names):
     return re.sub(pattern, r"--\1", message)
 
 
-def _leading(message, names):
-    """The one of `names` that `message` starts with (`learning_rate=...`, `output_dir holds ...`), or None."""
-    for name in names:
+def _leading(message, names, ending=None):
+    """The one of `names` that `message` starts with (`learning_rate=...`, `output_dir holds ...`),
+    followed by one of the characters `ending` where given, or None."""
+    for name in filter(None, names):
         rest = message[len(name):len(name) + 1] if message.startswith(name) else None
-        if rest is not None and (rest == "" or not (rest.isalnum() or rest == "_")):
+        if rest is not None and (rest in ending if ending else rest == "" or not (rest.isalnum() or rest == "_")):
             return name
     return None
 
@@ -69,7 +70,8 @@ def reported(prefix="", flag_names=(), setting=None):
         prefix: Put before the message.
         flag_names: Settings the message names bare, written as flags.
         setting: The setting the error is about (default: the one of `flag_names` its message
-            starts with, if any).
+            starts with; with the prefix "--", the name its message starts with as `name=` or
+            `name:`; else None).
 
     Raises:
         SettingError: For an error of the kinds above.
@@ -82,6 +84,8 @@ def reported(prefix="", flag_names=(), setting=None):
         raise SettingError(str(e)) from e
     except (ValueError, FileNotFoundError) as e:
         message = f"{prefix}{e}"
+        if setting is None and prefix == "--":  # the message starts with its setting: `name=value`, `name: ...`
+            setting = _leading(str(e), [re.match(r"\w*", str(e)).group()], ending="=:")
         raise SettingError(as_flags(message, flag_names) if flag_names else message,
                            setting or _leading(str(e), flag_names)) from None
 

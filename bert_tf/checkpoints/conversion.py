@@ -20,7 +20,6 @@ partial file under the final names.
 
 import dataclasses
 import os
-import re
 
 from absl import logging
 
@@ -164,12 +163,6 @@ def _to_original_or_hf(settings):
     return output
 
 
-def _named(error):
-    """Sets the `setting` of `error` (a SettingError that names none) to the setting its message
-    starts with (`--name`), if any."""
-    found = re.match(r"--(\w+)", error.message)
-    if error.setting is None and found and found.group(1) in {f.name for f in fields.flag_fields(Settings)}:
-        error.setting = found.group(1)
 
 
 def convert_checkpoint(settings):
@@ -188,15 +181,6 @@ def convert_checkpoint(settings):
             cannot be read or does not fit the model, or a failed write (a full disk), which
             leaves no partial file under the final names.
     """
-    try:
-        return _convert(settings)
-    except SettingError as e:
-        _named(e)
-        raise
-
-
-def _convert(settings):
-    """`convert_checkpoint`'s work: the checks before any work, then the direction's conversion."""
     for field in fields.flag_fields(Settings):
         if field.metadata["required"] and getattr(settings, field.name) is None:
             raise SettingError(f"--{field.name} is required", field.name)

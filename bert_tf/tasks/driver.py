@@ -311,7 +311,7 @@ def resume_settings(settings, task_class):
 
     paths = _paths(type(settings))
     values = {name: os.path.realpath(value) if name in paths and value else value  # a link is its target
-              for name, value in search_settings(settings, task_class).items()
+              for name, value in _shared_values(settings, task_class).items()
               if not field_meta(type(settings), name).get("compared_by_content")}
     own = {name: getattr(settings, name) for name in shared_fields(type(settings), RUN)}
     # The CPU kernels too: oneDNN's and Eigen's round differently, so a resume on the others is not exact.
@@ -323,7 +323,11 @@ def search_settings(settings, task_class):
     as its runs will take them: the casing a Hugging Face folder given as `init_checkpoint` has,
     paths made absolute, LoRA's alpha resolved, then the task's `shared_settings`; in the order
     of the fields' `order`."""
-    settings = prepare.resolve_sources(settings)[0]
+    return _shared_values(prepare.resolve_sources(settings)[0], task_class)
+
+
+def _shared_values(settings, task_class):
+    """`search_settings` of settings whose sources are resolved already (a run's, in `run_once`)."""
     names = shared_fields(type(settings), SEARCH)
     values = {name: getattr(settings, name) for name in names}
     values.update(prepare.lora(settings))

@@ -24,12 +24,6 @@ def _given(settings, name):
     return name in (getattr(settings, "given", None) or ())
 
 
-def _replace(settings, **values):
-    """`settings` with `values`: a dataclass is copied, another object (a script's namespace) too."""
-    if dataclasses.is_dataclass(settings):
-        return dataclasses.replace(settings, **values)
-    copy = type(settings)(**{**vars(settings), **values})
-    return copy
 
 
 def load_config(path, setting="bert_config_file"):
@@ -80,12 +74,12 @@ def resolve_sources(settings):
         with reported(flag_names=("do_lower_case", "vocab_file")):
             found = sources.files_beside(s.init_checkpoint, do_lower_case=given.get("do_lower_case"), **kept)
         names = {"vocab_file", "bert_config_file", "do_lower_case"}
-        return _replace(s, **{name: found[name] for name in names if hasattr(s, name)}), None
+        return dataclasses.replace(s, **{name: found[name] for name in names if hasattr(s, name)}), None
     config = load_config(s.bert_config_file) if s.bert_config_file else None
     with reported("--", setting="init_checkpoint"):
         found = hf.folder_settings(s.init_checkpoint, config, s.bert_config_file, hasattr(s, "vocab_file"), **given)
     names = {"vocab_file", "do_lower_case"}
-    return _replace(s, **{name: getattr(found, name) for name in names if hasattr(s, name)}), found.config
+    return dataclasses.replace(s, **{name: getattr(found, name) for name in names if hasattr(s, name)}), found.config
 
 
 def split_cpu(settings):
