@@ -89,10 +89,8 @@ def _check_inputs(settings, config, tokenizer):
         config.check_seq_length(s.max_seq_length)
     with reported(f"--vocab_file vs --{source}: ", setting="vocab_file"):
         config.check_vocab_size(len(tokenizer.vocab), s.vocab_file)
-    try:
+    with reported("--"):  # the messages start with the setting at fault
         feature_extraction.check_inputs(tokenizer.vocab, s.vocab_file, s.input_file, s.max_seq_length, s.batch_size)
-    except (ValueError, FileNotFoundError) as e:  # the messages start with the setting at fault
-        raise SettingError(f"--{e}", str(e).partition("=")[0]) from None
     inputs = [(name, getattr(s, name)) for name in ("input_file", "vocab_file", "bert_config_file")]
     inputs = [(name, path) for name, path in inputs if path]  # no bert_config_file with a Hugging Face folder
     with reported(setting="output_file"):
