@@ -31,7 +31,20 @@ _CJK_RANGES = (
 
 
 def convert_to_unicode(text):
-    """str stays; bytes are decoded as UTF-8, undecodable bytes become U+FFFD (later dropped)."""
+    """Returns `text` as a str.
+
+    A str stays as it is; bytes are decoded as UTF-8, and undecodable bytes become U+FFFD (which
+    the tokenizers' cleaning later drops).
+
+    Args:
+        text: A str or bytes.
+
+    Returns:
+        The str.
+
+    Raises:
+        TypeError: `text` is neither str nor bytes.
+    """
     if isinstance(text, str):
         return text
     if isinstance(text, bytes):
@@ -40,7 +53,19 @@ def convert_to_unicode(text):
 
 
 def vocab_from_tokens(tokens, source="<vocabulary>"):
-    """Token list (id = position) -> ordered dict; duplicate tokens are an error naming both ids."""
+    """Makes the vocab (token -> id) of a token list, where a token's id is its position.
+
+    Args:
+        tokens: The tokens, in id order.
+        source: What the tokens were read from (a vocab.txt path), for the error messages.
+
+    Returns:
+        An `OrderedDict` of token -> int id, in id order.
+
+    Raises:
+        ValueError: A token appears twice (the message names both of its lines, id + 1), or
+            `tokens` is empty.
+    """
     vocab = collections.OrderedDict()
     for index, token in enumerate(tokens):
         if token in vocab:
@@ -54,12 +79,33 @@ def vocab_from_tokens(tokens, source="<vocabulary>"):
 
 
 def printable_text(text):
-    """Text for logging: str as is, bytes decoded (the original's Python 2/3 helper)."""
+    """Returns text for logging: a str as it is, bytes decoded (the original's Python 2/3 helper).
+
+    Args:
+        text: A str or bytes (decoded as `convert_to_unicode` does).
+
+    Returns:
+        The str.
+    """
     return convert_to_unicode(text)
 
 
 def load_vocab(vocab_file):
-    """Reads a vocab.txt (one token per line, id = line number) into an ordered dict."""
+    """Reads a vocab.txt into an ordered dict (token -> id).
+
+    The file holds one token per line; a token's id is its line's number counted from 0. Each line
+    is decoded as `convert_to_unicode` does and stripped of surrounding whitespace.
+
+    Args:
+        vocab_file: The path of the vocab.txt.
+
+    Returns:
+        An `OrderedDict` of token -> int id, in id order.
+
+    Raises:
+        FileNotFoundError: `vocab_file` is not a file.
+        ValueError: The file is empty or holds a token twice (`vocab_from_tokens`).
+    """
     if not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"vocab file {vocab_file!r} does not exist")
     with open(vocab_file, "rb") as reader:
@@ -67,7 +113,18 @@ def load_vocab(vocab_file):
 
 
 def check_vocab(vocab, source="<vocabulary>"):
-    """[UNK] must exist (WordPiece emits it); without [CLS]/[SEP] nothing can be packed for BERT."""
+    """Checks that a vocab can be used by the tokenizers and for BERT's inputs.
+
+    [UNK] must exist, as WordPiece emits it. Without [CLS] or [SEP] nothing can be packed for BERT;
+    their absence is a warning only, since the vocab can still tokenize.
+
+    Args:
+        vocab: The vocab, a mapping (or any container) of tokens.
+        source: What the vocab was read from (a vocab.txt path), for the messages.
+
+    Raises:
+        ValueError: The vocab has no "[UNK]".
+    """
     if "[UNK]" not in vocab:
         raise ValueError(f"vocab {source!r} has no '[UNK]' token, which WordPiece emits for unknown words")
     missing = [t for t in ("[CLS]", "[SEP]") if t not in vocab]
@@ -79,11 +136,30 @@ def check_vocab(vocab, source="<vocabulary>"):
 
 
 def convert_by_vocab(vocab, items):
+    """Maps each item through `vocab`: tokens to ids, or ids to tokens with the inverse vocab.
+
+    Args:
+        vocab: A dict (token -> id, or id -> token).
+        items: The keys to look up, in order.
+
+    Returns:
+        A list of `vocab[item]`, one per item.
+
+    Raises:
+        KeyError: An item is not in `vocab`.
+    """
     return [vocab[item] for item in items]
 
 
 def whitespace_tokenize(text):
-    """Strips and splits on runs of whitespace."""
+    """Strips `text` and splits it on runs of whitespace.
+
+    Args:
+        text: A str.
+
+    Returns:
+        The list of the words between whitespace (none for blank text).
+    """
     return text.split()
 
 
@@ -116,8 +192,17 @@ def _is_chinese_char(cp):
 class BasicTokenizer:
     """Cleans text, spaces out CJK, optionally lower-cases and strips accents, splits punctuation.
 
-    `never_split`: words (e.g. "[CLS]", "[MASK]") kept whole, neither lower-cased nor split, when
-    they stand between whitespace in the text. Off by default, as in the original.
+    The original release's BasicTokenizer: control characters, NUL and U+FFFD are dropped and
+    every whitespace character becomes a space; each CJK ideograph becomes a word of its own;
+    every punctuation character (every non-alphanumeric printable ASCII character included)
+    becomes a token of its own.
+
+    Args:
+        do_lower_case: Whether to lower-case, NFD-normalise and strip accents (marks of category Mn),
+            as the original's uncased models.
+        never_split: Words (e.g. "[CLS]", "[MASK]") kept whole, neither lower-cased nor split,
+            when they stand between whitespace in the text. None (the default): none, as in the
+            original.
     """
 
     def __init__(self, do_lower_case=True, never_split=None):
@@ -125,6 +210,14 @@ class BasicTokenizer:
         self.never_split = frozenset(never_split or ())
 
     def tokenize(self, text):
+        """Splits `text` into the original's words and punctuation tokens.
+
+        Args:
+            text: A str, or UTF-8 bytes (undecodable bytes are dropped).
+
+        Returns:
+            The list of tokens (str).
+        """
         text = self._clean_text(convert_to_unicode(text))
         text = self._tokenize_chinese_chars(text)
         split_tokens = []
@@ -175,7 +268,17 @@ class BasicTokenizer:
 
 
 class WordpieceTokenizer:
-    """Greedy longest-match-first WordPiece over already basic-tokenized text."""
+    """Greedy longest-match-first WordPiece over already basic-tokenized text.
+
+    A word is split into the longest vocab token that starts it, then the longest `##`
+    continuation that starts the rest, and so on. A word that cannot be covered this way, or is
+    longer than `max_input_chars_per_word`, becomes a single `unk_token`.
+
+    Args:
+        vocab: The vocab: a dict, or any container of tokens.
+        unk_token: The token for a word that cannot be split.
+        max_input_chars_per_word: The longest word split, in characters.
+    """
 
     def __init__(self, vocab, unk_token="[UNK]", max_input_chars_per_word=200):
         self.vocab = vocab
@@ -183,6 +286,14 @@ class WordpieceTokenizer:
         self.max_input_chars_per_word = max_input_chars_per_word
 
     def tokenize(self, text):
+        """Splits each whitespace-separated word of `text` into word pieces.
+
+        Args:
+            text: Basic-tokenized text, a str or UTF-8 bytes.
+
+        Returns:
+            The list of word pieces (str), continuations prefixed with "##".
+        """
         output = []
         for token in whitespace_tokenize(convert_to_unicode(text)):
             output.extend(self._word_pieces(token))
@@ -207,7 +318,17 @@ class WordpieceTokenizer:
 
 
 class FullTokenizer:
-    """Basic tokenization followed by WordPiece, with a vocab loaded from `vocab_file`."""
+    """Basic tokenization followed by WordPiece, with a vocab loaded from `vocab_file`.
+
+    Args:
+        vocab_file: The path of a vocab.txt (`load_vocab`).
+        do_lower_case: Whether to lower-case and strip accents (`BasicTokenizer`).
+        never_split: Words kept whole by the basic tokenization (`BasicTokenizer`); None: none.
+
+    Raises:
+        FileNotFoundError: `vocab_file` is not a file.
+        ValueError: The vocab is empty, holds a token twice or has no "[UNK]" (`check_vocab`).
+    """
 
     def __init__(self, vocab_file, do_lower_case=True, never_split=None):
         self.vocab = load_vocab(vocab_file)
@@ -217,6 +338,14 @@ class FullTokenizer:
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
 
     def tokenize(self, text):
+        """Splits `text` into word pieces: `BasicTokenizer`, then `WordpieceTokenizer` on each word.
+
+        Args:
+            text: A str, or UTF-8 bytes.
+
+        Returns:
+            The list of word pieces (str).
+        """
         return [
             piece
             for token in self.basic_tokenizer.tokenize(text)
@@ -224,9 +353,31 @@ class FullTokenizer:
         ]
 
     def convert_tokens_to_ids(self, tokens):
+        """Maps tokens to their vocab ids.
+
+        Args:
+            tokens: Tokens of the vocab.
+
+        Returns:
+            The list of int ids.
+
+        Raises:
+            KeyError: A token is not in the vocab.
+        """
         return convert_by_vocab(self.vocab, tokens)
 
     def convert_ids_to_tokens(self, ids):
+        """Maps vocab ids to their tokens.
+
+        Args:
+            ids: Ids of the vocab.
+
+        Returns:
+            The list of tokens (str).
+
+        Raises:
+            KeyError: An id is not in the vocab.
+        """
         return convert_by_vocab(self.inv_vocab, ids)
 
 
@@ -251,8 +402,18 @@ def _checkpoint_casing(model_name):
 def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     """Raises if `do_lower_case` contradicts a released checkpoint's name, as the original does.
 
-    Recognises the original's list plus the later releases named the same way (whole-word-masking
-    `wwm_*` and the small `uncased_L-{2..12}_H-*` models). Unknown names pass.
+    The model's name is the folder before `/bert_model.ckpt` in `init_checkpoint`. Recognises the
+    original's list plus the later releases named the same way (whole-word-masking `wwm_*` and the
+    small `uncased_L-{2..12}_H-*` models). Unknown names, and paths without a `NAME/bert_model.ckpt`
+    part, pass.
+
+    Args:
+        do_lower_case: Whether the inputs are lower-cased.
+        init_checkpoint: The checkpoint's path, or None or "" for none (which passes).
+
+    Raises:
+        ValueError: The name is a released uncased model's and `do_lower_case` is false, or a
+            cased model's and it is true; the message is the original's.
     """
     if not init_checkpoint:
         return

@@ -38,7 +38,19 @@ class _Entry:
 @dataclasses.dataclass
 class LoadReport:
     """What `load_original_checkpoint` did: names it loaded, names it left unused, and the
-    model's optional (head) variables the checkpoint did not have."""
+    model's optional (head) variables the checkpoint did not have.
+
+    `restore` returns one for its other sources too (a Hugging Face folder's, in transformers'
+    names).
+
+    Args:
+        loaded: The checkpoint's variable names assigned to the model, sorted.
+        unused: The checkpoint's other variable names (neither loaded nor ignored), sorted.
+        ignored: The optimizer slots (`*/adam_m`, `*/adam_v`) and `global_step` of the
+            checkpoint, skipped, sorted.
+        not_found: The model's optional (head) variables the checkpoint did not have, left as
+            initialised, sorted.
+    """
 
     loaded: list
     unused: list
@@ -84,8 +96,19 @@ def _encoder_map(encoder: BertEncoder) -> dict:
 
 
 def original_variable_map(model) -> dict:
-    """Original variable name -> (Keras variable, transposed?, optional?) for a BertEncoder,
-    BertPretrainer or a task kind's model (`bert_tf.runs.registry`)."""
+    """Maps the original's variable names onto the Keras variables of `model`.
+
+    Args:
+        model: A BertEncoder, BertPretrainer or a task kind's model (`bert_tf.runs.registry`).
+
+    Returns:
+        A dict of original variable name -> entry, each with `variable` (the Keras variable),
+        `transpose` (whether the original stores the matrix transposed) and `optional` (a task
+        head's variable, loaded only when a checkpoint has it).
+
+    Raises:
+        TypeError: `model` is none of these.
+    """
     if isinstance(model, BertPretrainer):
         out = _encoder_map(model.encoder)
         mlm, nsp = model.masked_lm, model.next_sentence
@@ -168,7 +191,18 @@ def check_finite(values, source):
 
 
 def list_original_variables(checkpoint_path) -> dict:
-    """Name -> shape of every variable in a checkpoint."""
+    """Lists the variables of a checkpoint.
+
+    Args:
+        checkpoint_path: A checkpoint prefix, such as `.../bert_model.ckpt`.
+
+    Returns:
+        A dict of variable name -> shape (a list of ints), for every variable in the checkpoint.
+
+    Raises:
+        FileNotFoundError: No checkpoint can be read at `checkpoint_path`, or it names one file of
+            a checkpoint (its `.index` or a `.data-*` file) rather than its prefix.
+    """
     return dict(_open_reader(checkpoint_path).get_variable_to_shape_map())
 
 
@@ -180,13 +214,28 @@ def _model_shape(entry):
 def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
     """Loads an original-layout checkpoint into a BertEncoder, BertPretrainer or a task model.
 
-    Every variable the model needs must be present with the original's shape; otherwise nothing
-    is assigned and a ValueError names each offending variable with both shapes. A task head
-    (the classifier's `output_weights`/`output_bias`) is loaded when present, with the same
-    shape check, and otherwise keeps its initialisation (`LoadReport.not_found`). A weight holding
-    NaN or infinity is a ValueError naming it (`check_finite`), nothing assigned. Optimizer slots
-    (`*/adam_m`, `*/adam_v`) and `global_step` are skipped; any other variable the model does
-    not use is reported in a warning and in the returned `LoadReport.unused`.
+    Every variable the model needs must be present with the original's shape. A task head (the
+    classifier's `output_weights`/`output_bias`) is loaded when present, with the same shape
+    check, and otherwise keeps its initialisation (`LoadReport.not_found`). Every value is read
+    and checked before any is assigned. Optimizer slots (`*/adam_m`, `*/adam_v`) and
+    `global_step` are skipped; any other variable the model does not use is reported in a
+    warning and in the returned `LoadReport.unused`.
+
+    Args:
+        model: A BertEncoder, BertPretrainer or a task kind's model.
+        checkpoint_path: The checkpoint's prefix, such as `.../bert_model.ckpt`.
+
+    Returns:
+        A `LoadReport`.
+
+    Raises:
+        FileNotFoundError: No checkpoint can be read at `checkpoint_path` (or it names one of its
+            files rather than its prefix).
+        ValueError: A variable the model needs is missing or has another shape (nothing is
+            assigned; each offending variable is named with both shapes); the checkpoint's files
+            cannot be read whole (damaged); or a weight holds NaN or infinity (named, by
+            `check_finite`; nothing assigned).
+        TypeError: `model` is none of the models above.
     """
     reader = _open_reader(checkpoint_path)
     available = reader.get_variable_to_shape_map()
@@ -232,7 +281,17 @@ def load_original_checkpoint(model, checkpoint_path) -> LoadReport:
 
 
 def original_weights(model) -> dict:
-    """Name -> numpy array, in the original layout (names, shapes, orientation)."""
+    """The weights of `model` in the original layout (names, shapes, orientation).
+
+    Args:
+        model: A BertEncoder, BertPretrainer or a task kind's model.
+
+    Returns:
+        A dict of original variable name -> float32 numpy array.
+
+    Raises:
+        TypeError: `model` is none of these.
+    """
     out = {}
     for name, entry in original_variable_map(model).items():
         value = keras.ops.convert_to_numpy(entry.variable).astype(np.float32)
@@ -245,9 +304,22 @@ def save_original_checkpoint(model, checkpoint_prefix, global_step=None, bert_co
 
     The files (`<prefix>.index`, `<prefix>.data-00000-of-00001`, a `checkpoint` state file and
     `bert_config.json` beside them) are written under temporary names in the same folder and
-    renamed into place, so a reader never sees a partial checkpoint. `bert_config` (a
-    BertConfig, e.g. the one the model was loaded from, with its extra keys) defaults to the
-    model's own hyper-parameters. Returns the prefix.
+    renamed into place, so a reader never sees a partial checkpoint. The weights are stored as
+    float32.
+
+    Args:
+        model: A BertEncoder, BertPretrainer or a task kind's model.
+        checkpoint_prefix: The checkpoint's prefix, such as `.../bert_model.ckpt`; its folder is
+            made when missing.
+        global_step: The step to store as `global_step` (int64), or None to store none.
+        bert_config: The BertConfig to write as bert_config.json (e.g. the one the model was
+            loaded from, with its extra keys); None: the model's own hyper-parameters.
+
+    Returns:
+        The prefix, as an absolute path.
+
+    Raises:
+        TypeError: `model` is none of the models above.
     """
     checkpoint_prefix = os.path.abspath(checkpoint_prefix)
     directory = os.path.dirname(checkpoint_prefix)

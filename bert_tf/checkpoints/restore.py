@@ -28,7 +28,18 @@ def save_keras_model(model, path):
     """Saves `model` as a `.keras` file, atomically (temporary name in the folder, then rename).
 
     The file gets the user's umask, as any file Keras writes: the temporary name is new, so Keras
-    creates it (a file made by mkstemp would keep mkstemp's 0600 through the rename).
+    creates it (a file made by mkstemp would keep mkstemp's 0600 through the rename). Temporary
+    files left in the folder by saves whose process is gone are removed.
+
+    Args:
+        model: The Keras model (an encoder, pretrainer or task model).
+        path: The file to write; its folder is made when missing.
+
+    Returns:
+        `path`.
+
+    Raises:
+        ValueError: `path` does not end in ".keras".
     """
     if not path.endswith(".keras"):
         raise ValueError(f"a Keras model file must end in '.keras', got {path!r}")
@@ -51,8 +62,20 @@ def save_keras_model(model, path):
 
 
 def load_keras_model(path):
-    """Loads a `.keras` file written by this package (an encoder, pretrainer or task model); a
-    weight holding NaN or infinity is a ValueError naming the file and the weight."""
+    """Loads a `.keras` file written by this package (an encoder, pretrainer or task model).
+
+    The model is loaded without compiling it.
+
+    Args:
+        path: The `.keras` file.
+
+    Returns:
+        The Keras model.
+
+    Raises:
+        FileNotFoundError: `path` is not a file.
+        ValueError: A weight holds NaN or infinity (naming the file and the weight).
+    """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Keras model file {path!r} does not exist")
     model = keras.saving.load_model(path, compile=False)
@@ -140,18 +163,34 @@ def _quiet_restore(checkpoint, path):
 
 
 def restore(model, path):
-    """Loads weights into a BertEncoder, BertPretrainer or task model (e.g. BertClassifier)
-    from Google's original layout, one of our training checkpoints (`.../ckpt-N`), a folder
-    (a run's latest checkpoint, the bert_model.ckpt of Google's download, or a Hugging Face
-    folder) or a `.keras` file.
-    Returns a `LoadReport` when something was left out, else None. A truncated or corrupted
-    checkpoint is a ValueError saying so, and so is a weight holding NaN or infinity (named with
-    the file: `original.check_finite`).
+    """Loads weights into a BertEncoder, BertPretrainer or task model (e.g. BertClassifier).
 
-    A task model takes its head too when the source has one of the same kind and shape (a
-    fine-tuned model); otherwise only the encoder is loaded and the head keeps its
-    initialisation (fine-tuning from a pre-trained model). The hyper-parameters must agree; a
-    mismatch is an error naming both configs.
+    The source is Google's original layout, one of our training checkpoints (`.../ckpt-N`; a
+    LoRA run's is read with its adapters merged into plain kernels), a folder (a run's latest
+    checkpoint, the bert_model.ckpt of Google's download, or a Hugging Face folder) or a `.keras`
+    file.
+
+    A task model takes its head too when the source has one of the same kind (a fine-tuned
+    model); otherwise only the encoder is loaded and the head keeps its initialisation
+    (fine-tuning from a pre-trained model). A head the source holds with other shapes (another
+    label set) is left as initialised when the source is a `.keras` file, and is a ValueError from
+    any other source. The hyper-parameters must agree; a mismatch is a ValueError (for a `.keras`
+    file, one naming both configs).
+
+    Args:
+        model: A BertEncoder, BertPretrainer or task model.
+        path: The checkpoint prefix, folder or `.keras` file (a str or path-like).
+
+    Returns:
+        A `LoadReport` when something was left out (variables of the source the model does not
+        use, or a head the source did not have), else None.
+
+    Raises:
+        FileNotFoundError: `path` is a folder without a checkpoint, or nothing can be read there.
+        ValueError: A truncated or corrupted checkpoint (saying so); a weight holding NaN or
+            infinity (named with the file: `original.check_finite`); a source that does not
+            hold this model (other hyper-parameters or head shapes, or no BertPretrainer for a
+            BertPretrainer).
     """
     path = os.fspath(path)
     if hf.is_hf_folder(path):

@@ -17,11 +17,23 @@ GROUP_WINDOW_BATCHES = 50
 
 
 def ordered_batches(ds, batch_size, input_context=None):
-    """Evaluation and prediction batches: `ds` (already padded to a whole number of global
-    batches) batched per replica, each input pipeline keeping the slices of its own replicas,
-    so that gathering every replica's outputs in replica order gives the rows in input order.
-    Every batch is whole: drop_remainder drops nothing and gives the spec its batch size, the
-    static shape a TPU needs (the loop's eval and predict steps are traced for the spec)."""
+    """Batches evaluation or prediction rows so that the replicas' gathered outputs keep input order.
+
+    `ds` is batched per replica, and each input pipeline keeps the slices of its own replicas, so
+    that gathering every replica's outputs in replica order gives the rows in input order. Every
+    batch is whole: drop_remainder drops nothing and gives the spec its batch size, the static
+    shape a TPU needs (the loop's eval and predict steps are traced for the spec).
+
+    Args:
+        ds: A `tf.data.Dataset` of rows, already padded to a whole number of global batches
+            (`batch_size` times the number of replicas).
+        batch_size: The batch size per replica.
+        input_context: The `tf.distribute.InputContext` of this input pipeline; None: one
+            pipeline feeding one replica.
+
+    Returns:
+        A `tf.data.Dataset` of batches of `batch_size` rows.
+    """
     ds = ds.batch(batch_size, drop_remainder=True)
     if input_context is None or input_context.num_replicas_in_sync == 1:
         return ds
@@ -32,8 +44,17 @@ def ordered_batches(ds, batch_size, input_context=None):
 
 
 def pad_rows(features, multiple):
-    """`features` with rows added up to a multiple of `multiple`: "" in text arrays, 0 in the
-    others, and a float32 `weight` that is 1 for the real rows and 0 for the added ones."""
+    """Pads `features` with rows up to a multiple of `multiple`, marked by a weight of 0.
+
+    Args:
+        features: A dict of numpy arrays, one row per example (text arrays of dtype object).
+        multiple: The row count to pad up to a multiple of.
+
+    Returns:
+        A dict with the same keys, each array with rows added: "" in text arrays, 0 in the
+        others; plus `weight`, a float32 array that is 1 for the real rows and 0 for the added
+        ones.
+    """
     n = len(next(iter(features.values())))
     extra = -n % multiple
 
@@ -48,17 +69,32 @@ def pad_rows(features, multiple):
 
 
 def array_dataset(features, mode, batch_size, input_context=None, seed=None, skip_batches=0, lengths=None):
-    """Batches of `features` (a dict of numpy arrays with one row per example), each a dict with
-    the same keys plus a float32 `weight` `[batch_size]`.
+    """Batches examples held as numpy arrays for training, evaluation or prediction.
 
-    batch_size: per replica. mode "train": rows sharded per input pipeline, shuffled with `seed`
-    (reshuffled every epoch, reproducibly), repeated forever, batched with drop_remainder, the
-    first `skip_batches` skipped (a resumed run continues the same order). "eval"/"predict": every
-    row once, in order, padded with weight-0 rows to whole global batches, each input pipeline
-    taking its replicas' slices (`ordered_batches`).
+    In mode "train", the rows are sharded per input pipeline, shuffled with `seed` (reshuffled
+    every epoch, reproducibly), repeated forever, batched with drop_remainder, and the first
+    `skip_batches` batches skipped (a resumed run continues the same order). In modes "eval" and
+    "predict", every row comes once, in order, padded with weight-0 rows to whole global batches,
+    each input pipeline taking its replicas' slices (`ordered_batches`).
 
-    lengths: None, or for "train" each example's length (int `[n]`, e.g. its tokens): batches of
-    examples of similar length (`group_by_length`), in an order as reproducible with the seed.
+    Args:
+        features: A dict of numpy arrays with one row per example.
+        mode: "train", "eval" or "predict".
+        batch_size: The batch size per replica.
+        input_context: The `tf.distribute.InputContext` of this input pipeline; None: one
+            pipeline feeding one replica.
+        seed: The shuffle's seed ("train"); None: unseeded.
+        skip_batches: How many batches to skip ("train").
+        lengths: None, or for "train" each example's length (int `[n]`, e.g. its tokens):
+            batches of examples of similar length (`group_by_length`), in an order as
+            reproducible with the seed.
+
+    Returns:
+        A `tf.data.Dataset` of dicts with the keys of `features` plus `weight` (float32
+        `[batch_size]`: 1 for a real row, 0 for padding).
+
+    Raises:
+        ValueError: `features` holds no example, or `mode` is not one of the three.
     """
     n = len(next(iter(features.values()))) if features else 0
     if not n:
@@ -85,13 +121,25 @@ def array_dataset(features, mode, batch_size, input_context=None, seed=None, ski
 
 
 def group_by_length(ds, n, batch_size, seed=None):
-    """The examples of `ds` (dicts with an int32 `length`, `n` of them) as an endless stream whose
-    consecutive `batch_size` examples have similar lengths: each epoch is shuffled (with `seed`,
-    reshuffled every epoch), cut into windows of GROUP_WINDOW_BATCHES batches, each window sorted
-    by length (ties in shuffled order), cut into batches, and those batches shuffled within the
-    window (seeded by `seed` and the window's number). Every example appears once per epoch; the
-    stream is the same on every run with the same seed, so skipping batches resumes it exactly.
-    The `length` entry is dropped. Only the batches that straddle an epoch's end mix lengths."""
+    """Orders the examples of `ds` so that consecutive `batch_size` of them have similar lengths.
+
+    Each epoch is shuffled (with `seed`, reshuffled every epoch), cut into windows of
+    GROUP_WINDOW_BATCHES batches, each window sorted by length (ties in shuffled order), cut into
+    batches, and those batches shuffled within the window (seeded by `seed` and the window's
+    number). Every example appears once per epoch; the stream is the same on every run with the
+    same seed, so skipping batches resumes it exactly. Only the batches that straddle an epoch's
+    end mix lengths.
+
+    Args:
+        ds: A `tf.data.Dataset` of dicts, each with an int32 `length`.
+        n: The number of examples in `ds`.
+        batch_size: The batch size the order is made for.
+        seed: The shuffles' seed; None: unseeded epoch shuffles (the windows' batch shuffles
+            then use 0).
+
+    Returns:
+        An endless `tf.data.Dataset` of single examples (not batched), without their `length`.
+    """
     window = batch_size * GROUP_WINDOW_BATCHES
     ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(window).repeat().enumerate()
 
@@ -110,10 +158,21 @@ def group_by_length(ds, n, batch_size, seed=None):
 
 
 def pad_positions(values, seq_length, constant=0):
-    """`values` (`[batch, seq, ...]`, one entry per position of a batch cut to `seq`, see
-    `bert_tf.data.lengths.cut_padding`) padded with `constant` back to `seq_length` positions:
-    per-token outputs of batches of different lengths then gather and concatenate as fixed
-    padding's do."""
+    """Pads per-position values of a batch cut to its length back to `seq_length` positions.
+
+    Per-token outputs of batches of different lengths then gather and concatenate as fixed
+    padding's do.
+
+    Args:
+        values: A tensor of shape `[batch, seq, ...]`, one entry per position of a batch cut to
+            `seq` (see `bert_tf.data.lengths.cut_padding`).
+        seq_length: The full length, at least `seq`.
+        constant: The value of the added positions.
+
+    Returns:
+        A tensor of shape `[batch, seq_length, ...]` (static in its second axis), `values`
+        followed by `constant`.
+    """
     extra = seq_length - tf.shape(values)[1]
     paddings = tf.concat([[[0, 0], [0, extra]], tf.zeros([tf.rank(values) - 2, 2], tf.int32)], 0)
     return tf.ensure_shape(tf.pad(values, paddings, constant_values=constant), [None, seq_length, *values.shape[2:]])

@@ -17,7 +17,16 @@ CSV_FIELD_SIZE_LIMIT = 2**31 - 1
 
 
 def format_names(names, limit=20):
-    """A label list for a message, shortened when long (a multi-label task may have hundreds)."""
+    """Formats a label list for a message, shortened when long (a multi-label task may have hundreds).
+
+    Args:
+        names: The names (a sequence).
+        limit: The most names shown.
+
+    Returns:
+        The first `limit` names' reprs joined by ", ", followed by `, ... (N in all)` when there
+        are more.
+    """
     shown = ", ".join(repr(n) for n in names[:limit])
     return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
@@ -27,6 +36,14 @@ def _is_remote(path):
 
 
 def file_exists(path):
+    """Whether a data file exists, local or remote.
+
+    Args:
+        path: A local path, or a remote one (gs://...), checked through TensorFlow's gfile.
+
+    Returns:
+        For a local path, whether it is a file; for a remote one, whether it exists.
+    """
     if _is_remote(path):
         import tensorflow as tf  # only for remote paths: the rest of this module is TF-free
 
@@ -35,8 +52,20 @@ def file_exists(path):
 
 
 def split_file(data_dir, split, file_name):
-    """The path of `split`'s file `file_name` in `data_dir`; a FileNotFoundError saying which
-    split and file are missing (`no dev file 'valid.txt' in data_dir=DIR (PATH does not exist)`)."""
+    """Finds a split's file in a data folder.
+
+    Args:
+        data_dir: The data folder (local or remote).
+        split: The split's name, e.g. "dev" (for the message).
+        file_name: The file's name in `data_dir`.
+
+    Returns:
+        The file's path, `os.path.join(data_dir, file_name)`.
+
+    Raises:
+        FileNotFoundError: The file does not exist; the message says which split and file are
+            missing (`no dev file 'valid.txt' in data_dir=DIR (PATH does not exist)`).
+    """
     path = os.path.join(data_dir, file_name)
     if not file_exists(path):
         raise FileNotFoundError(f"no {split} file {file_name!r} in data_dir={data_dir} ({path} does not exist)")
@@ -88,7 +117,22 @@ def _field_size_limit(limit):
 
 
 def tsv_rows(path, quotechar=None):
-    """(1-based line number, cells) for every row of a TSV file, blank rows ([]) included."""
+    """Reads every row of a TSV file, blank rows included.
+
+    Args:
+        path: The file (local or remote), UTF-8 (a byte-order mark is skipped).
+        quotechar: csv's quote character; None: none, as the original (a `"` is a plain
+            character).
+
+    Returns:
+        A list of `(line, cells)`: the row's 1-based line number and its list of strings (`[]`
+        for a blank row).
+
+    Raises:
+        FileNotFoundError: The file does not exist.
+        ValueError: The file is not UTF-8 (naming the line of the first bad byte) or csv cannot
+            read a row (naming the file and line).
+    """
     if not file_exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     rows = []
@@ -105,11 +149,21 @@ def tsv_rows(path, quotechar=None):
 
 
 def read_table(path, columns_read=0):
-    """The non-blank rows of a TSV file as (line number, cells), all as wide as the first row.
+    """Reads the non-blank rows of a TSV file, checking that all are as wide as the first.
 
-    `columns_read`: how many columns the reader needs (1 + the largest index it reads). An empty
-    file, a first row narrower than that, or a row whose width differs from the first row's is a
-    ValueError naming the file and line.
+    Args:
+        path: The file (local or remote), UTF-8.
+        columns_read: How many columns the reader needs (1 + the largest index it reads).
+
+    Returns:
+        A list of `(line, cells)`: each non-blank row's 1-based line number and its list of
+        strings.
+
+    Raises:
+        FileNotFoundError: The file does not exist.
+        ValueError: The file is empty, is not UTF-8, or has a first row narrower than
+            `columns_read` or a row whose width differs from the first row's; the message names
+            the file and line.
     """
     table = [(line, row) for line, row in tsv_rows(path) if row]
     if not table:
@@ -130,7 +184,19 @@ def read_table(path, columns_read=0):
 
 
 def read_text_lines(path):
-    """(1-based line number, line without its end) for every line of a UTF-8 text file."""
+    """Reads every line of a UTF-8 text file.
+
+    Args:
+        path: The file (local or remote); a byte-order mark is skipped.
+
+    Returns:
+        A list of `(line number, text)`: the 1-based line number and the line without its end
+        (trailing "\r" and "\n" removed).
+
+    Raises:
+        FileNotFoundError: The file does not exist.
+        ValueError: The file is not UTF-8 (naming the line of the first bad byte).
+    """
     if not file_exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     with _open_text(path) as f:

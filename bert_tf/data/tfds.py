@@ -3,7 +3,24 @@ tensorflow_datasets is imported only when reading (it is slow to import)."""
 
 
 def load_split(name, tfds_split, data_dir, download, where):
-    """A prepared TFDS split as (info, tf.data.Dataset), or a clear error naming `where`."""
+    """Loads a prepared tensorflow-datasets split, or raises an error that says where and what to do.
+
+    Args:
+        name: The TFDS dataset's name (with its config and version, if any, e.g. "glue/mrpc").
+        tfds_split: The split, e.g. "train".
+        data_dir: The TFDS data folder; None: TFDS's default (~/tensorflow_datasets).
+        download: Whether to download and prepare the dataset first.
+        where: What asked for the dataset (e.g. a setting and its value); every message starts
+            with it.
+
+    Returns:
+        `(info, dataset)`: the dataset's `tfds.core.DatasetInfo`, and the split as a
+        `tf.data.Dataset` with its files in order (not shuffled).
+
+    Raises:
+        ValueError: No such dataset, the dataset has no such split, or the split cannot be read.
+        FileNotFoundError: The dataset is not prepared in `data_dir`.
+    """
     import tensorflow_datasets as tfds
 
     try:

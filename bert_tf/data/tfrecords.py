@@ -14,7 +14,18 @@ FEATURE_ORDER = (*INT_FEATURES_SEQ, *INT_FEATURES_PRED, "masked_lm_weights", "ne
 
 
 def pretraining_feature_spec(seq_length, max_predictions_per_seq):
-    """`tf.io.parse_example` spec of the original's records (int64 ids, float weights)."""
+    """The `tf.io.parse_example` spec of the original's pre-training records.
+
+    Args:
+        seq_length: The length of the token features (max_seq_length).
+        max_predictions_per_seq: The length of the masked-LM features.
+
+    Returns:
+        A dict: feature name -> `tf.io.FixedLenFeature`: `input_ids`, `input_mask`, `segment_ids`
+        int64 `[seq_length]`; `masked_lm_positions`, `masked_lm_ids` int64
+        `[max_predictions_per_seq]`; `masked_lm_weights` float32 `[max_predictions_per_seq]`;
+        `next_sentence_labels` int64 `[1]`.
+    """
     spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in INT_FEATURES_SEQ}
     spec.update({name: tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64) for name in INT_FEATURES_PRED})
     spec["masked_lm_weights"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32)
@@ -28,8 +39,17 @@ def _encode(message_type, fields, values, sizes):
 
 @tf.function(autograph=False)
 def serialize_examples(features):
-    """Dict of `[n, length]` arrays (the names of FEATURE_ORDER; int64 except float32 weights)
-    -> `[n]` serialised `tf.train.Example`s, built bottom-up with `tf.io.encode_proto`."""
+    """Serialises pre-training instances as the original's `tf.train.Example`s, in graph.
+
+    The protos are built bottom-up with `tf.io.encode_proto` (TensorFlow's own encoder).
+
+    Args:
+        features: A dict with the names of FEATURE_ORDER, each an array of shape `[n, length]`:
+            int64, except float32 `masked_lm_weights`.
+
+    Returns:
+        A string tensor of shape `[n]`: the serialised `tf.train.Example`s.
+    """
     n = tf.shape(features["input_ids"])[0]
     entries = []
     for name in FEATURE_ORDER:
@@ -59,9 +79,19 @@ _FRAMING_BYTES = 16
 
 
 def framed_record_chunks(path, chunk_bytes=1 << 20):
-    """The records of a local TFRecord file as they lie on disk (length, CRCs and data), for
-    copying without decoding: yields lists of them, about `chunk_bytes` at a time. A truncated
-    last record is an error that names the file."""
+    """Reads the records of a local TFRecord file as they lie on disk, for copying without decoding.
+
+    Args:
+        path: A local TFRecord file.
+        chunk_bytes: How many bytes to read at a time.
+
+    Yields:
+        Lists of records, each a `memoryview` of its framing (length, CRCs) and data, about
+        `chunk_bytes` at a time.
+
+    Raises:
+        ValueError: The file's last record is truncated; the message names the file.
+    """
     with open(path, "rb") as f:
         buffer = b""
         while chunk := f.read(chunk_bytes):
@@ -81,10 +111,20 @@ def framed_record_chunks(path, chunk_bytes=1 << 20):
 
 
 def interleave_files(paths, output_path, cycle_length=16):
-    """Writes the records of `paths` to `output_path` round robin, one record at a time, from at
-    most `cycle_length` files open at once; a file that runs out passes its turn to the next file
-    not yet opened. Records are copied as bytes (their CRCs stay valid); the Python work is per
-    chunk, not per record (C-level zip over the chunks' record lists)."""
+    """Interleaves the records of TFRecord files into one file, round robin, one record at a time.
+
+    At most `cycle_length` files are open at once; a file that runs out passes its turn to the
+    next file not yet opened. Records are copied as bytes (their CRCs stay valid); the Python
+    work is per chunk, not per record (C-level zip over the chunks' record lists).
+
+    Args:
+        paths: The local TFRecord files to read, in order.
+        output_path: The file to write.
+        cycle_length: The most files read at once.
+
+    Raises:
+        ValueError: One of `paths` ends in a truncated record.
+    """
     waiting = iter(paths)
 
     def slot_chunks(path):
@@ -131,9 +171,22 @@ def _first_record(path):
 
 
 def check_pretraining_file(path, seq_length, max_predictions_per_seq, vocab_size):
-    """ValueError naming `path` unless its first record is an original pre-training example
-    with these lengths and token ids below `vocab_size` (see `pipelines.pretraining_dataset`
-    for the check of every record's lengths and ids while reading)."""
+    """Checks, before training, that a file holds the original's pre-training examples.
+
+    Only the first record is read; `bert_tf.data.pretraining.pipeline.pretraining_dataset`
+    checks every record's lengths and ids while reading.
+
+    Args:
+        path: The TFRecord file.
+        seq_length: The expected length of `input_ids` (max_seq_length).
+        max_predictions_per_seq: The expected length of `masked_lm_positions`.
+        vocab_size: The vocabulary's size: token ids must be in `[0, vocab_size)`.
+
+    Raises:
+        ValueError: The file cannot be read, is not a TFRecord file, has no records, or its first
+            record is not a `tf.train.Example` with every feature of FEATURE_ORDER, these lengths
+            and token ids in range. The message names `path`.
+    """
     record = _first_record(path)
     if record is None:
         raise ValueError(f"{path} has no records")
@@ -160,8 +213,15 @@ def check_pretraining_file(path, seq_length, max_predictions_per_seq, vocab_size
 
 
 def truncated_at(path):
-    """For a local TFRecord file, the offset of a last record cut short (None if its records
-    end where the file does); reads only the length fields."""
+    """Finds where a local TFRecord file's last record is cut short, reading only the length fields.
+
+    Args:
+        path: A local TFRecord file.
+
+    Returns:
+        The byte offset of the record cut short, or None when the records end where the file
+        does.
+    """
     with open(path, "rb", buffering=0) as f:
         size, position = os.fstat(f.fileno()).st_size, 0
         while position < size:
@@ -177,8 +237,17 @@ def truncated_at(path):
 
 
 def read_error_message(error, files):
-    """One line for a TensorFlow error raised while reading `files` (a corrupted or truncated
-    file, a record of other lengths): the assertion's own text, or the file found truncated."""
+    """Describes in one line a TensorFlow error raised while reading pre-training files.
+
+    Args:
+        error: The exception (a `tf.errors.OpError` or another).
+        files: The files that were being read.
+
+    Returns:
+        One line: the text of the pipeline's failed check (a record of other lengths, a token
+        id out of range), or the local file found truncated, or which files one is corrupted
+        among, or else the error's first meaningful line (its type's name if it has none).
+    """
     text = error.message if isinstance(error, tf.errors.OpError) else str(error)
     if "assertion failed: [" in text:  # pipelines' checks name the file themselves
         return text.split("assertion failed: [", 1)[1].split("]\n", 1)[0].rstrip("]").replace('\\"', '"')

@@ -11,13 +11,23 @@ import multiprocessing
 
 
 class WorkerPool:
-    """`num_workers` spawned processes that wait for one job (`submit`), then run
-    `target(counter, *job, results=results)`: "package.module:function", imported in each
-    worker while the caller imports TensorFlow. The function takes shards from the shared
-    `counter` alongside the caller until none are left.
+    """Spawned worker processes that wait for one job (`submit`), then run `target` on it.
 
-    Each process reports on `results`: ("done", stats dict) per shard, ("error", traceback) if
-    it failed, and ("exit", None) last.
+    Each process imports `target` as soon as it starts, while the caller imports TensorFlow,
+    and then runs `target(counter, *job, results=results)`. The function takes shards from the
+    shared `counter` alongside the caller until none are left, and reports on `results`:
+    create_pretraining_data's (`bert_tf.data.pretraining.creation.work_on_shards`) puts
+    ("done", stats dict) per shard, ("error", traceback) if it failed, and ("exit", None) last.
+    `len()` of the pool is its number of processes.
+
+    Args:
+        num_workers: How many processes to start (spawned: TensorFlow does not survive fork).
+        target: The function each process runs, named as "package.module:function".
+
+    Attributes:
+        counter: The shared shard counter (a `multiprocessing.Value` of type "q").
+        results: The queue the processes report on.
+        processes: The `multiprocessing.Process`es.
     """
 
     def __init__(self, num_workers, target):
@@ -37,8 +47,15 @@ class WorkerPool:
         return len(self.processes)
 
     def submit(self, *job):
-        """Hands every process `job`: the target's arguments after the counter. Claims start
-        from shard 0."""
+        """Hands every process the job; the counter is reset, so that claims start from shard 0.
+
+        Args:
+            *job: The target's arguments after the counter.
+
+        Raises:
+            RuntimeError: A job was already submitted, or `close` told the processes there is
+                none: a pool runs one job.
+        """
         if self._submitted:
             raise RuntimeError("a WorkerPool runs one job")
         self._submitted = True
@@ -48,8 +65,13 @@ class WorkerPool:
             self._jobs.put(job)
 
     def close(self, terminate=False):
-        """Waits for the processes to end (stopping them first with `terminate`); idle ones are
-        told there is no job."""
+        """Waits for the processes to end; idle ones are told there is no job.
+
+        Calling it again does nothing.
+
+        Args:
+            terminate: Whether to stop the processes first, instead of waiting for their work.
+        """
         if self._closed:
             return
         self._closed = True

@@ -29,12 +29,25 @@ def is_export(directory):
 
 
 def check_export_dir(export_dir, overwrite=False, inputs=()):
-    """Fails before any work when `export_dir` cannot be written: it is a file; or a directory that
-    holds something other than an earlier export (a training run's checkpoints and results, say:
-    replacing it would delete them, so `overwrite` cannot either); or an existing export and
-    `overwrite` is False (an empty folder is replaced as a new one would be made); or it is or
-    holds one of `inputs` (the checkpoint, run folder, vocab or config the export reads); or the
-    folder that holds it cannot take the staged export (a ValueError naming the flag)."""
+    """Fails before any work when `export_dir` cannot be written.
+
+    An empty folder is replaced as a new one would be made. A directory that holds something
+    other than an earlier export (a training run's checkpoints and results, say) is refused even
+    with `overwrite`: replacing it would delete them.
+
+    Args:
+        export_dir: The directory the export is to be written to.
+        overwrite: Whether an earlier export there may be replaced.
+        inputs: Paths the export reads (the checkpoint, run folder, vocab or config); None or ""
+            entries are skipped.
+
+    Raises:
+        FileExistsError: `export_dir` is a file; or it is or holds one of `inputs`; or it holds
+            something other than an earlier export; or it holds an export and `overwrite` is
+            False.
+        ValueError: The folder that holds `export_dir` cannot take the staged export (naming the
+            flag, `export_dir`).
+    """
     if os.path.isfile(export_dir):
         raise FileExistsError(f"export directory {export_dir!r} is a file")
     check_beside_writable(export_dir, "export_dir")  # where the export is staged
@@ -57,9 +70,21 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
 
 
 class ExportWriter:
-    """Stages one export: `asset_*` make the asset objects to attach to the root, `save` writes
-    the SavedModel into the temporary directory; leaving the `with` block without an error moves
-    it onto `export_dir`, with one removes it."""
+    """Stages one export, written whole or not at all: a context manager.
+
+    `asset_*` make the asset objects to attach to the root, `save` writes the SavedModel into the
+    temporary directory; leaving the `with` block without an error moves it onto `export_dir`,
+    with one removes it. Leaving it without an error but without a `save` is a RuntimeError, and
+    an `export_dir` that appeared meanwhile (without `overwrite`) a FileExistsError.
+
+    Args:
+        export_dir: The directory the export is written to (`check_export_dir` runs at once).
+        overwrite: Whether an earlier export there may be replaced.
+
+    Raises:
+        FileExistsError: As `check_export_dir`.
+        ValueError: As `check_export_dir`.
+    """
 
     ASSET_SOURCES = ".asset_sources"  # in the staging folder: save copies from it into assets/
 
@@ -77,13 +102,29 @@ class ExportWriter:
         return self
 
     def asset_copy(self, path, name):
-        """An asset holding a copy of the file at `path`, named `name` in the export."""
+        """Makes an asset holding a copy of the file at `path`, named `name` in the export.
+
+        Args:
+            path: The file to copy (copied at once, into the staging folder).
+            name: Its file name in the export's `assets/` folder.
+
+        Returns:
+            The `tf.saved_model.Asset`, to attach to the root object.
+        """
         target = os.path.join(self._scratch, name)
         shutil.copyfile(path, target)
         return tf.saved_model.Asset(target)
 
     def asset_json(self, value, name):
-        """An asset holding `value` (a dict) as JSON, named `name` in the export."""
+        """Makes an asset holding `value` as JSON, named `name` in the export.
+
+        Args:
+            value: A dict, written with its keys sorted and an indent of 2.
+            name: Its file name in the export's `assets/` folder.
+
+        Returns:
+            The `tf.saved_model.Asset`, to attach to the root object.
+        """
         target = os.path.join(self._scratch, name)
         with open(target, "w", encoding="utf-8") as f:
             json.dump(value, f, indent=2, sort_keys=True)
@@ -91,8 +132,13 @@ class ExportWriter:
         return tf.saved_model.Asset(target)
 
     def save(self, root, signatures):
-        """Writes `root` with `signatures` (name -> a tf.function with an input_signature, traced
-        by the save itself: tracing it before would trace it twice) into the staging folder."""
+        """Writes `root` as a SavedModel into the staging folder.
+
+        Args:
+            root: The root object (a `tf.train.Checkpoint` or other trackable).
+            signatures: Signature name -> a tf.function with an input_signature, traced by the save
+                itself (tracing it before would trace it twice).
+        """
         tf.saved_model.save(root, self._staging, signatures=signatures)
 
     def __exit__(self, error_type, error, traceback):

@@ -69,10 +69,26 @@ class EncoderSavedModel(SavedModelRoot):
 
 
 def export_encoder(encoder, export_dir, vocab_file=None, do_lower_case=None, overwrite=False):
-    """Writes `encoder` (a BertEncoder with its weights) to `export_dir` as a SavedModel with TF
-    Hub's BERT encoder interface; its assets carry bert_config.json and, when given, vocab.txt
-    (with `do_lower_case`). An existing `export_dir` is replaced only with `overwrite`.
-    Returns `export_dir`."""
+    """Writes `encoder` to `export_dir` as a SavedModel with TF Hub's BERT encoder interface.
+
+    Its assets carry bert_config.json and, when given, vocab.txt (and `do_lower_case`). The
+    export is written under a temporary name and renamed when complete (`ExportWriter`).
+
+    Args:
+        encoder: A BertEncoder with its weights (any dtype policy: the outputs are float32).
+        export_dir: The directory to write.
+        vocab_file: The path of the vocab.txt to carry, or None for none.
+        do_lower_case: The casing to carry (a bool variable), or None for none.
+        overwrite: Whether an existing export at `export_dir` may be replaced.
+
+    Returns:
+        `export_dir`.
+
+    Raises:
+        FileExistsError: `export_dir` cannot be written (`check_export_dir`): an existing export
+            without `overwrite`, or something other than an export.
+        ValueError: The folder that holds `export_dir` cannot take the staged export.
+    """
     with ExportWriter(export_dir, overwrite) as writer:
         root = EncoderSavedModel(encoder)
         root.attach_assets(writer, vocab_file, do_lower_case, encoder.bert_config())

@@ -105,11 +105,32 @@ class PreprocessorSavedModel(SavedModelRoot):
 
 def export_preprocessor(vocab_file, do_lower_case, export_dir, seq_length=128, overwrite=False,
                         length_bucket=DEFAULT_SERVING.length_bucket):
-    """Writes the text preprocessor for `vocab_file` (and the casing) to `export_dir` as a
-    SavedModel with TF Hub's BERT preprocessor interface, packing to at most `seq_length`: its
-    default call to the request's longest sequence rounded up to `length_bucket` (None: always
-    `seq_length`, as TF Hub's). Its assets carry vocab.txt (and `do_lower_case`) and
-    serving.json (seq_length, length_bucket). Returns `export_dir`."""
+    """Writes the text preprocessor for `vocab_file` to `export_dir` as a SavedModel.
+
+    The export has TF Hub's BERT preprocessor interface (module docstring), packing to at most
+    `seq_length`. Its assets carry vocab.txt (and `do_lower_case`) and serving.json (seq_length,
+    length_bucket).
+
+    Args:
+        vocab_file: The path of a vocab.txt.
+        do_lower_case: Whether to lower-case and strip accents, as the original's uncased models.
+        export_dir: The directory to write.
+        seq_length: The longest packed length, and `bert_pack_inputs`' default length (at least 3).
+        overwrite: Whether an existing export at `export_dir` may be replaced.
+        length_bucket: The default call pads to the request's longest sequence rounded up to a
+            multiple of this, at most `seq_length` (1, the default: its exact length); None:
+            always to `seq_length`, as TF Hub's.
+
+    Returns:
+        `export_dir`.
+
+    Raises:
+        ValueError: `length_bucket` is under 1, `seq_length` under 3, the vocab cannot be packed
+            for (`text_preprocessing`), or the folder that holds `export_dir` cannot take the
+            staged export.
+        FileNotFoundError: `vocab_file` is not a file.
+        FileExistsError: `export_dir` cannot be written (`check_export_dir`).
+    """
     if length_bucket is not None and length_bucket < 1:
         raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
     tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, seq_length)

@@ -10,14 +10,32 @@ from bert_tf.layers.common import layer_norm, truncated_normal
 class BertEmbeddings(keras.layers.Layer):
     """The original release's `embedding_lookup` + `embedding_postprocessor`.
 
+    The word, token-type (segment) and position embeddings are summed, then go through a float32
+    LayerNorm and dropout. Positions are 0..seq-1; `seq` may not exceed `max_position_embeddings`.
+
+    Args:
+        vocab_size: int. The number of rows of the word-embedding table.
+        hidden_size: int. The width of every embedding.
+        max_position_embeddings: int. The number of rows of the position-embedding table: the
+            longest sequence the layer takes. Defaults to 512.
+        type_vocab_size: int. The number of rows of the token-type table. Defaults to 16 (the
+            original's default; the released checkpoints use 2).
+        hidden_dropout_prob: float. The dropout rate on the output. Defaults to 0.1.
+        initializer_range: float. The standard deviation of the tables' truncated normal
+            initializer. Defaults to 0.02.
+        **kwargs: Other keyword arguments of `keras.layers.Layer` (`name`, `dtype`, ...).
+
     Call arguments:
         word_ids: int tensor of shape `[batch, seq]`, WordPiece ids.
         type_ids: int tensor of shape `[batch, seq]`, segment ids (0 for A, 1 for B);
             zeros when omitted.
         training: whether dropout is active.
 
-    Returns a float tensor of shape `[batch, seq, hidden_size]`. Positions are 0..seq-1; `seq`
-    may not exceed `max_position_embeddings`.
+    Returns:
+        A float tensor of shape `[batch, seq, hidden_size]`.
+
+    Raises:
+        ValueError: When called on a sequence whose static length exceeds `max_position_embeddings`.
     """
 
     def __init__(

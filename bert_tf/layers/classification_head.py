@@ -11,13 +11,25 @@ class ClassificationHead(keras.layers.Layer):
 
     The original stores this weight as `output_weights` of shape `[num_classes, hidden]`
     (`cls/seq_relationship/output_weights` for next-sentence prediction); the kernel here is its
-    transpose, `[hidden, num_classes]`, and the checkpoint converter transposes.
+    transpose, `[hidden, num_classes]`, and the checkpoint converter transposes. The dense layer
+    runs in float32 whatever the dtype policy.
+
+    Args:
+        num_classes: int. The number of logits per example (at least 1).
+        dropout_rate: float. The dropout rate on the inputs. Defaults to 0.0 (no dropout).
+        initializer_range: float. The standard deviation of the kernel's truncated normal
+            initializer. Defaults to 0.02.
+        **kwargs: Other keyword arguments of `keras.layers.Layer` (`name`, `dtype`, ...).
 
     Call arguments:
         inputs: float tensor `[batch, hidden]` (usually `pooled_output`).
         training: whether dropout is active.
 
-    Returns float32 logits `[batch, num_classes]`.
+    Returns:
+        float32 logits `[batch, num_classes]`.
+
+    Raises:
+        ValueError: At construction, when `num_classes` is below 1.
     """
 
     def __init__(self, num_classes, dropout_rate=0.0, initializer_range=0.02, **kwargs):

@@ -17,12 +17,27 @@ class MaskedLMHead(keras.layers.Layer):
     that owns both layers re-links them when it is rebuilt from its config). Without one, the
     head makes its own untied `[vocab_size, hidden_size]` output matrix.
 
+    Args:
+        vocab_size: int. The number of logits per prediction (the vocabulary's size).
+        hidden_size: int. The width of `sequence_output` and of the transform's dense layer.
+        hidden_act: str. The transform's activation, one of `bert_tf.config.ACTIVATIONS`.
+            Defaults to "gelu".
+        initializer_range: float. The standard deviation of the truncated normal initializer of
+            the transform's kernel (and of the untied output matrix). Defaults to 0.02.
+        embedding_layer: The `BertEmbeddings` layer whose word-embedding table is the output
+            projection, or None (the default) for an untied matrix of the head's own.
+        **kwargs: Other keyword arguments of `keras.layers.Layer` (`name`, `dtype`, ...).
+
     Call arguments:
         sequence_output: float tensor `[batch, seq, hidden_size]`.
         masked_lm_positions: int tensor `[batch, num_predictions]`, indices into `seq`; None when
             `sequence_output` holds just the rows to predict (`[batch, num_predictions, hidden]`).
 
-    Returns float32 logits of shape `[batch, num_predictions, vocab_size]`.
+    Returns:
+        float32 logits of shape `[batch, num_predictions, vocab_size]`.
+
+    Raises:
+        ValueError: At construction, when `hidden_act` is not one of `ACTIVATIONS`.
     """
 
     def __init__(
@@ -66,6 +81,9 @@ class MaskedLMHead(keras.layers.Layer):
 
     @property
     def embedding_table(self):
+        """The output projection's matrix `[vocab_size, hidden_size]`: the tied word embeddings, or the
+        head's own.
+        """
         if self.embedding_layer is not None:
             return self.embedding_layer.embedding_table
         return self.output_embeddings

@@ -20,7 +20,20 @@ MASK_ADDER = -10000.0
 def attention_adder(attention_mask, dtype="float32"):
     """Turns a 1/0 mask into the additive score bias, broadcastable to `[B, N, F, T]`.
 
-    attention_mask: `[B, T]` (a padding mask, as `input_mask`) or `[B, F, T]`.
+    A position to attend (1) gets 0; a masked one (0) gets `MASK_ADDER` (-10000, the original's
+    value, rather than -inf).
+
+    Args:
+        attention_mask: An int or float tensor, 1 = attend, 0 = masked: `[B, T]` (a padding mask,
+            as `input_mask`) or `[B, F, T]`.
+        dtype: The dtype of the result (and of the arithmetic). Defaults to "float32".
+
+    Returns:
+        A tensor of `dtype`: `[B, 1, 1, T]` for a `[B, T]` mask, `[B, 1, F, T]` for a
+        `[B, F, T]` one.
+
+    Raises:
+        ValueError: `attention_mask` has another rank.
     """
     mask = ops.cast(attention_mask, dtype)
     if len(mask.shape) == 2:
@@ -56,6 +69,24 @@ def _fused_attention_bias(bias, batch, from_len, to_len, training):
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Self-attention with separate query/key/value projections, as the original checkpoints.
 
+    Scores and softmax run in float32 whatever the compute dtype. Where no dropout falls on the
+    probabilities (inference, or attention_probs_dropout_prob 0) and they are not asked for, the
+    attention goes through `keras.ops.dot_product_attention` (the same additive mask, scale and
+    float32 softmax), which keeps the heads in `[B, S, N, H]` (no transposes) and lets the JAX
+    backend use a fused kernel; training with attention dropout takes the explicit path, the
+    original's dropout on the probabilities.
+
+    Args:
+        hidden_size: int. The width of the inputs and outputs (N*H); must be a multiple of
+            `num_attention_heads`.
+        num_attention_heads: int. The number of heads N; each is `hidden_size // num_attention_heads`
+            wide.
+        attention_probs_dropout_prob: float. The dropout rate on the attention probabilities.
+            Defaults to 0.1.
+        initializer_range: float. The standard deviation of the projections' truncated normal
+            initializer. Defaults to 0.02.
+        **kwargs: Other keyword arguments of `keras.layers.Layer` (`name`, `dtype`, ...).
+
     Call arguments:
         inputs: float tensor `[B, F, hidden_size]`.
         attention_mask: optional int/float tensor `[B, T]` or `[B, F, T]`, 1 = attend, 0 = masked.
@@ -68,12 +99,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             them alone, `[R, hidden_size]`; the other rows must be masked out as keys (a block
             that skips the padding passes its real tokens' rows).
 
-    Scores and softmax run in float32 whatever the compute dtype. Where no dropout falls on the
-    probabilities (inference, or attention_probs_dropout_prob 0) and they are not asked for, the
-    attention goes through `keras.ops.dot_product_attention` (the same additive mask, scale and
-    float32 softmax), which keeps the heads in `[B, S, N, H]` (no transposes) and lets the JAX
-    backend use a fused kernel; training with attention dropout takes the explicit path, the
-    original's dropout on the probabilities.
+    Returns:
+        The output in the compute dtype, `[B, F, hidden_size]` (`[R, hidden_size]` with
+        `output_rows`); with `return_probs`, the tuple `(output, probs)`, probs float32 `[B, N, F, T]`.
+
+    Raises:
+        ValueError: At construction, when `hidden_size` is not a multiple of `num_attention_heads`.
     """
 
     def __init__(

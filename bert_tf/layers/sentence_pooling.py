@@ -26,18 +26,24 @@ def l2_normalize(vectors):
 class SentencePooling(keras.layers.Layer):
     """Pools a sequence's token vectors into one.
 
-    Arguments:
-        pooling: "mean" (the mean of the real tokens' vectors), "cls" (the first token's),
+    Args:
+        pooling: str. "mean" (the mean of the real tokens' vectors), "cls" (the first token's),
             "max" (each dimension's maximum over the real tokens) or "mean_sqrt_len" (their sum
-            divided by the square root of their count).
-        normalize: divide the result by its L2 norm (at least NORMALIZE_EPSILON).
+            divided by the square root of their count). Defaults to "mean".
+        normalize: bool. Whether to divide the result by its L2 norm (at least NORMALIZE_EPSILON).
+            Defaults to False.
+        **kwargs: Other keyword arguments of `keras.layers.Layer` (`name`, `dtype`, ...).
 
     Call arguments:
         sequence_output: float tensor `[batch, seq, hidden]`.
         input_mask: int tensor `[batch, seq]`, 1 for real tokens ([CLS] and [SEP] included, as
             sentence-transformers' attention mask), 0 for padding.
 
-    Returns float32 `[batch, hidden]`.
+    Returns:
+        float32 `[batch, hidden]`.
+
+    Raises:
+        ValueError: At construction, when `pooling` is not one of `POOLING_MODES`.
     """
 
     def __init__(self, pooling="mean", normalize=False, **kwargs):

@@ -15,10 +15,16 @@ class SpanHead(keras.layers.Layer):
     `[hidden, 2]`) with `cls/squad/output_bias` (`[2]`). There is no dropout: the original's
     `run_squad.create_model` puts none before this layer.
 
+    Args:
+        initializer_range: float. The standard deviation of the kernel's truncated normal
+            initializer. Defaults to 0.02.
+        **kwargs: Other keyword arguments of `keras.layers.Layer` (`name`, `dtype`, ...).
+
     Call arguments:
         inputs: float tensor `[batch, seq, hidden]` (the encoder's `sequence_output`).
 
-    Returns a dict of float32 tensors `[batch, seq]`: `start_logits`, `end_logits`.
+    Returns:
+        A dict of float32 tensors `[batch, seq]`: `start_logits`, `end_logits`.
     """
 
     def __init__(self, initializer_range=0.02, **kwargs):

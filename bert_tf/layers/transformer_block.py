@@ -14,19 +14,10 @@ def _is_padding_mask(attention_mask):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class TransformerBlock(keras.layers.Layer):
-    """attention -> dropout -> LayerNorm(x + .) -> dense+act -> dense -> dropout -> LayerNorm(. + .)
+    """One post-LayerNorm Transformer encoder block, as in the original release.
 
-    Call arguments:
-        inputs: float tensor `[batch, seq, hidden_size]`.
-        attention_mask: optional `[batch, seq]` or `[batch, seq, seq]`, 1 = attend, 0 = masked.
-        training: whether dropout is active.
-        return_probs: also return the attention probabilities `[batch, heads, seq, seq]`.
-        query_positions: optional int tensor `[batch, F]`: compute only these rows of the output
-            (keys and values still come from every position). Exactly those rows of the full
-            output, for less work where only some rows are needed (the pre-training heads).
-
-    Returns `[batch, seq, hidden_size]` (`[batch, F, hidden_size]` with query_positions) (float32:
-    the residual stream leaves a LayerNorm).
+    The computation: attention -> dropout -> LayerNorm(x + .) -> dense+act -> dense -> dropout ->
+    LayerNorm(. + .).
 
     `skip_padding` (an attribute, False unless set; not part of the config): with a `[batch, seq]`
     padding mask, everything but the attention's scores (its query, key, value and output
@@ -36,6 +27,40 @@ class TransformerBlock(keras.layers.Layer):
     batch's longest row. The number of real tokens is known only when the block runs, so it is for
     graphs that allow a data-dependent shape (TensorFlow without XLA, eager execution), not for
     XLA or `jax.jit`; see `bert_tf.models.padding_skipped`.
+
+    Args:
+        hidden_size: int. The width of the inputs and outputs; must be a multiple of
+            `num_attention_heads`.
+        num_attention_heads: int. The number of attention heads.
+        intermediate_size: int. The width of the feed-forward (intermediate) dense layer.
+        hidden_act: str. The feed-forward activation, one of `bert_tf.config.ACTIVATIONS`.
+            Defaults to "gelu".
+        hidden_dropout_prob: float. The dropout rate on the attention's and the feed-forward
+            layers' outputs. Defaults to 0.1.
+        attention_probs_dropout_prob: float. The dropout rate on the attention probabilities.
+            Defaults to 0.1.
+        initializer_range: float. The standard deviation of every kernel's truncated normal
+            initializer. Defaults to 0.02.
+        **kwargs: Other keyword arguments of `keras.layers.Layer` (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: float tensor `[batch, seq, hidden_size]`.
+        attention_mask: optional `[batch, seq]` or `[batch, seq, seq]`, 1 = attend, 0 = masked.
+        training: whether dropout is active.
+        return_probs: also return the attention probabilities `[batch, heads, seq, seq]`
+            (`[batch, heads, F, seq]` with query_positions).
+        query_positions: optional int tensor `[batch, F]`: compute only these rows of the output
+            (keys and values still come from every position). Exactly those rows of the full
+            output, for less work where only some rows are needed (the pre-training heads).
+
+    Returns:
+        float32 `[batch, seq, hidden_size]` (`[batch, F, hidden_size]` with query_positions): the
+        residual stream leaves a LayerNorm. With `return_probs`, the tuple `(output, probs)`.
+
+    Raises:
+        ValueError: At construction, when `hidden_act` is not one of `ACTIVATIONS`; when built
+            (the attention layer is created then), when `hidden_size` is not a multiple of
+            `num_attention_heads`.
     """
 
     def __init__(

@@ -23,19 +23,30 @@ HEAD_INITIALIZER_RANGE = 0.02
 class BertClassifier(keras.Model):
     """A `BertEncoder` and a `ClassificationHead` on its pooled output.
 
-    Arguments:
-        encoder: the BertEncoder.
-        num_classes: outputs: the number of labels (softmax or, for multi-label, one sigmoid
-            each), or 1 for regression.
-        dropout_rate: dropout on the pooled vector before the dense layer (the original: 0.1).
-        initializer_range: stddev of the dense kernel's truncated normal (the original: 0.02).
+    The head's weights are the original's top-level `output_weights` (`[num_classes, hidden]`,
+    the transpose of the kernel here) and `output_bias`. Only [CLS] of the encoder's last layer
+    feeds the pooler, so that layer runs for it alone.
+
+    Args:
+        encoder: The BertEncoder.
+        num_classes: int. The number of outputs: the number of labels (softmax or, for
+            multi-label, one sigmoid each), or 1 for regression.
+        dropout_rate: float. The dropout rate on the pooled vector before the dense layer.
+            Defaults to 0.1, the original's.
+        initializer_range: float. The standard deviation of the dense kernel's truncated normal.
+            Defaults to 0.02, the original's (whatever the encoder's).
+        dtype: None, a dtype name or a `keras.DTypePolicy`: the head's and the model's policy.
+            None (the default) takes the encoder's.
+        **kwargs: Other keyword arguments of `keras.Model` (`name`, `trainable`).
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
-    `[batch, seq]`). Output: float32 logits `[batch, num_classes]`, so that plain `fit` works
-    with e.g. `keras.losses.SparseCategoricalCrossentropy(from_logits=True)`.
+    `[batch, seq]`).
 
-    The head's weights are the original's top-level `output_weights` (`[num_classes, hidden]`,
-    the transpose of the kernel here) and `output_bias`.
+    Outputs: float32 logits `[batch, num_classes]`, so that plain `fit` works with e.g.
+    `keras.losses.SparseCategoricalCrossentropy(from_logits=True)`.
+
+    Raises:
+        ValueError: `num_classes` is below 1.
     """
 
     def __init__(

@@ -14,7 +14,12 @@ INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 def encoder_inputs():
-    """The encoder's input dict: int32 tensors of shape `[batch, seq]`, TF Hub BERT names."""
+    """The encoder's input dict: int32 tensors of shape `[batch, seq]`, TF Hub BERT names.
+
+    Returns:
+        A dict of `keras.Input`s, one for each of `INPUT_NAMES` (`input_word_ids`, `input_mask`,
+        `input_type_ids`), each int32 of shape `[batch, seq]` with both dimensions unknown.
+    """
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
 
 
@@ -34,13 +39,26 @@ def last_layer_rows(encoder, inputs, rows):
 
 @contextlib.contextmanager
 def padding_skipped(model, skip=True):
-    """Within this context, every `TransformerBlock` in `model` (an encoder, a task model on one,
-    any layer that holds them) skips the padding rows (`TransformerBlock.skip_padding`): a call
-    traced here (`tf.function`) keeps doing so, and so does a function Keras caches here (`fit`'s
-    train_function: `make_train_function(force=True)` traces it anew). Outputs on real tokens are
-    unchanged; padding rows of sequence outputs are zeros. For TensorFlow graphs without XLA and
-    eager calls, where a shape may depend on the data (the number of real tokens). `skip` False:
-    a context that changes nothing. A model without a TransformerBlock is a ValueError."""
+    """Makes every `TransformerBlock` in `model` skip the padding rows within the context.
+
+    `model` is an encoder, a task model on one, or any layer that holds them; each of its blocks
+    gets `TransformerBlock.skip_padding` set. A call traced here (`tf.function`) keeps skipping,
+    and so does a function Keras caches here (`fit`'s train_function:
+    `make_train_function(force=True)` traces it anew). Outputs on real tokens are unchanged;
+    padding rows of sequence outputs are zeros. For TensorFlow graphs without XLA and eager calls,
+    where a shape may depend on the data (the number of real tokens). On leaving the context each
+    block's `skip_padding` is set back to what it was.
+
+    Args:
+        model: A Keras model or layer that holds `TransformerBlock`s.
+        skip: bool. False makes a context that changes nothing. Defaults to True.
+
+    Yields:
+        `model` itself.
+
+    Raises:
+        ValueError: `skip` is True and `model` holds no `TransformerBlock`.
+    """
     blocks = [layer for layer in model._flatten_layers() if isinstance(layer, TransformerBlock)] if skip else []
     if skip and not blocks:
         raise ValueError(f"{model.name} holds no TransformerBlock whose padding could be skipped")
@@ -83,9 +101,34 @@ def first_row(inputs):
 class BertEncoder(keras.Model):
     """BERT: embeddings, `num_hidden_layers` Transformer blocks, pooler.
 
-    Constructor arguments are `BertConfig`'s fields, with the same names
-    (`BertEncoder.from_bert_config(config)` passes them), plus:
-        output_attention_probs: add each layer's attention probabilities to the outputs.
+    The constructor arguments are `BertConfig`'s fields, with the same names
+    (`BertEncoder.from_bert_config(config)` passes them), plus `output_attention_probs`; they are
+    checked by `BertConfig`'s rules.
+
+    Args:
+        vocab_size: int. The number of rows of the word-embedding table.
+        hidden_size: int. The width of the embeddings and of every layer's output; a multiple of
+            `num_attention_heads`. Defaults to 768.
+        num_hidden_layers: int. The number of Transformer blocks. Defaults to 12.
+        num_attention_heads: int. The number of attention heads in each block. Defaults to 12.
+        intermediate_size: int. The width of each block's feed-forward layer. Defaults to 3072.
+        hidden_act: str. The feed-forward activation, one of `bert_tf.config.ACTIVATIONS`.
+            Defaults to "gelu".
+        hidden_dropout_prob: float. The dropout rate on the embeddings and each sublayer's output.
+            Defaults to 0.1.
+        attention_probs_dropout_prob: float. The dropout rate on the attention probabilities.
+            Defaults to 0.1.
+        max_position_embeddings: int. The longest sequence the encoder takes (the position table's
+            rows). Defaults to 512.
+        type_vocab_size: int. The number of segment ids. Defaults to 16 (the original's default;
+            the released checkpoints use 2).
+        initializer_range: float. The standard deviation of every kernel's and table's truncated
+            normal initializer. Defaults to 0.02.
+        output_attention_probs: bool. Whether to add each layer's attention probabilities to the
+            outputs. Defaults to False.
+        dtype: None, a dtype name or a `keras.DTypePolicy` (e.g. "mixed_bfloat16"): the policy of
+            every layer. None (the default) takes Keras's global policy.
+        **kwargs: Other keyword arguments of `keras.Model` (`name`, `trainable`).
 
     Inputs (a dict; int32 tensors of shape `[batch, seq]`, seq <= max_position_embeddings):
         input_word_ids: WordPiece ids, 0-padded.
@@ -98,6 +141,10 @@ class BertEncoder(keras.Model):
         encoder_outputs: list of `num_hidden_layers` tensors `[batch, seq, hidden_size]`.
         embedding_output: `[batch, seq, hidden_size]`, the embeddings after LayerNorm/dropout.
         attention_probs (only with output_attention_probs): list of `[batch, heads, seq, seq]`.
+
+    Raises:
+        ValueError: A hyper-parameter breaks `BertConfig`'s rules (a size not a positive integer,
+            `hidden_size` not a multiple of `num_attention_heads`, an unknown `hidden_act`, ...).
     """
 
     def __init__(
@@ -200,10 +247,25 @@ class BertEncoder(keras.Model):
 
     @classmethod
     def from_bert_config(cls, config: BertConfig, **kwargs):
-        """Builds an encoder from a `BertConfig` (extra keyword arguments go to the constructor)."""
+        """Builds an encoder from a `BertConfig`.
+
+        Args:
+            config: The BertConfig whose fields (`config.encoder_kwargs()`) are the constructor's
+                arguments.
+            **kwargs: Extra keyword arguments of the constructor (`output_attention_probs`, `dtype`,
+                `name`, ...).
+
+        Returns:
+            The BertEncoder.
+        """
         return cls(**config.encoder_kwargs(), **kwargs)
 
     def bert_config(self) -> BertConfig:
+        """The encoder's hyper-parameters as a config.
+
+        Returns:
+            A BertConfig of the encoder's values of `BertConfig`'s fields (`extra` empty).
+        """
         return BertConfig(**{name: getattr(self, name) for name in BertConfig.field_names()})
 
     def get_config(self):

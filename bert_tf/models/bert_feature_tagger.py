@@ -54,28 +54,40 @@ def feature_layer_indices(feature_based, num_hidden_layers):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertFeatureTagger(keras.Model):
-    """A frozen `BertEncoder`, the features `feature_based` names, a two-layer bidirectional LSTM
-    and a `TokenClassificationHead` on its outputs.
+    """A frozen `BertEncoder` whose features feed a two-layer BiLSTM and a tag layer (paper §5.3).
 
-    Arguments:
-        encoder: the BertEncoder. It is frozen (its `trainable` set to False) and always runs
+    The features `feature_based` names feed a two-layer bidirectional LSTM and a
+    `TokenClassificationHead` on its outputs; only those train. A subclassed model, unlike the
+    functional task models: a functional model hands its own `training` to every layer it calls,
+    the encoder's included, and the encoder must run without dropout whatever the model's call
+    says.
+
+    Args:
+        encoder: The BertEncoder. It is frozen (its `trainable` set to False) and always runs
             as at inference (no dropout), so that its activations are fixed features, as the
             paper extracts them; no gradient reaches it.
-        num_classes: the number of tags (softmax over them at each position).
-        feature_based: which layers feed the BiLSTM: one of FEATURE_LAYERS (Table 7's rows, see the
-            module docstring).
-        lstm_units: each LSTM direction's width (the BiLSTM's outputs are twice as wide).
-        dropout_rate: dropout before the tag layer (as the fine-tuned token classifier: 0.1).
-        initializer_range: stddev of the tag layer's truncated normal (0.02).
+        num_classes: int. The number of tags (softmax over them at each position).
+        feature_based: str. Which layers feed the BiLSTM: one of FEATURE_LAYERS (Table 7's rows,
+            see the module docstring).
+        lstm_units: int. Each LSTM direction's width (the BiLSTM's outputs are twice as wide).
+            Defaults to 768 (the paper's "768-dimensional BiLSTM", taken per direction).
+        dropout_rate: float. The dropout rate before the tag layer. Defaults to 0.1, as the
+            fine-tuned token classifier.
+        initializer_range: float. The standard deviation of the tag layer's truncated normal.
+            Defaults to 0.02.
+        dtype: None, a dtype name or a `keras.DTypePolicy`: the layers' and the model's policy.
+            None (the default) takes the encoder's.
+        **kwargs: Other keyword arguments of `keras.Model` (`name`, `trainable`).
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
-    `[batch, seq]`); the LSTMs skip the positions where `input_mask` is 0. Output: float32 logits
-    `[batch, seq, num_classes]`, as `BertTokenClassifier`'s, so the same loss, first-piece
-    weights, plain `fit` and NER export apply.
+    `[batch, seq]`); the LSTMs skip the positions where `input_mask` is 0.
 
-    A subclassed model, unlike the functional task models: a functional model hands its own
-    `training` to every layer it calls, the encoder's included, and the encoder must run without
-    dropout whatever the model's call says.
+    Outputs: float32 logits `[batch, seq, num_classes]`, as `BertTokenClassifier`'s, so the same
+    loss, first-piece weights, plain `fit` and NER export apply.
+
+    Raises:
+        ValueError: `feature_based` is not one of FEATURE_LAYERS, the encoder has too few layers
+            for it, `lstm_units` is below 1, or `num_classes` is below 1.
     """
 
     def __init__(
@@ -142,8 +154,17 @@ class BertFeatureTagger(keras.Model):
         self.built = True
 
     def features(self, inputs):
-        """The frozen encoder's features: `[batch, seq, width]` in the compute dtype (width:
-        hidden_size, or 4 * hidden_size for concat_last_four)."""
+        """The frozen encoder's features, as `feature_based` takes them.
+
+        Args:
+            inputs: The encoder's input dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
+                `[batch, seq]`); other keys are ignored.
+
+        Returns:
+            `[batch, seq, width]` (width: hidden_size, or 4 * hidden_size for concat_last_four), with
+            no gradient to the encoder. The dtype is the encoder outputs': float32 for the Transformer
+            layers' outputs (they leave a float32 LayerNorm), the compute dtype for `embeddings`.
+        """
         outputs = self.encoder({name: inputs[name] for name in INPUT_NAMES}, training=False)
         layers = [outputs["embedding_output"], *outputs["encoder_outputs"]]
         # Fixed activations, as the paper extracts them: no back-propagation into BERT.

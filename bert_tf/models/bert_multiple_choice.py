@@ -19,20 +19,31 @@ from bert_tf.models.bert_encoder import (
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertMultipleChoice(keras.Model):
-    """A `BertEncoder` read once per choice and a `ClassificationHead` with one output: the
-    paper's vector whose dot product with each choice's pooled [CLS] vector is that choice's
-    score.
+    """A `BertEncoder` read once per choice and a `ClassificationHead` with one output.
 
-    Arguments:
-        encoder: the BertEncoder.
-        num_choices: choices per example (SWAG: 4).
-        dropout_rate: dropout on the pooled vector before the dense layer (0.1).
-        initializer_range: stddev of the dense kernel's truncated normal (0.02).
+    The head is the paper's vector whose dot product with each choice's pooled [CLS] vector is
+    that choice's score. The choices are folded into the batch (`FlattenChoices`), and only [CLS]
+    of the encoder's last layer feeds the pooler, so that layer runs for it alone.
+
+    Args:
+        encoder: The BertEncoder.
+        num_choices: int. The number of choices per example (at least 2). Defaults to 4, SWAG's.
+        dropout_rate: float. The dropout rate on the pooled vector before the dense layer.
+            Defaults to 0.1.
+        initializer_range: float. The standard deviation of the dense kernel's truncated normal.
+            Defaults to 0.02.
+        dtype: None, a dtype name or a `keras.DTypePolicy`: the head's and the model's policy.
+            None (the default) takes the encoder's.
+        **kwargs: Other keyword arguments of `keras.Model` (`name`, `trainable`).
 
     Inputs: the encoder's keys (`input_word_ids`, `input_mask`, `input_type_ids`) with int32
-    tensors `[batch, num_choices, seq]`, choice c of example b at `[b, c]`. Output: float32
-    logits `[batch, num_choices]`, so that plain `fit` works with
+    tensors `[batch, num_choices, seq]`, choice c of example b at `[b, c]`.
+
+    Outputs: float32 logits `[batch, num_choices]`, so that plain `fit` works with
     `keras.losses.SparseCategoricalCrossentropy(from_logits=True)` and the right choice's index.
+
+    Raises:
+        ValueError: `num_choices` is below 2.
     """
 
     def __init__(

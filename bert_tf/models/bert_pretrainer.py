@@ -21,16 +21,22 @@ _FLOAT32_TINY = 1.1754944e-38
 
 
 def masked_lm_xent(logits, masked_lm_ids):
-    """Per-prediction cross-entropy, float32 `[batch, predictions]`: the original's
-    -sum(one_hot(ids) * log_softmax(logits)).
+    """Per-prediction cross-entropy, float32 `[batch, predictions]`, as the original computes it.
 
-    Computed from one softmax over the vocabulary, kept for the gradient (softmax - one_hot):
-    the loss is -log(p[id]), or logsumexp(logits) - logits[id] for a batch where some p[id]
-    underflows float32 (a logit gap beyond ~87), so the value stays finite as the original's.
-    On TensorFlow/CPU this takes 22 ms forward and backward for 640 predictions over a
-    30,522-word vocabulary where the fused sparse cross-entropy kernel takes 60 ms.
+    The original's -sum(one_hot(ids) * log_softmax(logits)), computed from one softmax over the
+    vocabulary, kept for the gradient (softmax - one_hot): the loss is -log(p[id]), or
+    logsumexp(logits) - logits[id] for a batch where some p[id] underflows float32 (a logit gap
+    beyond ~87), so the value stays finite as the original's. On TensorFlow/CPU this takes 22 ms
+    forward and backward for 640 predictions over a 30,522-word vocabulary where the fused sparse
+    cross-entropy kernel takes 60 ms.
 
-    logits: float `[batch, predictions, vocab]`; masked_lm_ids: int `[batch, predictions]`.
+    Args:
+        logits: float `[batch, predictions, vocab]` (cast to float32).
+        masked_lm_ids: int `[batch, predictions]`, the right token id of each prediction.
+
+    Returns:
+        float32 `[batch, predictions]`: each prediction's cross-entropy (padding predictions
+        included: the caller weighs them).
     """
     logits = ops.cast(logits, "float32")
     ids = ops.cast(masked_lm_ids, "int32")
@@ -61,7 +67,13 @@ def masked_lm_xent(logits, masked_lm_ids):
 def next_sentence_xent(logits, next_sentence_labels):
     """Per-example 2-way cross-entropy, float32 `[batch]` (label 1 = random B).
 
-    logits: float `[batch, 2]`; next_sentence_labels: int `[batch]` or `[batch, 1]`.
+    Args:
+        logits: float `[batch, 2]` (cast to float32).
+        next_sentence_labels: int `[batch]` or `[batch, 1]`: 0 when B follows A, 1 when B is a
+            random sentence.
+
+    Returns:
+        float32 `[batch]`: each example's cross-entropy.
     """
     labels = ops.reshape(ops.cast(next_sentence_labels, "int32"), (-1,))
     return ops.sparse_categorical_crossentropy(labels, ops.cast(logits, "float32"), from_logits=True)
@@ -70,7 +82,15 @@ def next_sentence_xent(logits, next_sentence_labels):
 def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
     """The original's masked-LM loss: sum(weights * xent) / (sum(weights) + 1e-5), float32.
 
-    masked_lm_weights: float `[batch, predictions]`, 1 for a real prediction, 0 for padding.
+    The 1e-5 (`MASKED_LM_DENOMINATOR_EPSILON`) makes a batch with no masked token give 0, not NaN.
+
+    Args:
+        logits: float `[batch, predictions, vocab]`.
+        masked_lm_ids: int `[batch, predictions]`, the right token id of each prediction.
+        masked_lm_weights: float `[batch, predictions]`, 1 for a real prediction, 0 for padding.
+
+    Returns:
+        A float32 scalar: the weighted mean of `masked_lm_xent`.
     """
     weights = ops.cast(masked_lm_weights, "float32")
     xent = masked_lm_xent(logits, masked_lm_ids)
@@ -78,20 +98,38 @@ def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
 
 
 def next_sentence_loss(logits, next_sentence_labels):
-    """The original's next-sentence loss: the mean 2-way cross-entropy."""
+    """The original's next-sentence loss: the mean 2-way cross-entropy.
+
+    Args:
+        logits: float `[batch, 2]`.
+        next_sentence_labels: int `[batch]` or `[batch, 1]`, 1 when B is a random sentence.
+
+    Returns:
+        A float32 scalar: the mean of `next_sentence_xent` over the batch.
+    """
     return ops.mean(next_sentence_xent(logits, next_sentence_labels))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertPretrainer(keras.Model):
-    """A `BertEncoder` plus the masked-LM head (tied to the word embeddings) and the
-    next-sentence head, as the original `run_pretraining.model_fn`.
+    """A `BertEncoder` with the original's two pre-training heads, as `run_pretraining.model_fn`.
 
-    next_sentence_prediction: False drops the next-sentence head and loss: the masked LM alone
-    (the paper's "No NSP", §5.1), trained on the same records.
+    The masked-LM head (tied to the word embeddings) and the next-sentence head read only the
+    masked positions and (with next-sentence prediction) the first token of the encoder's last
+    layer, which runs for those rows alone.
+
+    Args:
+        encoder: The BertEncoder. The masked-LM head takes its sizes, activation, initializer range
+            and word-embedding table from it.
+        dtype: None, a dtype name or a `keras.DTypePolicy`: the heads' and the model's policy.
+            None (the default) takes the encoder's.
+        next_sentence_prediction: bool. False drops the next-sentence head and loss: the masked LM
+            alone (the paper's "No NSP", §5.1), trained on the same records. Defaults to True.
+        **kwargs: Other keyword arguments of `keras.Model` (`name`, `trainable`).
 
     Inputs (a dict): the encoder's three inputs plus
         masked_lm_positions: int32 `[batch, num_predictions]`.
+
     Outputs (a dict):
         masked_lm_logits: float32 `[batch, num_predictions, vocab_size]`.
         next_sentence_logits: float32 `[batch, 2]` (only with next_sentence_prediction).
@@ -99,7 +137,8 @@ class BertPretrainer(keras.Model):
     Training: `fit` with `x` = the inputs and `y` = a dict of `masked_lm_ids`,
     `masked_lm_weights` and `next_sentence_labels` (not needed without next-sentence
     prediction); `compute_loss` returns the original's total (masked-LM loss + next-sentence
-    loss), so `compile` needs only an optimizer.
+    loss, plus the model's added losses if any), so `compile` needs only an optimizer. It raises
+    a ValueError when `y` is None.
     """
 
     def __init__(self, encoder: BertEncoder, dtype=None, next_sentence_prediction=True, **kwargs):
@@ -159,8 +198,19 @@ class BertPretrainer(keras.Model):
 
     @staticmethod
     def pretraining_losses(labels, outputs):
-        """The losses of the original, as a dict of float32 scalars: masked_lm_loss, and
-        next_sentence_loss when `outputs` has next-sentence logits."""
+        """The losses of the original, as a dict of float32 scalars.
+
+        Args:
+            labels: A dict with `masked_lm_ids` and `masked_lm_weights` (int and float
+                `[batch, num_predictions]`), and `next_sentence_labels` (int `[batch]` or `[batch, 1]`)
+                when `outputs` has next-sentence logits.
+            outputs: The model's outputs: `masked_lm_logits`, and `next_sentence_logits` when it
+                predicts the next sentence.
+
+        Returns:
+            A dict with `masked_lm_loss` (`masked_lm_loss`), and `next_sentence_loss`
+            (`next_sentence_loss`) when `outputs` has next-sentence logits.
+        """
         losses = {
             "masked_lm_loss": masked_lm_loss(
                 outputs["masked_lm_logits"], labels["masked_lm_ids"], labels["masked_lm_weights"]

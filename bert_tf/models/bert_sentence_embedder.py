@@ -28,15 +28,23 @@ def in_batch_scores(anchors, positives, negatives=None, scale=SIMILARITY_SCALE, 
 
 
 def in_batch_negatives_xent(anchors, positives, negatives=None, scale=SIMILARITY_SCALE, candidate_weights=None):
-    """Per-anchor cross-entropy of the in-batch-negatives contrastive loss (sentence-transformers'
-    MultipleNegativesRankingLoss): anchor i's candidates are every positive of the batch, then
-    every hard negative when given; its right one is positive i. Scores are cosine similarities
-    times `scale`.
+    """Per-anchor cross-entropy of the in-batch-negatives contrastive loss.
 
-    anchors, positives: float `[batch, hidden]`; negatives: float `[batch, hidden]` or None.
-    candidate_weights: None, or float `[candidates]` (the positives', then the negatives'): a
-    candidate of weight 0 (a row padding the batch) is no anchor's candidate.
-    Returns float32 `[batch]` (the loss is their mean).
+    The loss of sentence-transformers' MultipleNegativesRankingLoss: anchor i's candidates are
+    every positive of the batch, then every hard negative when given; its right one is positive i.
+    Scores are cosine similarities times `scale`.
+
+    Args:
+        anchors: float `[batch, hidden]`.
+        positives: float `[batch, hidden]`; row i is anchor i's right candidate.
+        negatives: float `[batch, hidden]` (hard negatives), or None (the default) for none.
+        scale: float. The factor on the cosine similarities. Defaults to 20.0
+            (`SIMILARITY_SCALE`, sentence-transformers' default).
+        candidate_weights: None (the default), or float `[candidates]` (the positives', then the
+            negatives'): a candidate of weight 0 (a row padding the batch) is no anchor's candidate.
+
+    Returns:
+        float32 `[batch]`, each anchor's cross-entropy (the loss is their mean).
     """
     scores, right = in_batch_scores(anchors, positives, negatives, scale, candidate_weights)
     return ops.logsumexp(scores, axis=-1) - right
@@ -46,14 +54,25 @@ def in_batch_negatives_xent(anchors, positives, negatives=None, scale=SIMILARITY
 class BertSentenceEmbedder(keras.Model):
     """A `BertEncoder` and a `SentencePooling` on its `sequence_output`.
 
-    Arguments:
-        encoder: the BertEncoder.
-        pooling: "mean" (default), "cls", "max" or "mean_sqrt_len" (`SentencePooling`).
-        normalize: L2-normalize each vector (sentence-transformers' Normalize module).
+    No weights beyond the encoder's.
+
+    Args:
+        encoder: The BertEncoder.
+        pooling: str. "mean", "cls", "max" or "mean_sqrt_len" (see `SentencePooling`). Defaults
+            to "mean".
+        normalize: bool. Whether to L2-normalize each vector (sentence-transformers' Normalize
+            module). Defaults to False.
+        dtype: None, a dtype name or a `keras.DTypePolicy`: the model's policy (the pooling always
+            runs in float32). None (the default) takes the encoder's.
+        **kwargs: Other keyword arguments of `keras.Model` (`name`, `trainable`).
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
-    `[batch, seq]`). Output: float32 `[batch, hidden_size]`, one vector per sequence. No weights
-    beyond the encoder's.
+    `[batch, seq]`).
+
+    Outputs: float32 `[batch, hidden_size]`, one vector per sequence.
+
+    Raises:
+        ValueError: `pooling` is not one of the modes above.
     """
 
     def __init__(self, encoder: BertEncoder, pooling="mean", normalize=False, dtype=None, **kwargs):

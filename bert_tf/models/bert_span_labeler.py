@@ -15,18 +15,23 @@ HEAD_INITIALIZER_RANGE = 0.02
 class BertSpanLabeler(keras.Model):
     """A `BertEncoder` and a `SpanHead` on its `sequence_output`.
 
-    Arguments:
-        encoder: the BertEncoder.
-        initializer_range: stddev of the head's truncated normal (the original: 0.02).
-
-    Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
-    `[batch, seq]`; for SQuAD: [CLS] question [SEP] passage [SEP]). Outputs: a dict of float32
-    logits `[batch, seq]`, `start_logits` and `end_logits`, so that plain `fit` works with
-    `keras.losses.SparseCategoricalCrossentropy(from_logits=True)` on each and the answer's
-    start and end positions as targets.
-
     Unanswerable questions (SQuAD v2.0) point at [CLS], position 0. The head's weights are the
     original's `cls/squad/output_weights` (`[2, hidden]`) and `cls/squad/output_bias`.
+
+    Args:
+        encoder: The BertEncoder.
+        initializer_range: float. The standard deviation of the head's truncated normal.
+            Defaults to 0.02, the original's.
+        dtype: None, a dtype name or a `keras.DTypePolicy`: the head's and the model's policy.
+            None (the default) takes the encoder's.
+        **kwargs: Other keyword arguments of `keras.Model` (`name`, `trainable`).
+
+    Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
+    `[batch, seq]`; for SQuAD: [CLS] question [SEP] passage [SEP]).
+
+    Outputs: a dict of float32 logits `[batch, seq]`, `start_logits` and `end_logits`, so that
+    plain `fit` works with `keras.losses.SparseCategoricalCrossentropy(from_logits=True)` on each
+    and the answer's start and end positions as targets.
     """
 
     def __init__(self, encoder: BertEncoder, initializer_range=HEAD_INITIALIZER_RANGE, dtype=None, **kwargs):

@@ -12,17 +12,26 @@ from bert_tf.models.bert_encoder import BertEncoder, encoder_inputs, task_model_
 class BertTokenClassifier(keras.Model):
     """A `BertEncoder` and a `TokenClassificationHead` on its `sequence_output`.
 
-    Arguments:
-        encoder: the BertEncoder.
-        num_classes: the number of tags (softmax over them at each position).
-        dropout_rate: dropout on the vectors before the dense layer (as the classifier: 0.1).
-        initializer_range: stddev of the dense kernel's truncated normal (0.02).
+    Args:
+        encoder: The BertEncoder.
+        num_classes: int. The number of tags (softmax over them at each position).
+        dropout_rate: float. The dropout rate on the vectors before the dense layer. Defaults to
+            0.1, as the classifier.
+        initializer_range: float. The standard deviation of the dense kernel's truncated normal.
+            Defaults to 0.02.
+        dtype: None, a dtype name or a `keras.DTypePolicy`: the head's and the model's policy.
+            None (the default) takes the encoder's.
+        **kwargs: Other keyword arguments of `keras.Model` (`name`, `trainable`).
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
-    `[batch, seq]`). Output: float32 logits `[batch, seq, num_classes]`, so that plain `fit`
-    works with `keras.losses.SparseCategoricalCrossentropy(from_logits=True)`, tag ids
-    `[batch, seq]` as targets and, as `sample_weight`, 1 on each word's first sub-token and 0
-    elsewhere.
+    `[batch, seq]`).
+
+    Outputs: float32 logits `[batch, seq, num_classes]`, so that plain `fit` works with
+    `keras.losses.SparseCategoricalCrossentropy(from_logits=True)`, tag ids `[batch, seq]` as
+    targets and, as `sample_weight`, 1 on each word's first sub-token and 0 elsewhere.
+
+    Raises:
+        ValueError: `num_classes` is below 1.
     """
 
     def __init__(

@@ -101,10 +101,19 @@ def _stitch(rows_a, a, rows_b, b):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertBasicTokenizer(keras.layers.Layer):
-    """String tensor `[batch]` -> `tf.RaggedTensor [batch, (words)]` of UTF-8 words, exactly
-    `bert_tf.tokenization.BasicTokenizer(do_lower_case, never_split).tokenize` on each string.
+    """The original BasicTokenizer as a Keras layer: string tensor `[batch]` -> words.
 
-    Invalid UTF-8 is replaced (and then dropped, as U+FFFD is), never an error.
+    Called on a string tensor `[batch]`, it returns a string `tf.RaggedTensor [batch, (words)]` of
+    UTF-8 words: exactly `bert_tf.tokenization.BasicTokenizer(do_lower_case, never_split).tokenize`
+    on each string. Invalid UTF-8 is replaced (and then dropped, as U+FFFD is), never an error.
+
+    Args:
+        do_lower_case: Whether to lower-case, NFD-normalise and strip accents, as the original's
+            uncased models.
+        never_split: Words (e.g. "[CLS]", "[MASK]") kept whole, neither lower-cased nor split,
+            when they stand between whitespace in the text. None (the default): none, as in the
+            original.
+        **kwargs: Keras layer arguments (`name`, ...).
     """
 
     def __init__(self, do_lower_case=True, never_split=None, **kwargs):
@@ -139,16 +148,34 @@ class BertBasicTokenizer(keras.layers.Layer):
         return self._with_never_split(text) if self.never_split else self._words(text)
 
     def tokens_and_lengths(self, text):
-        """The words (as in `call`) and their lengths in characters, both `[batch, (words)]`."""
+        """The words (as in `call`) and their lengths in characters.
+
+        Args:
+            text: A string tensor `[batch]`.
+
+        Returns:
+            `(words, lengths)`: a string `tf.RaggedTensor [batch, (words)]` and the int64 lengths
+            of its words in UTF-8 characters, of the same shape.
+        """
         words = self.call(text)
         lengths = tf.strings.length(words.flat_values, unit="UTF8_CHAR")
         return words, words.with_flat_values(tf.cast(lengths, tf.int64))
 
     def clean_lines(self, text):
-        """Each line of `text` `[batch]` ready to split, as `(ascii_rows, ascii_lines,
-        other_rows, other_lines)`: the printable ASCII lines (lower-cased) but not yet spaced
-        out; the others cleaned with every token already between spaces. `*_rows`: int32
-        positions in `text`."""
+        """Each line of `text` made ready to split into words, by the road that suits it.
+
+        Printable ASCII lines are lower-cased (with `do_lower_case`) but not yet spaced out; the
+        other lines are cleaned (and lower-cased, NFD-normalised and stripped of accents with
+        `do_lower_case`) with every token already between spaces.
+
+        Args:
+            text: A string tensor `[batch]`.
+
+        Returns:
+            `(ascii_rows, ascii_lines, other_rows, other_lines)`: the int32 positions in `text` of
+            the printable ASCII lines, those lines (string `[n_ascii]`), the positions of the
+            other lines, and those lines cleaned (string `[n_other]`).
+        """
         ascii_rows, ascii_lines, other_rows, other = self._partition(text)
         if not self.do_lower_case:
             return ascii_rows, ascii_lines, other_rows, _encode(*_lookup(self._cased_map, *_decode(other)))
@@ -172,7 +199,14 @@ class BertBasicTokenizer(keras.layers.Layer):
 
     @staticmethod
     def split_words(lines):
-        """Spaced-out lines `[n]` -> words `[n, (words)]`."""
+        """Splits spaced-out lines into their words, at " \\t\\n\\r".
+
+        Args:
+            lines: A string tensor `[n]` of lines whose tokens stand between whitespace.
+
+        Returns:
+            A string `tf.RaggedTensor [n, (words)]`.
+        """
         words, splits = _split(lines)
         return tf.RaggedTensor.from_row_splits(words, splits, validate=False)
 

@@ -27,17 +27,28 @@ def _gather_rows(segment, offset):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertPackInputs(keras.layers.Layer):
-    """[CLS] A [SEP] (B [SEP]), truncated as the original's fine-tuning scripts, padded.
+    """Packs one or two segments of ids as [CLS] A [SEP] (B [SEP]), truncated and padded.
+
+    Truncation is the original's fine-tuning scripts': one segment keeps its first seq_length - 2
+    ids; a pair is cut to seq_length - 3 by removing ids from the end of the longer segment first
+    (B on ties). A row whose B is empty is packed as a single segment, as the original does for an
+    example without text_b tokens.
 
     Call with one int `tf.RaggedTensor [batch, (ids)]` or a list of two, and optionally
     `seq_length=` (an int or an int32 scalar tensor, at least 3) for another length than the
-    layer's, as TF Hub's `bert_pack_inputs(segments, seq_length=N)`. Returns a dict of int32
+    layer's, as TF Hub's `bert_pack_inputs(segments, seq_length=N)`. It returns a dict of int32
     `[batch, seq_length]` tensors: `input_word_ids` (padded with `padding_id`), `input_mask`
     (1 for real tokens) and `input_type_ids` (0 for [CLS] A [SEP], 1 for B [SEP]).
 
-    Truncation: one segment keeps its first seq_length - 2 ids; a pair is cut to seq_length - 3
-    by removing ids from the end of the longer segment first (B on ties). A row whose B is empty
-    is packed as a single segment, as the original does for an example without text_b tokens.
+    Args:
+        seq_length: The packed length, at least 3.
+        start_of_sequence_id: The id of [CLS].
+        end_of_segment_id: The id of [SEP].
+        padding_id: The id the padding positions of `input_word_ids` take.
+        **kwargs: Keras layer arguments (`name`, ...).
+
+    Raises:
+        ValueError: `seq_length` is under 3.
     """
 
     def __init__(self, seq_length, start_of_sequence_id, end_of_segment_id, padding_id=0, **kwargs):
@@ -53,13 +64,32 @@ class BertPackInputs(keras.layers.Layer):
 
     @staticmethod
     def check_seq_length(seq_length):
-        """A ValueError unless `seq_length` holds one text: [CLS] A [SEP] needs 3 positions."""
+        """Checks that `seq_length` holds one text: [CLS] A [SEP] needs 3 positions.
+
+        Args:
+            seq_length: The packed length.
+
+        Raises:
+            ValueError: `seq_length` is under 3.
+        """
         if seq_length < 3:
             raise ValueError(f"seq_length {seq_length} leaves no room for a text: [CLS] A [SEP] needs 3 positions")
 
     @classmethod
     def from_vocabulary(cls, vocabulary, seq_length, **kwargs):
-        """Takes the [CLS]/[SEP]/[PAD] ids from a vocab (a dict or a list of tokens)."""
+        """Makes the layer with the [CLS]/[SEP]/[PAD] ids of a vocab.
+
+        Args:
+            vocabulary: A vocab: a dict (token -> id) or a list of tokens (id = position).
+            seq_length: The packed length, at least 3.
+            **kwargs: The layer's other arguments (Keras layer arguments).
+
+        Returns:
+            The `BertPackInputs`; its `padding_id` is [PAD]'s id, or 0 when the vocab has none.
+
+        Raises:
+            ValueError: The vocab has no [CLS] or [SEP], or `seq_length` is under 3.
+        """
         vocab = vocabulary if isinstance(vocabulary, dict) else {t: i for i, t in enumerate(vocabulary)}
         missing = [t for t in ("[CLS]", "[SEP]") if t not in vocab]
         if missing:

@@ -38,9 +38,10 @@ def _merge_rows(rows_a, a, rows_b, b):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertTokenizer(keras.layers.Layer):
-    """String tensor `[batch]` -> int32 `tf.RaggedTensor [batch, (wordpieces)]` of vocab ids.
+    """WordPiece tokenization as a Keras layer: string tensor `[batch]` -> ids.
 
-    Gives exactly `bert_tf.tokenization.FullTokenizer(vocab_file, do_lower_case)`'s ids on every
+    Called on a string tensor `[batch]`, it returns an int32 `tf.RaggedTensor [batch, (wordpieces)]`
+    of vocab ids: exactly `bert_tf.tokenization.FullTokenizer(vocab_file, do_lower_case)`'s ids on every
     input (same Python, same Unicode database). Invalid UTF-8 is replaced, never an error.
 
     In tf.data, map it over batches of lines, in parallel, e.g.
@@ -48,11 +49,17 @@ class BertTokenizer(keras.layers.Layer):
     (or a function calling it and `BertPackInputs`): a call per line costs far more. Its graph is
     small (see bert_basic_tokenizer), so a new iterator instantiates it in ~20-40 ms of CPU.
 
-    Arguments:
-        vocabulary: a vocab.txt path or a list of tokens (id = position).
-        do_lower_case: lower-case, NFD and strip accents, as the original's uncased models.
-        never_split: tokens (e.g. "[CLS]", "[SEP]", "[MASK]") that stay whole when they appear as
-            whitespace-separated words in the text. Default: none, as the original.
+    Args:
+        vocabulary: A vocab.txt path or a list of tokens (id = position).
+        do_lower_case: Whether to lower-case, NFD-normalise and strip accents, as the original's
+            uncased models.
+        never_split: Tokens (e.g. "[CLS]", "[SEP]", "[MASK]") that stay whole when they appear as
+            whitespace-separated words in the text. None (the default): none, as the original.
+        **kwargs: Keras layer arguments (`name`, ...).
+
+    Raises:
+        FileNotFoundError: `vocabulary` is a path that is not a file.
+        ValueError: The vocab is empty, holds a token twice or has no "[UNK]".
     """
 
     def __init__(self, vocabulary, do_lower_case=True, never_split=None, **kwargs):
@@ -101,7 +108,14 @@ class BertTokenizer(keras.layers.Layer):
         self.built = True
 
     def basic_tokenize(self, text):
-        """The words WordPiece sees, `[batch, (words)]` (`BasicTokenizer.tokenize`'s output)."""
+        """The words WordPiece sees (`BasicTokenizer.tokenize`'s output).
+
+        Args:
+            text: A string tensor `[batch]`.
+
+        Returns:
+            A string `tf.RaggedTensor [batch, (words)]`.
+        """
         return self.basic_tokenizer(text)
 
     def call(self, inputs):
@@ -114,7 +128,16 @@ class BertTokenizer(keras.layers.Layer):
         return _merge_rows(ascii_rows, tf.cast(ascii_ids, tf.int32), other_rows, other_ids)
 
     def wordpiece(self, words):
-        """Basic-tokenized words `[batch, (words)]` -> int32 ids `[batch, (wordpieces)]`."""
+        """Splits basic-tokenized words into WordPiece ids.
+
+        A word of over 200 characters becomes a single [UNK], as in the original.
+
+        Args:
+            words: A string `tf.RaggedTensor [batch, (words)]` (as `basic_tokenize` gives).
+
+        Returns:
+            An int32 `tf.RaggedTensor [batch, (wordpieces)]` of the words' pieces, row by row.
+        """
         flat = words.flat_values
         # Only a word of over 200 bytes can have over 200 characters.
         long = tf.where(tf.strings.length(flat) > MAX_INPUT_CHARS_PER_WORD)  # [n, 1]

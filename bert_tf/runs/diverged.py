@@ -13,15 +13,39 @@ DIVERGED_FILE = "diverged.json"
 
 
 def read_divergence(run_dir):
-    """`{"step", "message"}` of a run of a search that diverged (`DIVERGED_FILE`), or None."""
+    """Reads the record a search's run leaves when its training diverged (`DIVERGED_FILE`).
+
+    Args:
+        run_dir: The run's folder.
+
+    Returns:
+        The record, a dict `{"step": the global step, "message": the training loop's error}`, or
+        None when `run_dir` holds no `DIVERGED_FILE`.
+
+    Raises:
+        ValueError: The file cannot be read, is not JSON or holds no JSON object.
+    """
     path = os.path.join(run_dir, DIVERGED_FILE)
     return read_json_object(path) if os.path.isfile(path) else None
 
 
 def diverged_warning(checkpoint):
-    """A warning line when `checkpoint` (a run's folder or one of its ckpt-N) belongs to a run whose
-    training diverged (its DIVERGED_FILE): its checkpoints hold finite weights from before, but the
-    run did not finish, and its dev figures are not those of a trained model. None otherwise."""
+    """The warning for a checkpoint of a run whose training diverged, or None.
+
+    Such a run's checkpoints hold finite weights from before the divergence, but the run did not
+    finish, and its dev figures are not those of a trained model.
+
+    Args:
+        checkpoint: What `--init_checkpoint` may name: a run's folder, one of its ckpt-N or a
+            .keras file in it (`bert_tf.runs.record.run_directory`); None or empty: no warning.
+
+    Returns:
+        One line naming the run's `DIVERGED_FILE` and the step it diverged at, when the run's
+        folder holds that file; None otherwise.
+
+    Raises:
+        ValueError: The run's `DIVERGED_FILE` cannot be read (see `read_divergence`).
+    """
     if not checkpoint:
         return None
     run_dir = run_directory(checkpoint)

@@ -15,7 +15,19 @@ __all__ = ["DIVERGED_FILE", "Diverged", "diverged_warning", "read_divergence"]  
 
 
 class Diverged(FloatingPointError):
-    """Training stopped at `step`: the loss, or the weights about to be saved, not finite."""
+    """A run's loss, weights or outputs became NaN or Inf: the run stopped without writing them.
+
+    Training raises it when its loss or metrics, or the weights about to be saved, are not finite
+    (no checkpoint is saved). Evaluation and prediction raise it when the task's outputs, the
+    model's outputs or (in evaluation) the batches' losses hold a NaN or an Inf (no figure or
+    file is written from them). It is a `FloatingPointError`, which `record_divergence` looks for
+    in a failed run's chain.
+
+    Args:
+        message: The error's text (the loop's says what became NaN or Inf, at which step, and
+            what to do).
+        step: The model's global step when it was found; kept as the `step` attribute.
+    """
 
     def __init__(self, message, step):
         super().__init__(message)

@@ -8,14 +8,25 @@ RESUMED, INITIALISED, RANDOM = "resumed", "initialised", "random"
 
 @dataclasses.dataclass(frozen=True)
 class RestoreStatus:
-    """What `Trainer.restore` did: resumed the output folder's latest checkpoint, initialised
-    the model from an init_checkpoint, or left it at random."""
+    """What `Trainer.restore` did with a run's model.
 
-    start: str  # RESUMED, INITIALISED or RANDOM
-    path: str | None = None  # the checkpoint read
-    step: int = 0  # the global step after it
-    unused: int = 0  # INITIALISED: checkpoint variables the model has no place for
-    not_found: tuple = ()  # INITIALISED: model variables the checkpoint lacks (e.g. a new task head)
+    It resumed the output folder's latest checkpoint, initialised the model from an
+    init_checkpoint, or left it at random. `str()` gives one line for the run's log.
+
+    Args:
+        start: `RESUMED`, `INITIALISED` or `RANDOM`.
+        path: The checkpoint read; None when none was (`RANDOM`).
+        step: The global step after reading it.
+        unused: For `INITIALISED`: how many checkpoint variables the model has no place for.
+        not_found: For `INITIALISED`: the model variables the checkpoint lacks (e.g. a new task
+            head), initialised afresh.
+    """
+
+    start: str
+    path: str | None = None
+    step: int = 0
+    unused: int = 0
+    not_found: tuple = ()
 
     def __str__(self):
         if self.start == RESUMED:

@@ -62,7 +62,24 @@ def _seed_states_per_replica(next_creator, **kwargs):
 
 
 class Trainer:
-    """Builds `task`'s model, the optimizer and checkpoints under `strategy`."""
+    """The one training loop: trains, evaluates and predicts with `task`'s model under `strategy`.
+
+    The constructor checks the batch sizes against the strategy's replicas, sets Keras' random
+    seed (when `settings.seed` is given), builds the model under the strategy (each replica with
+    dropout seeds of its own), and creates the optimizer `settings.optimizer` on the original's
+    schedule, wrapped in a `keras.optimizers.LossScaleOptimizer` under the `mixed_float16`
+    policy. Gradients are clipped to `CLIP_NORM` in the loop, after the sum across replicas.
+
+    Args:
+        task: The `bert_tf.training.task.Task` that supplies the model, the data, the loss and
+            the metrics.
+        settings: The run's `TrainingSettings`.
+        strategy: The `tf.distribute.Strategy` to train under.
+
+    Raises:
+        ValueError: A batch size does not divide over the replicas, or
+            `gradient_accumulation_steps` is not a positive integer (see `check_batch_sizes`).
+    """
 
     def __init__(self, task, settings: TrainingSettings, strategy):
         self.task, self.settings, self.strategy = task, settings, strategy
@@ -99,8 +116,12 @@ class Trainer:
             self.optimizer.build(self.model.trainable_variables)
 
     def parameters(self):
-        """`Trainable parameters: T of N (P%)`: what trains of the model's weights (with LoRA, the
-        adapters and the head, of all with the adapters)."""
+        """Says how many of the model's weights train.
+
+        Returns:
+            The line `Trainable parameters: T of N (P%)`: with LoRA, T counts the adapters and
+            the head, and N all weights with the adapters.
+        """
         trainable, total = lora.parameter_counts(self.model)
         return f"Trainable parameters: {trainable:,} of {total:,} ({100 * trainable / max(total, 1):.2f}%)"
 
@@ -124,6 +145,7 @@ class Trainer:
 
     @property
     def global_step(self):
+        """The model's global step (the optimizer's iteration count), as a Python int."""
         return int(self.optimizer.iterations.numpy())
 
     # -----------------------------------------------------------------------------------------
@@ -157,6 +179,16 @@ class Trainer:
         return os.path.join(self.settings.output_dir, f".{resolver.task_type}_{resolver.task_id}")
 
     def manager(self):
+        """Creates the run's checkpoint manager.
+
+        Its checkpoints hold the model, the optimizer's state, the batches consumed and the
+        dropout layers' seeds, so that a resumed run continues exactly.
+
+        Returns:
+            A `tf.train.CheckpointManager` writing `ckpt-N` in `output_dir` (on a worker other
+            than the chief, in a private folder inside it), keeping the last
+            `settings.keep_checkpoints`.
+        """
         return tf.train.CheckpointManager(
             self._checkpoint(),
             directory=self._checkpoint_dir(),
@@ -165,9 +197,25 @@ class Trainer:
         )
 
     def restore(self, init_checkpoint=None) -> RestoreStatus:
-        """Resumes from the output folder's latest checkpoint (which wins, as in the original),
-        else loads `init_checkpoint` through the task (weights only: the new run starts its own
-        step count and schedule). Returns what happened."""
+        """Gives the model its starting weights: the run's own latest checkpoint, else `init_checkpoint`.
+
+        The latest checkpoint in `output_dir` wins, as in the original: the run resumes with its
+        step, optimizer state and count of batches consumed. Otherwise `init_checkpoint` is loaded through
+        the task's `restore` (weights only: the new run starts its own step count and schedule).
+        Otherwise the model stays at random. With LoRA, the adapters are added after the initial
+        weights are in.
+
+        Args:
+            init_checkpoint: The weights to start from when `output_dir` holds no checkpoint
+                (anything the task's `restore` reads); None: start at random.
+
+        Returns:
+            A `RestoreStatus` saying what happened.
+
+        Raises:
+            ValueError: The latest checkpoint in `output_dir` holds another model than this
+                run's, is damaged, or holds a weight that is NaN or infinite.
+        """
         latest = tf.train.latest_checkpoint(self.settings.output_dir)
         if latest:
             self._finish_model()  # the checkpoint holds the adapters and the optimizer's state
@@ -277,15 +325,36 @@ class Trainer:
         return train
 
     def train(self, train_data, init_checkpoint=None, on_log=None, summary_dir=None, on_start=None):
-        """Trains to num_train_steps, saving every save_checkpoints_steps; returns (the
-        `RestoreStatus` it started from, final step). Started again on the same output_dir it resumes from the
-        latest checkpoint: same step, optimizer state and schedule, and (with a seed) the data
-        exactly where it was. `on_log(step, logs)` receives the task's metrics, the learning
-        rate and examples/s after each execution; `on_start()` is called once the model is ready,
-        before the first step. A non-finite loss, or weights about to be saved, stops the run
-        (`Diverged`, a FloatingPointError) naming the step: no checkpoint it saves holds a NaN or
-        an Inf. Refused (a ValueError) in a process whose oneDNN keeps its products' first weights
-        (`check_weights_may_change`)."""
+        """Trains the model to `settings.num_train_steps`, with checkpoints and TensorBoard scalars.
+
+        A checkpoint is saved every `settings.save_checkpoints_steps` and at the end. Started again
+        on the same `output_dir`, the run resumes from the latest checkpoint: same step, optimizer
+        state and schedule, and (with a seed) the data exactly where it was. Each execution runs
+        up to `settings.steps_per_execution` steps; its logs are written as TensorBoard scalars
+        after it. A non-finite loss, or weights about to be saved, stops the run naming the step:
+        no checkpoint it saves holds a NaN or an Inf. A worker other than the chief removes its
+        private checkpoint folder at the end.
+
+        Args:
+            train_data: The training data, as the task's `dataset` reads it.
+            init_checkpoint: The weights to start from when `output_dir` holds no checkpoint
+                (see `restore`); None: start at random.
+            on_log: None, or `on_log(step, logs)`, called after each execution with the global
+                step and a dict: the task's training figures (its loss and metrics), and the
+                floats `learning_rate` and `examples_per_second`.
+            summary_dir: The folder of the TensorBoard scalars; None: `train` in the checkpoint
+                folder.
+            on_start: None, or `on_start()`, called once the model is ready, before the first step.
+
+        Returns:
+            `(started, step)`: the `RestoreStatus` the run started from, and the final global step.
+
+        Raises:
+            Diverged: The loss, or the weights about to be saved, became NaN or Inf.
+            ValueError: This process's oneDNN keeps its products' first weights
+                (`check_weights_may_change`), or the latest checkpoint cannot be resumed (see
+                `restore`).
+        """
         check_weights_may_change()
         s = self.settings
         started = self.restore(init_checkpoint)
@@ -331,10 +400,24 @@ class Trainer:
         return {k: self.strategy.gather(v, axis=0) for k, v in per_replica.items()}
 
     def evaluate(self, eval_data, max_steps=None):
-        """The task's eval over `eval_data` (at most `max_steps` batches, default the settings'
-        max_eval_steps; None: all). Returns the results dict with `global_step`; writes nothing
-        (see `write_eval_results`). Outputs or losses that hold a NaN or an Inf are a Diverged
-        error: no figure is computed from them."""
+        """Evaluates the model with the task's metrics over `eval_data`.
+
+        It writes nothing (see `write_eval_results`). Outputs or losses that hold a NaN or an
+        Inf are an error: no figure is computed from them.
+
+        Args:
+            eval_data: The evaluation data, as the task's `dataset` reads it.
+            max_steps: At most this many global batches; None: the settings' `max_eval_steps`
+                (where that is None too, all of them).
+
+        Returns:
+            The task's `eval_results` dict, with `global_step` (the model's step) added.
+
+        Raises:
+            ValueError: Not one batch was evaluated (no full batch in `eval_data`, or
+                `max_steps` 0).
+            Diverged: The task's or the model's outputs, or a batch's loss, hold a NaN or an Inf.
+        """
         s = self.settings
         task = self.task
         max_steps = s.max_eval_steps if max_steps is None else max_steps
@@ -372,9 +455,20 @@ class Trainer:
         return results
 
     def predict(self, predict_data):
-        """The task's `predict_outputs` for every example of `predict_data`, as numpy arrays in
-        input order (the rows that pad the last global batch are dropped); a NaN or an Inf in
-        them is a Diverged error, so that no output file is written from them."""
+        """Computes the task's `predict_outputs` for every example of `predict_data`.
+
+        Args:
+            predict_data: The examples to predict, as the task's `dataset` reads it.
+
+        Returns:
+            A dict: name -> numpy array with one row per example, in input order (the rows that
+            pad the last global batch are dropped).
+
+        Raises:
+            ValueError: `predict_data` gives no batch.
+            Diverged: The task's or the model's outputs hold a NaN or an Inf, so that no output
+                file is written from them.
+        """
         batches = self._distribute(predict_data, "predict", self.settings.predict_batch_size)
 
         @tf.function(input_signature=[batches.element_spec[0]], autograph=False)  # as evaluate's
@@ -395,8 +489,16 @@ class Trainer:
         return outputs
 
     def write_eval_results(self, results, summary_dir=None):
-        """eval_results.txt (`key = value`, sorted, as the original) and TensorBoard scalars;
-        only the chief writes."""
+        """Writes `eval_results.txt` in `output_dir` and TensorBoard scalars of `results`.
+
+        The text file holds one `key = value` line per entry, sorted by key, as the original's
+        (ints as they are, other values as float32). The scalars, at the model's global step,
+        leave out `global_step`. Only the chief writes; on other workers this does nothing.
+
+        Args:
+            results: The dict `evaluate` returns (name -> number, with `global_step`).
+            summary_dir: The folder of the TensorBoard scalars; None: `eval` in `output_dir`.
+        """
         if not self.is_chief:
             return
         s = self.settings

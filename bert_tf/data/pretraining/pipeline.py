@@ -11,11 +11,28 @@ from bert_tf.io_utils import expand_patterns
 
 @dataclasses.dataclass(frozen=True)
 class DynamicMasking:
-    """Masks drawn afresh every time a record is read (RoBERTa-style), with the original rules:
-    num_to_predict = min(max_predictions, max(1, round(len * masked_lm_prob))), never [CLS]/[SEP],
-    80% [MASK] / 10% unchanged / 10% random id, optionally whole words (`continuation_ids`: the
-    ids of "##" pieces). `mask_token_prob` and `random_token_prob` set another split of the
-    chosen tokens (the paper's Table 8; the rest keep their id)."""
+    """Settings of dynamic masking: masks drawn afresh every time a record is read (RoBERTa-style).
+
+    The original's rules apply: num_to_predict = min(max_predictions, max(1, round(len *
+    masked_lm_prob))), never [CLS]/[SEP], 80% [MASK] / 10% unchanged / 10% random id, optionally
+    whole words. `remask` applies them to a batch; `pretraining_dataset` takes them as its
+    `dynamic_masking`.
+
+    Args:
+        cls_id: The id of [CLS].
+        sep_id: The id of [SEP].
+        mask_id: The id of [MASK].
+        vocab_size: The vocabulary's size (random ids are drawn below it).
+        masked_lm_prob: The share of a record's tokens to predict.
+        continuation_ids: The ids of "##" pieces, to mask whole words; None: single tokens.
+        mask_token_prob: The share of the chosen tokens replaced by [MASK].
+        random_token_prob: The share of the chosen tokens replaced by a random id (the rest keep
+            their id). With `mask_token_prob`, another split than 80/10/10 (the paper's Table 8).
+
+    Raises:
+        ValueError: `mask_token_prob` or `random_token_prob` is outside [0, 1], or their sum is
+            above 1.
+    """
 
     cls_id: int
     sep_id: int
@@ -31,7 +48,19 @@ class DynamicMasking:
 
     @classmethod
     def from_vocab(cls, vocab, whole_word=False, **kwargs):
-        """From a vocab (token -> id) as `bert_tf.tokenization.load_vocab` returns."""
+        """Creates the settings from a vocab.
+
+        Args:
+            vocab: Token -> id, as `bert_tf.tokenization.load_vocab` returns; it must hold [CLS],
+                [SEP] and [MASK].
+            whole_word: Whether to mask whole words (the vocab's "##" pieces become
+                `continuation_ids`).
+            **kwargs: The other fields (`masked_lm_prob`, `mask_token_prob`,
+                `random_token_prob`).
+
+        Returns:
+            A `DynamicMasking`.
+        """
         continuation = tuple(i for t, i in vocab.items() if t.startswith("##")) if whole_word else None
         return cls(vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"], len(vocab), continuation_ids=continuation, **kwargs)
 
@@ -114,17 +143,45 @@ def pretraining_dataset(
 ):
     """Batches `(x, y)` for `BertPretrainer` from the original pre-training TFRecords.
 
-    file_patterns: comma-separated string or list of files/globs. `batch_size` is per input
-    pipeline (divide the global batch by `input_context.num_replicas_in_sync` beforehand, or use
-    `input_context.get_per_replica_batch_size`). Training: files sharded per input pipeline,
-    shuffled, repeated, read interleaved and shuffled in a buffer. Evaluation: files in order,
-    records in order, once. Always `drop_remainder=True` (fixed shapes), int64 ids as int32. A
-    record whose lengths disagree with seq_length / max_predictions_per_seq stops the pipeline
-    with an error naming its file and both lengths.
+    With an `input_context` of several input pipelines, the files are sharded per pipeline.
+    Training: the files are shuffled, repeated, read interleaved and the records shuffled in a
+    buffer. Evaluation: files in order, records in order, once. Batches always drop their
+    remainder (fixed shapes), and int64 ids become int32. A record whose lengths disagree with
+    `seq_length` / `max_predictions_per_seq` stops the pipeline with an error naming its file
+    and both lengths.
 
-    With a `seed`, the training order is reproducible, and `skip_batches` (before parsing, so
-    cheaply) continues it where a run that consumed that many batches stopped. With a
-    `vocab_size`, a token id outside [0, vocab_size) stops the pipeline naming its file.
+    Args:
+        file_patterns: A comma-separated string, or a list, of files and glob patterns.
+        batch_size: The records in each batch the dataset yields: under a tf.distribute
+            strategy, the per-replica batch (divide the global batch by
+            `input_context.num_replicas_in_sync` beforehand, or use
+            `input_context.get_per_replica_batch_size`).
+        seq_length: The records' token length (max_seq_length).
+        max_predictions_per_seq: The records' masked-LM length.
+        is_training: Whether to read for training (shuffled, repeated) or evaluation.
+        input_context: The `tf.distribute.InputContext` of this input pipeline; None: one
+            pipeline.
+        dynamic_masking: A `DynamicMasking` to draw new masks for every batch (`remask`); None:
+            the records' own masks.
+        shuffle_buffer_size: The records' shuffle buffer (training).
+        cycle_length: How many files are read at once (training).
+        seed: Makes the training order (and the dynamic masks) reproducible; None: unseeded.
+        skip_batches: Batches to skip, before parsing (so cheaply): with a `seed`, continues the
+            order where a run that consumed that many batches stopped.
+        vocab_size: With it, a token id outside [0, vocab_size) stops the pipeline naming its
+            file; None: ids are not checked.
+
+    Returns:
+        A `tf.data.Dataset` of `(x, y)`: x holds `input_word_ids`, `input_mask` and
+        `input_type_ids` (int32 `[batch_size, seq_length]`) and `masked_lm_positions` (int32
+        `[batch_size, max_predictions_per_seq]`); y holds `masked_lm_ids` (int32) and
+        `masked_lm_weights` (float32), both `[batch_size, max_predictions_per_seq]`, and
+        `next_sentence_labels` (int32 `[batch_size, 1]`).
+
+    Raises:
+        FileNotFoundError: A pattern matches no file.
+        ValueError: A pattern matches a directory, or there are fewer files than input
+            pipelines.
     """
     if isinstance(file_patterns, str):
         files = expand_patterns(file_patterns)
@@ -169,7 +226,17 @@ def pretraining_dataset(
 
 
 def unmask(features):
-    """The token ids before masking: masked_lm_ids put back at masked_lm_positions."""
+    """Restores the token ids before masking: `masked_lm_ids` put back at `masked_lm_positions`.
+
+    Args:
+        features: A batch of parsed records (int32 features as `pretraining_dataset` parses
+            them, before they are renamed into `(x, y)`): `input_ids` `[batch, seq]`, and
+            `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights` `[batch, predictions]`
+            (positions of weight 0 are padding).
+
+    Returns:
+        A tensor like `input_ids` (`[batch, seq]`): the unmasked token ids.
+    """
     ids = features["input_ids"]
     real = features["masked_lm_weights"] > 0
     batch = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(features["masked_lm_positions"]))
@@ -184,9 +251,21 @@ def _uniform(shape, seed, salt):
 
 
 def remask(features, config: DynamicMasking, seed=None):
-    """New masks for a batch of parsed records (int32 features as `pretraining_dataset` parses).
+    """Draws new masks for a batch of parsed records.
 
+    The tokens are unmasked first (`unmask`), then masked again by `config`'s rules.
     Unseeded (the default), every call draws new masks; a `seed` makes them reproducible.
+
+    Args:
+        features: A batch of parsed records: int32 features as `pretraining_dataset` parses
+            them (before they are renamed into `(x, y)`).
+        config: The `DynamicMasking` settings.
+        seed: An int seed; None: unseeded.
+
+    Returns:
+        `features` with new `input_ids`, `masked_lm_positions` (ascending, padded with 0),
+        `masked_lm_ids` (0 at padding) and `masked_lm_weights` (float32: 1 for a prediction, 0
+        for padding); the other features unchanged.
     """
     ids = unmask(features)
     B, S = tf.shape(ids)[0], tf.shape(ids)[1]

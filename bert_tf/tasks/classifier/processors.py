@@ -35,50 +35,109 @@ __all__ = ["DataProcessor", "InputExample", "TsvFile", "TsvTask", "check_label",
 
 @dataclasses.dataclass
 class InputExample:
-    """One example; the original's fields plus `index`."""
+    """One example of a classification task: the original's fields plus `index`.
 
-    guid: str  # unique id for logs, e.g. "train-12"
+    Args:
+        guid: A unique id for logs, e.g. `"train-12"`.
+        text_a: The first (or only) text.
+        text_b: The second text of a pair; None for single-sentence tasks.
+        label: A label name (a float as a string for regression), a list of names for
+            multi-label tasks, or None for an unlabelled test row (the original's four tasks put
+            a placeholder name there).
+        index: The id a GLUE submission file wants for this row (the test file's index/id
+            column, TFDS's `idx`); None: use the example's position.
+    """
+
+    guid: str
     text_a: str
-    text_b: str | None = None  # None for single-sentence tasks
-    # A label name (a float as a string for regression), a list of names for multi-label tasks,
-    # None for an unlabelled test row (the original's four tasks put a placeholder name there).
+    text_b: str | None = None
     label: str | list[str] | None = None
-    # The id a GLUE submission file wants for this row (the test file's index/id column, TFDS's
-    # 'idx'); None: use the example's position.
     index: str | None = None
 
 
 class DataProcessor:
-    """The original's interface for reading a task, so an original subclass ports unchanged."""
+    """The original's interface for reading a task, so that an original subclass ports unchanged.
 
-    label_kind = "single"  # "single" (softmax), "regression" (one float output), "multi" (sigmoids)
-    submission_name = None  # GLUE submission file stem ("MRPC" -> MRPC.tsv); None outside GLUE
-    tfds = None  # a tfds_sources.TfdsSource to read the task through tensorflow-datasets, or None
-    task_name = None  # set by `register_task`; used in error messages
+    A subclass defines `get_train_examples`, `get_dev_examples`, `get_test_examples` and
+    `get_labels`; the class attributes below describe the task to the rest of the package.
+
+    Attributes:
+        label_kind: `"single"` (softmax), `"regression"` (one float output) or `"multi"`
+            (sigmoids).
+        submission_name: The GLUE submission file's stem (`"MRPC"` -> MRPC.tsv); None outside
+            GLUE.
+        tfds: A `tfds_sources.TfdsSource` to read the task through tensorflow-datasets, or None.
+        task_name: The name the task is registered under, set by `register_task`; used in error
+            messages.
+    """
+
+    label_kind = "single"
+    submission_name = None
+    tfds = None
+    task_name = None
 
     def get_train_examples(self, data_dir):
-        """The train set's `InputExample`s."""
+        """Reads the train set.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A list of `InputExample`s.
+        """
         raise NotImplementedError()
 
     def get_dev_examples(self, data_dir):
-        """The dev (evaluation) set's `InputExample`s."""
+        """Reads the dev (evaluation) set.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A list of `InputExample`s.
+        """
         raise NotImplementedError()
 
     def get_test_examples(self, data_dir):
-        """The examples to predict."""
+        """Reads the examples to predict.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A list of `InputExample`s (their labels may be None or a placeholder).
+        """
         raise NotImplementedError()
 
     def get_labels(self):
-        """Label names; the class order of the model's outputs. Regression tasks: []."""
+        """Names the task's labels.
+
+        Returns:
+            The label names, in the class order of the model's outputs; [] for a regression task.
+        """
         raise NotImplementedError()
 
     def get_extra_dev_examples(self, data_dir):
-        """Further evaluation sets, name -> examples (mnli: {"mismatched": ...})."""
+        """Reads further evaluation sets (mnli: `{"mismatched": ...}`); the default has none.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A dict: set name -> list of `InputExample`s.
+        """
         del data_dir
         return {}
 
     def get_extra_test_examples(self, data_dir):
-        """Further prediction sets, name -> (submission file stem or None, examples)."""
+        """Reads further prediction sets; the default has none.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A dict: set name -> `(submission file stem or None, list of InputExample)`.
+        """
         del data_dir
         return {}
 
@@ -93,7 +152,21 @@ def _describe(processor):
 
 
 def check_label(processor, label, path, line):
-    """Returns `label` if the task knows it; otherwise a ValueError naming the file and line."""
+    """Checks that a label read from a task's file is one the task knows.
+
+    Args:
+        processor: The task's `DataProcessor`.
+        label: The label as read (a string).
+        path: The file it was read from (for the message).
+        line: Its 1-based line in that file (for the message).
+
+    Returns:
+        `label`, unchanged.
+
+    Raises:
+        ValueError: For a regression task, `label` is not a finite number; for any other, it is
+            not one of `processor.get_labels()`. The message names the file and line.
+    """
     if processor.label_kind == "regression":
         try:
             ok = math.isfinite(float(label))
@@ -115,7 +188,22 @@ def check_label(processor, label, path, line):
 
 
 def find_data_file(processor, data_dir, relative_path, split):
-    """The full path of a split's file; FileNotFoundError naming the task if it is missing."""
+    """Finds a split's file in the task's data folder.
+
+    Args:
+        processor: The task's `DataProcessor` (its name and `missing_file_hint`, if any, go into
+            the message).
+        data_dir: The task's data folder (local, or a remote path such as gs://...).
+        relative_path: The file's path relative to `data_dir`.
+        split: The split's name, e.g. `"train"` (for the message).
+
+    Returns:
+        The file's full path, `os.path.join(data_dir, relative_path)`.
+
+    Raises:
+        FileNotFoundError: The file does not exist; the message names the task, the split and
+            the path.
+    """
     path = os.path.join(data_dir, relative_path)
     if not file_exists(path):
         hint = getattr(processor, "missing_file_hint", "")
@@ -132,24 +220,52 @@ def find_data_file(processor, data_dir, relative_path, split):
 
 @dataclasses.dataclass(frozen=True)
 class TsvFile:
-    """Where one split's examples sit in a TSV file. Columns are 0-based; negative: from the end."""
+    """Where one split's examples sit in a TSV file.
 
-    path: str  # relative to data_dir
+    Columns are 0-based; a negative column counts from the end.
+
+    Args:
+        path: The file's path, relative to the task's data folder.
+        text_a: The column of the first (or only) text.
+        text_b: The column of the second text of a pair; None for single-sentence tasks.
+        label: The label's column; None: unlabelled rows (a test file).
+        index: The submission id's column (GLUE test files: 0); None: no such column.
+        guid: The column giving the guid's id part; None: the row's 0-based line.
+        header: Whether to skip the first row.
+        set_name: The guid's prefix; None: the split (`"train"`, `"dev"`, `"test"`).
+        dummy_label: The label of unlabelled rows (the original's test placeholders).
+        where: None, or `(column, value)`: keep only the rows whose column equals the value.
+    """
+
+    path: str
     text_a: int
     text_b: int | None = None
-    label: int | None = None  # None: unlabelled rows (a test file)
-    index: int | None = None  # the submission id column (GLUE test files: 0)
-    guid: int | None = None  # column giving the guid's id part; None: the row's 0-based line
-    header: bool = True  # skip the first row
-    set_name: str | None = None  # the guid's prefix; None: the split ("train", "dev", "test")
-    dummy_label: str | None = None  # label of unlabelled rows (the original's test placeholders)
-    where: tuple[int, str] | None = None  # keep only rows whose column equals the value
+    label: int | None = None
+    index: int | None = None
+    guid: int | None = None
+    header: bool = True
+    set_name: str | None = None
+    dummy_label: str | None = None
+    where: tuple[int, str] | None = None
 
     def at(self, path, **changes):
-        """The same layout in another file (with `changes`), e.g. `train_file.at("dev.tsv")`."""
+        """The same layout in another file, e.g. `train_file.at("dev.tsv")`.
+
+        Args:
+            path: The other file's path, relative to the task's data folder.
+            **changes: Other fields to change, e.g. `label=None`.
+
+        Returns:
+            A new `TsvFile`.
+        """
         return dataclasses.replace(self, path=path, **changes)
 
     def columns_read(self):
+        """How many columns a row must have for this layout to be read.
+
+        Returns:
+            1 + the largest column it reads (a negative column -c counts as c).
+        """
         used = [self.text_a, self.text_b, self.label, self.index, self.guid]
         used += [self.where[0]] if self.where else []
         return max(c + 1 if c >= 0 else -c for c in used if c is not None)
@@ -160,32 +276,95 @@ class TsvTask(DataProcessor):
 
     Every row is checked: as many columns as the file's first row, a label from `labels` (a
     finite number for `label_kind = "regression"`), after `label_aliases` renames it.
+
+    Attributes:
+        labels: The label names, in the order of the model's outputs; empty for regression.
+        label_aliases: Raw label -> label name (xnli's `"contradictory"` -> `"contradiction"`).
+        train_file: The train split's `TsvFile`; None: the task has none.
+        dev_file: The dev split's `TsvFile`; None: the task has none.
+        test_file: The test split's `TsvFile`; None: the task has none.
+        extra_dev_files: Further evaluation sets: name -> `TsvFile`.
+        extra_test_files: Further prediction sets: name -> `(submission stem or None, TsvFile)`.
+        missing_file_hint: Appended to the message for a missing file.
     """
 
     labels = ()
-    label_aliases = {}  # raw label -> label name (xnli's "contradictory" -> "contradiction")
+    label_aliases = {}
     train_file = None
     dev_file = None
     test_file = None
-    extra_dev_files = {}  # name -> TsvFile
-    extra_test_files = {}  # name -> (submission stem or None, TsvFile)
-    missing_file_hint = ""  # appended to the message for a missing file
+    extra_dev_files = {}
+    extra_test_files = {}
+    missing_file_hint = ""
 
     def get_labels(self):
+        """Names the task's labels.
+
+        Returns:
+            `labels` as a list.
+        """
         return list(self.labels)
 
     def get_train_examples(self, data_dir):
+        """Reads the train set from `train_file`.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A list of `InputExample`s (see `read_examples`).
+
+        Raises:
+            ValueError: The task has no train file, or the file is bad (see `read_examples`).
+            FileNotFoundError: The file is missing.
+        """
         return self.read_examples(data_dir, self.train_file, "train")
 
     def get_dev_examples(self, data_dir):
+        """Reads the dev set from `dev_file`.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A list of `InputExample`s (see `read_examples`).
+
+        Raises:
+            ValueError: The task has no dev file, or the file is bad (see `read_examples`).
+            FileNotFoundError: The file is missing.
+        """
         return self.read_examples(data_dir, self.dev_file, "dev")
 
     def get_test_examples(self, data_dir):
+        """Reads the examples to predict from `test_file`.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A list of `InputExample`s (see `read_examples`).
+
+        Raises:
+            ValueError: The task has no test file, or the file is bad (see `read_examples`).
+            FileNotFoundError: The file is missing.
+        """
         return self.read_examples(data_dir, self.test_file, "test")
 
-    # Extra sets are read when their files are there (mnli's mismatched sets: the original reads
-    # only the matched ones).
     def get_extra_dev_examples(self, data_dir):
+        """Reads the further evaluation sets of `extra_dev_files` whose files are there.
+
+        A set whose file is missing is left out (mnli's mismatched sets: the original reads only
+        the matched ones). Guids and messages name a set `dev_<name>`.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A dict: set name -> list of `InputExample`s.
+
+        Raises:
+            ValueError: A set's file is bad (see `read_examples`).
+        """
         return {
             name: self.read_examples(data_dir, spec, f"dev_{name}")
             for name, spec in self.extra_dev_files.items()
@@ -193,6 +372,19 @@ class TsvTask(DataProcessor):
         }
 
     def get_extra_test_examples(self, data_dir):
+        """Reads the further prediction sets of `extra_test_files` whose files are there.
+
+        A set whose file is missing is left out. Guids and messages name a set `test_<name>`.
+
+        Args:
+            data_dir: The task's data folder.
+
+        Returns:
+            A dict: set name -> `(submission stem or None, list of InputExample)`.
+
+        Raises:
+            ValueError: A set's file is bad (see `read_examples`).
+        """
         return {
             name: (stem, self.read_examples(data_dir, spec, f"test_{name}"))
             for name, (stem, spec) in self.extra_test_files.items()
@@ -200,7 +392,27 @@ class TsvTask(DataProcessor):
         }
 
     def read_examples(self, data_dir, spec, split):
-        """The examples of one TsvFile; `split` names the set in guids and messages."""
+        """Reads the examples of one `TsvFile`.
+
+        Each example's guid is `<set name>-<id>`: the set name is `spec.set_name`, else `split`;
+        the id is the `spec.guid` column's cell, else the row's 0-based line. Unlabelled rows
+        get `spec.dummy_label`; labels are renamed by `label_aliases` and checked
+        (`check_label`). Blank lines are skipped.
+
+        Args:
+            data_dir: The task's data folder.
+            spec: The file's `TsvFile`, or None (the task has no such file).
+            split: The set's name, e.g. `"train"` or `"dev_mismatched"` (in guids and messages).
+
+        Returns:
+            A list of `InputExample`s, in file order.
+
+        Raises:
+            ValueError: `spec` is None; the file is empty, is not UTF-8, or has rows too narrow
+                or of different widths; a label is unknown; or no row gives an example. Messages
+                name the file (and line).
+            FileNotFoundError: The file is missing.
+        """
         if spec is None:
             raise ValueError(f"task {_describe(self)} has no {split} file")
         path = find_data_file(self, data_dir, spec.path, split)
@@ -240,9 +452,23 @@ TASKS = {}
 
 
 def register_task(name, processor_cls=None, *, replace=False):
-    """Registers a processor class under `name` (case-insensitive); also usable as a decorator.
+    """Registers a processor class under `name`; also usable as a decorator.
 
-    Registering a taken name is a ValueError unless `replace=True`.
+    Names are case-insensitive (stripped and lower-cased). A class that does not define its own
+    `task_name` gets the registered name as its `task_name`.
+
+    Args:
+        name: The task's name, as `--task_name` gives it.
+        processor_cls: The `DataProcessor` subclass; None: return a decorator that registers the
+            class it decorates.
+        replace: Whether a class may replace one already registered under the name.
+
+    Returns:
+        `processor_cls`, or, when it is None, the decorator (which returns the class it takes).
+
+    Raises:
+        ValueError: `name` is taken and `replace` is False (raised when the class is registered:
+            at the call, or when the decorator is applied).
     """
     key = name.strip().lower()
 
