@@ -63,10 +63,8 @@ class Settings(fields.Settings):
     do_lower_case: bool = setting(None, "to_hf: the tokenizer's casing (default: the run's, else True).", kind=bool)
     model: str = setting(
         "auto",
-        "to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads, classifier "
-        "if it has output_weights, squad if it has cls/squad/output_weights, else encoder "
-        "(span_labeler: squad's earlier name).",
-        choices=convert.MODEL_CHOICES,
+        convert.model_help(),
+        choices=convert.model_choices(),
     )
     global_step: int = setting(
         None,

@@ -30,12 +30,31 @@ from bert_tf.runs import record as run_record
 from bert_tf.runs import registry
 from bert_tf.runs.record import RunRecord
 
-# The models an original checkpoint converts to: the release's own, and the fine-tuned models of
-# the original's two fine-tuning scripts (their kinds' names).
-ORIGINAL_MODELS = ("encoder", "pretrainer", "classifier", "squad")
-# What `original_model` may be asked for: those, "auto" (from the checkpoint's variables) and
-# squad's earlier name.
-MODEL_CHOICES = ("auto", *ORIGINAL_MODELS, "span_labeler")
+# The models an original checkpoint converts to besides the fine-tuned ones of the task kinds the
+# original release fine-tunes (`original_kinds`).
+RELEASE_MODELS = ("encoder", "pretrainer")
+
+
+def original_kinds():
+    """The task kinds the original release fine-tunes (`TaskKind.from_original`), in the registry's
+    order: their checkpoints hold the head variables the kind names."""
+    return [kind for kind in registry.KINDS.values() if kind.from_original]
+
+
+def model_choices():
+    """What `original_model` may be asked for: "auto" (from the checkpoint's variables), the
+    release's models, the original's fine-tuned kinds and their earlier names."""
+    kinds = original_kinds()
+    return ("auto", *RELEASE_MODELS, *(k.name for k in kinds), *(n for k in kinds for n in k.legacy_names if n))
+
+
+def model_help():
+    """The help of the `model` setting, its rule for "auto" read from the kinds."""
+    kinds = original_kinds()
+    found = "".join(f"{k.name} if it has {k.head_names[0]}, " for k in kinds)
+    earlier = "; ".join(f"{n}: {k.name}'s earlier name" for k in kinds for n in k.legacy_names if n)
+    return (f"to_keras: what to build. auto = pretrainer if the checkpoint has the cls/ heads, {found}else encoder"
+            + (f" ({earlier})." if earlier else "."))
 
 
 class WriteFailed(Exception):
@@ -56,14 +75,14 @@ def original_model_kind(names):
     else "encoder"."""
     if "cls/predictions/output_bias" in names:
         return "pretrainer"
-    for name in ORIGINAL_MODELS:
-        if name in registry.KINDS and registry.get(name).head_names[0] in names:
-            return name
+    for kind in original_kinds():
+        if kind.head_names[0] in names:
+            return kind.name
     return "encoder"
 
 
 def _model_name(model):
-    """The MODEL_CHOICES name of `model`'s kind."""
+    """The `model_choices` name of `model`'s kind."""
     kind = registry.of_model(model)
     return kind.name if kind else "pretrainer" if isinstance(model, BertPretrainer) else "encoder"
 
@@ -82,7 +101,7 @@ def _folder_model(folder, config, model):
 
 def original_model(checkpoint_to_convert, config, model="auto"):
     """An unloaded model on `config` for the original checkpoint `checkpoint_to_convert`: `model`
-    one of MODEL_CHOICES ("auto": `original_model_kind`). A task kind that keeps labels (the
+    one of `model_choices()` ("auto": `original_model_kind`). A task kind that keeps labels (the
     classifier) gets as many as the checkpoint's head has outputs, and needs that head. A Hugging
     Face folder's model is the one its config.json names (`config` may be None)."""
     sources.check_not_search(checkpoint_to_convert, "checkpoint_to_convert")

@@ -245,13 +245,14 @@ def task_architectures():
 def run_record(folder, found=None):
     """The run record of a fine-tuned folder (`found`: its FolderConfig, read when not given):
     its kind from `architectures`, labels from `id2label` (transformers reads one label as a
-    regression), casing from tokenizer_config.json; None for a folder of another class. A
-    sentence-transformers folder whose BERT module is the folder itself is a sentence embedder
-    (`sentence_transformers.run_record`)."""
+    regression), casing from tokenizer_config.json; None for a folder of another class. A kind
+    that reads other programs' folders as its runs (`TaskKind.folder_record`: a sentence-transformers
+    folder is a sentence embedder's) is asked first."""
     found = found or read_config(folder)
-    embedder = sentence_transformers.folder_record(folder, lambda: tokenizer_casing(folder), found.bert_config)
-    if embedder is not None:
-        return embedder
+    for kind in registry.KINDS.values():
+        record = kind.read_folder(folder, lambda: tokenizer_casing(folder), found.bert_config)
+        if record is not None:
+            return record
     kind = registry.of_hf_architecture(found.architecture)
     if kind is None:
         return None

@@ -14,8 +14,7 @@ import json
 import os
 
 from bert_tf.io_utils import read_json_object
-from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE, BertSentenceEmbedder
-from bert_tf.runs.record import RunRecord
+from bert_tf.models.bert_sentence_embedder import BertSentenceEmbedder
 
 MODULES_FILE = "modules.json"
 TRANSFORMER_CONFIG = "sentence_bert_config.json"
@@ -148,7 +147,7 @@ def bert_module_folder(path):
     return read_modules(path).transformer if is_sentence_transformers_folder(path) else path
 
 
-def _modules_of(folder):
+def modules_of(folder):
     """(sentence-transformers folder, Modules) whose BERT module is `folder`: the folder itself, or
     its parent when the parent's modules.json lists `folder` as a module's path; else None."""
     folder = os.path.normpath(folder)
@@ -167,23 +166,6 @@ def _modules_of(folder):
             if os.path.samefile(modules.transformer, folder):
                 return parent, modules
     return None
-
-
-def folder_record(folder, casing, bert_config):
-    """The run record that the BERT module `folder` of a sentence-transformers folder stands for
-    (the folder itself, or its module subfolder; None for any other folder): a sentence embedder
-    with its modules' pooling and normalization, at its max length (else the config's longest),
-    the loss's default scale, the casing `casing()` reads, named after the sentence-transformers
-    folder."""
-    found = _modules_of(folder)
-    if found is None:
-        return None
-    top, modules = found
-    return RunRecord(
-        kind="embedder", task_name=os.path.basename(top), do_lower_case=casing(),
-        max_seq_length=modules.max_seq_length or bert_config.max_position_embeddings,
-        options={"pooling": modules.pooling, "normalize": modules.normalize, "similarity_scale": SIMILARITY_SCALE},
-    )
 
 
 def check_agrees(modules, pooling=None, normalize=None, source="init_checkpoint"):

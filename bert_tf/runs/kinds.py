@@ -3,9 +3,23 @@ them (`bert_tf.runs.registry`): a task folder's `kind` module declares its entry
 registry imports those modules, so the entry's shape must load without the registry."""
 
 import dataclasses
+import functools
 import importlib
+from collections.abc import Mapping
 
-__all__ = ["TaskKind"]
+__all__ = ["FROM_SETTINGS", "TaskKind"]
+
+
+class _FromSettings:
+    """The default of a record field that is a setting of its kind (`TaskKind.record_fields`)."""
+
+    def __repr__(self):
+        return "FROM_SETTINGS"
+
+
+# A record field's default that says: the field is the kind's setting of the same name. Its default
+# is the setting's, a run's record takes it from the run's settings and gives it back to them.
+FROM_SETTINGS = _FromSettings()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,13 +36,23 @@ class TaskKind:
     # The original layout's names of the head's kernel and bias (the kernel stored [outputs, hidden]);
     # () without a head.
     head_names: tuple
-    record_fields: tuple  # the run-record fields this kind keeps, beyond those every run keeps
+    # The run-record fields this kind keeps beyond those every run keeps, in the order the kind
+    # lists them: name -> default, where FROM_SETTINGS makes the field the kind's setting of that
+    # name (see `record_defaults`); names alone default to None.
+    record_fields: Mapping | tuple
     task: str  # "module:Class" of its Task, imported on demand
     exporter: str  # "module:function" of its export, imported on demand: f(model, record, **options)
     # "module:Class" of its `bert_tf.tasks.contract.FineTuning`: what the one driver runs
     fine_tuning: str = ""
     # "module:Class" of its settings (a `bert_tf.tasks.settings.FineTuningSettings`): what a run takes
     settings: str = ""
+    # Whether the original release fine-tunes this kind (run_classifier.py, run_squad.py): its
+    # checkpoints then convert to the kind's model (`bert_tf.checkpoints.convert`), found by the
+    # first of `head_names`.
+    from_original: bool = False
+    # "module:function" that reads another program's folder as a run of this kind (f(folder, casing,
+    # bert_config) -> RunRecord or None; see `folder_record`); "": none is.
+    folder_record: str = ""
     model_args: callable = lambda record: {}  # the model's constructor arguments from a run record
     legacy_names: tuple = ()  # what earlier run records called the kind (their "model" field)
     label_kinds: tuple = ()  # the record's label_kind values (the first is the default), if it keeps labels
@@ -45,6 +69,28 @@ class TaskKind:
     # the first found, where none of `bert_tf.training.search.METRICS` is there.
     dev_metrics: tuple = ()
 
+    @functools.cached_property
+    def record_defaults(self):
+        """The kind's own record fields and their defaults.
+
+        Returns:
+            name -> default of each of `record_fields`, in their order; a FROM_SETTINGS field's
+            default is its setting's in the kind's settings class.
+        """
+        fields = self.record_fields
+        fields = dict(fields) if isinstance(fields, Mapping) else dict.fromkeys(fields)
+        if any(value is FROM_SETTINGS for value in fields.values()):
+            defaults = {f.name: f.default for f in dataclasses.fields(self.settings_class())}
+            fields = {name: defaults[name] if value is FROM_SETTINGS else value for name, value in fields.items()}
+        return fields
+
+    @property
+    def settings_fields(self):
+        """The names of the record fields that are the kind's settings (marked FROM_SETTINGS)."""
+        fields = self.record_fields
+        return tuple(name for name, value in fields.items() if value is FROM_SETTINGS) if isinstance(
+            fields, Mapping) else ()
+
     def task_class(self):
         return _load(self.task)
 
@@ -53,6 +99,20 @@ class TaskKind:
 
     def settings_class(self):
         return _load(self.settings)
+
+    def read_folder(self, folder, casing, bert_config):
+        """The record of a run of this kind that another program's folder stands for.
+
+        Args:
+            folder: A model folder (a Hugging Face folder, or part of one).
+            casing: A callable returning the folder's do_lower_case, called only when needed.
+            bert_config: The folder's BertConfig.
+
+        Returns:
+            A RunRecord, or None when the kind reads no folder (`folder_record` is "") or not
+            this one.
+        """
+        return _load(self.folder_record)(folder, casing, bert_config) if self.folder_record else None
 
     def export(self, model, record, **options):
         """Writes `model` (fine-tuned as `record` says) as a SavedModel; see the kind's exporter."""

@@ -43,64 +43,90 @@ def lora_settings(lora_rank=0, lora_alpha=None):
     return {"lora_rank": lora_rank, "lora_alpha": alpha}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, init=False)
 class RunRecord:
-    kind: str  # a `registry` kind: classifier, squad, ner, swag
-    task_name: str  # e.g. "mrpc", "squad", "ner", "swag"
+    """What a fine-tuning run keeps beside its checkpoints: the fields every run keeps, and its
+    kind's own.
+
+    A kind declares its own fields and their defaults in its registry entry
+    (`TaskKind.record_fields`, in the task's folder); this class names none of them. They are
+    given as keyword arguments, kept in `options` and read as attributes (`record.doc_stride`). A
+    copy with another value: `dataclasses.replace(record, doc_stride=64)`. A task's FineTuning
+    writes its run's record from the run's settings, and `settings_values` gives them back.
+
+    Args:
+        kind: The task kind (`bert_tf.runs.registry`), or an old name of it.
+        task_name: The task's name, e.g. "mrpc" or "squad".
+        do_lower_case: Whether the run's inputs were lower-cased.
+        max_seq_length: The length the run's inputs were cut to.
+        lora_rank: The rank of the run's LoRA adapters; 0: none (`lora_settings`).
+        lora_alpha: Their alpha (the scale is lora_alpha / lora_rank); None: the rank's.
+        group_by_length: Whether the run's training batches group examples of similar length.
+            The length bucket is not kept: it changes where padding is cut, not the results.
+        options: The kind's own fields, name -> value (as `fields` are given).
+        **fields: The kind's own fields; a field not given takes the kind's default.
+
+    Raises:
+        ValueError: An unknown kind, a field that is not the kind's, or bad LoRA settings.
+    """
+
+    kind: str
+    task_name: str
     do_lower_case: bool = True
     max_seq_length: int = 128
-    # classifier, ner: the label (tag) names; label_kind single | regression | multi (ner: token)
-    labels: tuple = ()
-    label_kind: str = "single"
-    pair: bool = True  # classifier: whether text_b is packed
-    version_2_with_negative: bool = False  # squad
-    doc_stride: int = 128  # squad
-    max_query_length: int = 64  # squad
-    window_context_words: int = 16  # ner: words of context repeated in each window after the first
-    # ner, feature-based (paper §5.3): the frozen encoder's layers the BiLSTM reads, and its width
-    # (None: fine-tuned; not written then, so such a run's file is as it was before the option)
-    feature_based: str | None = None
-    lstm_units: int | None = None
-    num_choices: int = 4  # swag
-    lora_rank: int = 0  # LoRA's adapters (`lora_settings`); 0: none
-    lora_alpha: float | None = None  # their scale is lora_alpha / lora_rank (the rank's when not given)
-    # Training batches of examples of similar length (another batch order); written only when True.
-    # The length bucket is not kept: it changes the padding cut, not the results.
+    lora_rank: int = 0
+    lora_alpha: float | None = None
     group_by_length: bool = False
-    # A kind's own fields that are not attributes above (`TaskKind.record_fields` names them), so
-    # that a task folder added later keeps its settings without a change here: name -> value,
-    # read as attributes (`record.pooling`; None when unset) and written flat into the file as the
-    # others. A copy with another value: `dataclasses.replace(r, options={**r.options, name: value})`.
+    # The kind's own fields that are set (not None): name -> value, written flat into the file.
     options: dict = dataclasses.field(default_factory=dict, hash=False)
 
-    def __post_init__(self):
-        object.__setattr__(self, "kind", registry.get(self.kind).name)  # an old record's name -> the one name
-        object.__setattr__(self, "labels", tuple(self.labels))
-        foreign = sorted(set(self.options) - set(self.task_kind.record_fields))
+    def __init__(self, kind, task_name, do_lower_case=True, max_seq_length=128, lora_rank=0, lora_alpha=None,
+                 group_by_length=False, options=None, **fields):
+        task_kind = registry.get(kind)
+        given = {**(options or {}), **fields}
+        defaults = task_kind.record_defaults
+        foreign = sorted(set(given) - set(defaults))
         if foreign:
-            raise ValueError(f"{', '.join(foreign)}: not a field of kind {self.kind} (its fields: "
-                             f"{', '.join(self.task_kind.record_fields)})")
-        options = {name: tuple(v) if isinstance(v, list) else v for name, v in self.options.items()}
-        object.__setattr__(self, "options", options)
-        object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
+            raise ValueError(f"{', '.join(foreign)}: not a field of kind {task_kind.name} (its fields: "
+                             f"{', '.join(defaults)})")
+        # None is not a value of any field: a field given None takes its default, as one absent from a file does.
+        own = {name: default if given.get(name) is None else given[name] for name, default in defaults.items()}
+        values = dict(
+            kind=task_kind.name, task_name=task_name, do_lower_case=do_lower_case, max_seq_length=max_seq_length,
+            **lora_settings(lora_rank, lora_alpha), group_by_length=group_by_length,
+            options={name: tuple(v) if isinstance(v, list) else v for name, v in own.items() if v is not None},
+        )
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
-    def __getattr__(self, name):  # only for names that are not attributes: a kind's own fields
+    def __getattr__(self, name):  # only for names that are not attributes: the kind's own fields
         options = self.__dict__.get("options") or {}
         if name in options:
             return options[name]
         kind = self.__dict__.get("kind")
-        if kind is not None and name in registry.get(kind).record_fields:
-            return None  # a field this record does not set (e.g. one its kind added after the file was written)
+        if kind is not None and name in registry.get(kind).record_defaults:
+            return None  # a field of the kind this record leaves unset
         raise AttributeError(f"{type(self).__name__} of kind {self.__dict__.get('kind')!r} has no field {name!r}")
 
     @property
     def task_kind(self):
         return registry.get(self.kind)
 
+    def settings_values(self):
+        """The record's values of its kind's settings.
+
+        Returns:
+            name -> value of each field the kind reads from settings (`TaskKind.settings_fields`),
+            with the casing and max_seq_length: `dataclasses.replace(settings, **values)` gives a
+            run the settings this one was made with.
+        """
+        names = ("do_lower_case", "max_seq_length", *self.task_kind.settings_fields)
+        return {name: getattr(self, name) for name in names}
+
     def to_dict(self):
         """The fields every run keeps and those of its kind (as written to the file), but for
         an option the run did not take (None; LoRA's when lora_rank is 0; group_by_length when False)."""
-        names = _COMMON + self.task_kind.record_fields + (_LORA if self.lora_rank else ())
+        names = _COMMON + tuple(self.task_kind.record_defaults) + (_LORA if self.lora_rank else ())
         names += ("group_by_length",) if self.group_by_length else ()
         values = {name: getattr(self, name, None) for name in names}
         return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items() if v is not None}
@@ -108,22 +134,25 @@ class RunRecord:
     @classmethod
     def from_dict(cls, values, source=FILE_NAME):
         """A record from its file's dict; a record written before kinds had one name (with
-        "model": "span_labeler", ...) reads too. An unknown key or kind is a ValueError naming
-        `source`."""
+        "model": "span_labeler", ..., and every kind's fields, as the one record class then had
+        them) reads too. An unknown key or kind is a ValueError naming `source`."""
         values = dict(values)
-        if "kind" not in values:  # written before kinds had one name
-            values["kind"] = values.pop("model", "classifier")
-        else:
-            values.pop("model", None)
-        known = {f.name for f in dataclasses.fields(cls)} - {"options"}
+        written_before_kinds = "kind" not in values
+        model = values.pop("model", "")
+        if written_before_kinds:
+            values["kind"] = model
         try:
-            own = set(registry.get(values["kind"]).record_fields) - known
+            kind = registry.get(values["kind"])
+            if written_before_kinds:  # another kind's fields, which that one class had: not this run's
+                others = {name for other in registry.KINDS.values() for name in other.record_defaults}
+                values = {k: v for k, v in values.items() if k not in others - set(kind.record_defaults)}
         except ValueError as e:
             raise ValueError(f"{source}: {e}") from None
-        values["options"] = {name: values.pop(name) for name in sorted(own & set(values))}
-        unknown = sorted(set(values) - known - {"options"})
+        known = {f.name for f in dataclasses.fields(cls)} - {"options"}
+        unknown = sorted(set(values) - known - set(kind.record_defaults))
         if unknown:
-            raise ValueError(f"{source}: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+            known_names = sorted(known | set(kind.record_defaults))
+            raise ValueError(f"{source}: unknown field(s) {', '.join(unknown)} (known: {', '.join(known_names)})")
         if "task_name" not in values:
             raise ValueError(f"{source}: no task_name")
         try:

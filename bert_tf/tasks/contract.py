@@ -12,9 +12,9 @@ To add a task (say `paraphrase`; docs/new_task.md carries a complete one):
    folder's name added to `bert_tf.tasks.BUILT_IN`) for a task of this package, or
    `registry.register(TaskKind(...))` run when your package is imported. It names the kind, its
    script, its model class and the attribute holding the head (`head_layer`), the head's
-   original-checkpoint names, the run-record fields it keeps (`record_fields`; a field
-   `RunRecord` lacks is kept in its `options`), the model's constructor arguments from a record
-   (`model_args`), and the import paths of its Task, exporter, FineTuning and settings as
+   original-checkpoint names, the run-record fields it keeps and their defaults (`record_fields`;
+   `FROM_SETTINGS` makes one the task's setting of that name), the model's constructor
+   arguments from a record (`model_args`), and the import paths of its Task, exporter, FineTuning and settings as
    "module:Name".
 3. A script `run_scripts/run_paraphrase.py`: `settings_flags.define_flags(Settings)` and a `main`
    that calls `fine_tuning.main(settings_flags.settings_from_flags(Settings))`; a package outside

@@ -50,6 +50,8 @@ def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | 
             )
         return []
     for name in same:
+        # A field the earlier run's kind does not keep: that run is of another kind, which is said.
+        name = name if hasattr(previous, name) else "kind"
         if getattr(previous, name) != getattr(record, name):
             detail = f" with {name} {_shown(getattr(previous, name))}" if name != "task_name" else ""
             raise ValueError(

@@ -42,7 +42,8 @@ def _model(architecture):
 
 
 def _record(kind):
-    return RunRecord(kind=kind.name, task_name="t", labels=LABELS, label_kind=(kind.label_kinds or ("single",))[0])
+    values = {"labels": LABELS, "label_kind": (kind.label_kinds or ("single",))[0]}
+    return RunRecord(kind=kind.name, task_name="t", **{k: v for k, v in values.items() if k in kind.record_defaults})
 
 
 def _numpy(model):

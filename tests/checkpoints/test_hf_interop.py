@@ -103,7 +103,8 @@ def _model(architecture):
         return BertPretrainer(encoder), None
     task = registry.get(kind)
     label_kind = (task.label_kinds or ("single",))[0]
-    record = RunRecord(kind=kind, task_name="t", labels=LABELS, label_kind=label_kind, num_choices=CHOICES)
+    values = {"labels": LABELS, "label_kind": label_kind, "num_choices": CHOICES}
+    record = RunRecord(kind=kind, task_name="t", **{k: v for k, v in values.items() if k in task.record_defaults})
     return task.build_model(record, encoder), record
 
 

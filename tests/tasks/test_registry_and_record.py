@@ -205,3 +205,52 @@ def test_register_refuses_a_taken_name_or_model_and_an_incomplete_kind(own_kind)
         registry.register(dataclasses.replace(own_kind, name="other"))
     with pytest.raises(ValueError, match="fine_tuning"):
         registry.register(dataclasses.replace(own_kind, name="bare", model_class=type("M", (), {}), fine_tuning=""))
+
+
+def test_a_record_takes_only_its_kinds_fields_and_an_earlier_releases_flat_file_still_reads(tmp_path):
+    with pytest.raises(ValueError, match=r"^labels: not a field of kind squad \(its fields: version_2_with_negative"):
+        RunRecord(kind="squad", task_name="squad", labels=("a",))
+    with pytest.raises(AttributeError, match="no field 'doc_stride'"):
+        RunRecord(kind="classifier", task_name="mrpc").doc_stride  # noqa: B018
+    # The first releases wrote one flat record with every kind's fields: another kind's are not this run's.
+    flat = {"task_name": "squad", "model": "span_labeler", "labels": [], "label_kind": "single", "pair": True,
+            "doc_stride": 64, "num_choices": 4}
+    (tmp_path / run_record.FILE_NAME).write_text(json.dumps(flat))
+    found = run_record.read(tmp_path)
+    assert found.kind == "squad" and found.doc_stride == 64 and found.to_dict() == {
+        "kind": "squad", "task_name": "squad", "do_lower_case": True, "max_seq_length": 128,
+        "version_2_with_negative": False, "doc_stride": 64, "max_query_length": 64}
+    # A file of this version is its kind's: another kind's field there is an error, not dropped.
+    (tmp_path / run_record.FILE_NAME).write_text(json.dumps({**found.to_dict(), "labels": []}))
+    with pytest.raises(ValueError, match=r"unknown field\(s\) labels"):
+        run_record.read(tmp_path)
+
+
+def test_the_record_is_written_from_the_tasks_settings_and_read_back_into_them(tmp_path):
+    import dataclasses
+
+    from bert_tf.tasks import embedder, squad
+
+    for settings_class, values in ((squad.Settings, {"doc_stride": 32, "max_query_length": 20,
+                                                     "version_2_with_negative": True, "max_seq_length": 96}),
+                                   (embedder.Settings, {"pooling": "cls", "normalize": True, "similarity_scale": 5.0,
+                                                        "do_lower_case": False})):
+        kind = registry.get(settings_class.kind)
+        # A field marked FROM_SETTINGS defaults to its setting's default: the two cannot drift.
+        defaults = {f.name: f.default for f in dataclasses.fields(settings_class)}
+        assert kind.settings_fields and all(kind.record_defaults[n] == defaults[n] for n in kind.settings_fields)
+        settings = settings_class(output_dir=str(tmp_path / kind.name), **values)
+        recorded = {name: getattr(settings, name) for name in ("do_lower_case", "max_seq_length",
+                                                               *kind.settings_fields)}
+        RunRecord(kind=kind.name, task_name="t", **recorded).write(tmp_path / kind.name)
+        again = dataclasses.replace(settings_class(), **run_record.read(tmp_path / kind.name).settings_values())
+        assert {name: getattr(again, name) for name in recorded} == recorded
+
+
+def test_resuming_into_a_run_of_another_kind_names_the_kinds(tmp_path):
+    from bert_tf.training.run import check_earlier_run
+
+    RunRecord(kind="squad", task_name="squad").write(tmp_path)
+    mrpc = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"))
+    with pytest.raises(ValueError, match=r"holds a run of task 'squad' with kind 'squad', not 'classifier'"):
+        check_earlier_run(str(tmp_path), mrpc, ("label_kind", "labels"))

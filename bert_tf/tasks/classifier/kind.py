@@ -15,11 +15,14 @@ def _outputs(record):
 
 KIND = TaskKind(
     name="classifier", script="run_classifier.py", model_class=BertClassifier, head_layer="classifier",
-    head_names=CLASSIFIER_HEAD, record_fields=("label_kind", "labels", "pair"),
+    head_names=CLASSIFIER_HEAD, record_fields={"label_kind": "single", "labels": (), "pair": True},
     task="bert_tf.tasks.classifier.task:ClassifierTask",
     exporter="bert_tf.tasks.classifier.export:export_run",
     fine_tuning="bert_tf.tasks.classifier.fine_tuning:ClassifierFineTuning",
     settings="bert_tf.tasks.classifier.settings:Settings", model_args=_outputs,
     label_kinds=("single", "regression", "multi"),
-    hf_architecture="BertForSequenceClassification", hf_head="classifier",
+    # A record that names no kind ("": no "model" either) was written by the first release, which
+    # fine-tuned classifiers only.
+    legacy_names=("",),
+    hf_architecture="BertForSequenceClassification", hf_head="classifier", from_original=True,
 )

@@ -69,13 +69,14 @@ def run_settings(settings):
         found = run_record.read(directory)
     if found is None or found.kind != "embedder":
         return f, None
+    recorded = found.settings_values()
     values = {}
-    for name, value in (("pooling", found.pooling), ("normalize", bool(found.normalize))):
+    for name, value in ((name, recorded[name]) for name in ("pooling", "normalize")):  # the vectors' computation
         if given(f, name) and getattr(f, name) != value:
             raise UsageError(f"--{name}={getattr(f, name)} but the embedding run {directory} has {name}={value}", name)
         values[name] = value
     if not given(f, "max_seq_length"):  # another length may be given: the vectors are the same model's
-        values["max_seq_length"] = found.max_seq_length
+        values["max_seq_length"] = recorded["max_seq_length"]
     return dataclasses.replace(f, **values), found
 
 

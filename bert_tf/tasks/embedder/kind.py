@@ -3,14 +3,15 @@
 dev figures a search chooses by."""
 
 from bert_tf.models import BertSentenceEmbedder
-from bert_tf.runs.kinds import TaskKind
+from bert_tf.runs.kinds import FROM_SETTINGS, TaskKind
 
 KIND = TaskKind(
     name="embedder", script="run_sentence_embedding.py", model_class=BertSentenceEmbedder, head_layer="",
-    head_names=(), record_fields=("pooling", "normalize", "similarity_scale"),
+    head_names=(), record_fields=dict.fromkeys(("pooling", "normalize", "similarity_scale"), FROM_SETTINGS),
     task="bert_tf.tasks.embedder.task:EmbedderTask", exporter="bert_tf.tasks.embedder.export:export_run",
     fine_tuning="bert_tf.tasks.embedder.fine_tuning:EmbedderFineTuning",
     settings="bert_tf.tasks.embedder.settings:Settings",
+    folder_record="bert_tf.tasks.embedder.run:folder_record",
     model_args=lambda record: {"pooling": record.pooling or "mean", "normalize": bool(record.normalize)},
     dev_metrics=("mrr_at_10", "spearman"),
 )

@@ -8,8 +8,10 @@ import os
 import numpy as np
 from absl import logging
 
+from bert_tf.checkpoints import sentence_transformers as st
 from bert_tf.data.text_files import split_file
 from bert_tf.io_utils import atomic_write
+from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.embedder.reader import Pairs, check_retrieval_repeats, check_training_repeats, read_pairs, read_texts
 from bert_tf.tasks.embedder.task import EmbedderTask, features
@@ -18,6 +20,34 @@ TASK_NAME = "sentence_embedding"
 SPLIT_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
 EMBEDDINGS_FILE = "test_embeddings.npy"  # float32 [texts, hidden], row i the embedding of text i
 TEXTS_FILE = "test_texts.txt"  # the texts, one per line, in the rows' order
+
+
+def folder_record(folder, casing, bert_config):
+    """The run record a sentence-transformers folder's BERT module stands for.
+
+    The sentence embedder's `TaskKind.folder_record`: a Hugging Face folder read as a run looks
+    here first.
+
+    Args:
+        folder: A folder: the sentence-transformers folder itself, or its BERT module's subfolder.
+        casing: A callable returning the folder's casing (do_lower_case), called only for such a folder.
+        bert_config: The folder's BertConfig; its longest length is the max_seq_length where the
+            modules give none.
+
+    Returns:
+        A sentence embedder's RunRecord, named after the sentence-transformers folder, with its
+        modules' pooling and normalization, their max length and the loss's default scale; None
+        for any other folder.
+    """
+    found = st.modules_of(folder)
+    if found is None:
+        return None
+    top, modules = found
+    return RunRecord(
+        kind="embedder", task_name=os.path.basename(top), do_lower_case=casing(),
+        max_seq_length=modules.max_seq_length or bert_config.max_position_embeddings,
+        pooling=modules.pooling, normalize=modules.normalize, similarity_scale=SIMILARITY_SCALE,
+    )
 
 
 def read_split(data_dir, split, do_lower_case=True):

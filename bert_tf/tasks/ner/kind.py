@@ -2,7 +2,7 @@
 feature-based tagger), head, record fields, Task, exporter, FineTuning and settings."""
 
 from bert_tf.models import BertFeatureTagger, BertTokenClassifier
-from bert_tf.runs.kinds import TaskKind
+from bert_tf.runs.kinds import FROM_SETTINGS, TaskKind
 from bert_tf.tasks.classifier.kind import CLASSIFIER_HEAD
 
 
@@ -18,7 +18,9 @@ def _model_args(record):
 KIND = TaskKind(
     name="ner", script="run_ner.py", model_class=BertTokenClassifier, head_layer="classifier",
     head_names=CLASSIFIER_HEAD,
-    record_fields=("label_kind", "labels", "window_context_words", "feature_based", "lstm_units"),
+    # lstm_units is kept only with feature_based (a fine-tuned run's file is as before that option).
+    record_fields={"label_kind": "token", "labels": (), "window_context_words": FROM_SETTINGS,
+                   "feature_based": FROM_SETTINGS, "lstm_units": None},
     task="bert_tf.tasks.ner.task:NerTask", exporter="bert_tf.tasks.ner.export:export_run",
     fine_tuning="bert_tf.tasks.ner.fine_tuning:NerFineTuning",
     settings="bert_tf.tasks.ner.settings:Settings",
