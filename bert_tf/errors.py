@@ -7,9 +7,12 @@ prints the message as its one error line; a Python caller gets the exception and
 """
 
 import contextlib
+import contextvars
+import itertools
 import re
+import warnings
 
-__all__ = ["SettingError", "as_flags", "named", "reported"]
+__all__ = ["SettingError", "as_flags", "named", "reported", "shown"]
 
 
 class SettingError(ValueError):
@@ -35,7 +38,10 @@ class SettingError(ValueError):
 
 
 def as_flags(message, names):
-    """A library message with settings written as the script's flags.
+    """A finished message with settings written as the script's flags (deprecated).
+
+    Deprecated: a message names its settings with `shown`, which `reported(flag_names=...)`
+    writes as flags as the message is built. Nothing in the package calls this; it goes in 0.3.0.
 
     Args:
         message: The message.
@@ -45,8 +51,40 @@ def as_flags(message, names):
     Returns:
         The message as a script prints it.
     """
+    warnings.warn("bert_tf.errors.as_flags is deprecated (removed in 0.3.0): write a message's settings with "
+                  "bert_tf.errors.shown", DeprecationWarning, stacklevel=2)
     pattern = r"(?<![\w\-/.])(" + "|".join(map(re.escape, names)) + r")(?=[=\s:,;)]|$)"
     return re.sub(pattern, r"--\1", message)
+
+
+# The settings that messages write as flags, within `reported(flag_names=...)` blocks that name them.
+_FLAG_NAMES = contextvars.ContextVar("bert_tf_flag_names", default=frozenset())
+
+
+class _Shown:
+    """`shown(name)`, and `shown.name` for a name written in a message."""
+
+    def __call__(self, name):
+        """A setting's name as a message writes it.
+
+        Args:
+            name: The setting's name (a settings field).
+
+        Returns:
+            `--name` within a `reported` block whose caller writes that setting as a flag
+            (its `flag_names`), else `name`.
+        """
+        return f"--{name}" if name in _FLAG_NAMES.get() else name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self(name)
+
+
+# A setting's name in a message: `f"{shown.output_dir}={path} holds ..."` reads "output_dir=..." to a
+# Python caller and "--output_dir=..." in a script's error line, the message built once.
+shown = _Shown()
 
 
 def _leading(message, names, ending=None):
@@ -61,14 +99,18 @@ def _leading(message, names, ending=None):
 
 @contextlib.contextmanager
 def reported(prefix="", flag_names=(), setting=None):
-    """Within it, a library error (ValueError, FileNotFoundError, FloatingPointError) is raised
-    again as a SettingError: `prefix` before its message (the setting or file it is about, when
-    the message does not say; not for a FloatingPointError, which is about the model's figures),
-    the settings `flag_names` written as flags (`as_flags`). A SettingError passes as it is.
+    """Within it, a library error is raised again as a SettingError naming its setting.
+
+    A ValueError, FileNotFoundError or FloatingPointError raised within becomes a SettingError
+    with `prefix` before its message (the setting or file it is about, when the message does not
+    say; not for a FloatingPointError, which is about the model's figures). A SettingError passes
+    as it is. Messages built within name the settings `flag_names` as flags (`shown`); a block
+    nested in this one names its own.
 
     Args:
         prefix: Put before the message.
-        flag_names: Settings the message names bare, written as flags.
+        flag_names: Settings that messages built within write as flags (`--name`): the caller
+            is a script's, whose user gave them as flags.
         setting: The setting the error is about (default: the one of `flag_names` its message
             starts with; with the prefix "--", the name its message starts with as `name=` or
             `name:`; else None).
@@ -76,6 +118,9 @@ def reported(prefix="", flag_names=(), setting=None):
     Raises:
         SettingError: For an error of the kinds above.
     """
+    # The block's own names only: an error raised within a block nested in it is reported by that
+    # one, and passes this one as it is.
+    token = _FLAG_NAMES.set(frozenset(flag_names))
     try:
         yield
     except SettingError:
@@ -85,9 +130,12 @@ def reported(prefix="", flag_names=(), setting=None):
     except (ValueError, FileNotFoundError) as e:
         message = f"{prefix}{e}"
         if setting is None and prefix == "--":  # the message starts with its setting: `name=value`, `name: ...`
-            setting = _leading(str(e), [re.match(r"\w*", str(e)).group()], ending="=:")
-        raise SettingError(as_flags(message, flag_names) if flag_names else message,
-                           setting or _leading(str(e), flag_names)) from None
+            first = "".join(itertools.takewhile(lambda c: c.isalnum() or c == "_", str(e)))
+            setting = _leading(str(e), [first], ending="=:")
+        leading = setting or _leading(str(e), flag_names) or _leading(str(e), [f"--{n}" for n in flag_names])
+        raise SettingError(message, leading.removeprefix("--") if leading else None) from None
+    finally:
+        _FLAG_NAMES.reset(token)
 
 
 def named(work, prefix="", flag_names=(), setting=None):

@@ -22,6 +22,7 @@ from absl import logging
 from bert_tf import checkpoints
 from bert_tf.data.lengths import cut_padding
 from bert_tf.data.sentence_pairs import pack_tokens
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder
 
@@ -67,12 +68,12 @@ def check_inputs(vocab, vocab_file, input_file, max_seq_length, batch_size):
     size, the special tokens in `vocab` (read from `vocab_file`), an `input_file` to read. A
     ValueError (FileNotFoundError for a missing input) starting with the setting at fault."""
     if max_seq_length < 3:
-        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
+        raise ValueError(f"{shown.max_seq_length}={max_seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be positive")
     missing = [t for t in ("[CLS]", "[SEP]", "[UNK]") if t not in vocab]
     if missing:
-        raise ValueError(f"vocab_file={vocab_file} lacks {', '.join(missing)}")
+        raise ValueError(f"{shown.vocab_file}={vocab_file} lacks {', '.join(missing)}")
     if os.path.isdir(input_file):
         raise ValueError(f"input_file={input_file} is a directory, not a file")
     if not os.path.isfile(input_file):

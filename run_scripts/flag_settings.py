@@ -7,7 +7,7 @@ import os
 import sys
 import types
 
-from bert_tf.errors import SettingError, as_flags, named  # noqa: F401 - as_flags: the scripts write library messages with it
+from bert_tf.errors import SettingError, named
 
 
 def fail(message):
@@ -28,7 +28,8 @@ def at_the_edge(work):
 def library_call(work, prefix="", flag_names=()):
     """`work()`, with a library error (its message starts with the setting at fault, or says
     what is wrong) as one line; `prefix` names the flag or file when the message does not, and
-    the settings `flag_names` are written as flags (`as_flags`). A SettingError's message is the line."""
+    the settings `flag_names` are written as flags (`bert_tf.errors.shown`). A SettingError's message is the
+    line."""
     try:
         return named(work, prefix, flag_names)
     except SettingError as e:

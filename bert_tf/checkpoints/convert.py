@@ -25,6 +25,7 @@ import tensorflow as tf
 from bert_tf.checkpoints import hf, sources
 from bert_tf.checkpoints.original import list_original_variables, load_original_checkpoint, save_original_checkpoint
 from bert_tf.checkpoints.restore import is_training_checkpoint, load_keras_model, save_keras_model
+from bert_tf.errors import shown
 from bert_tf.models import BertEncoder, BertPretrainer
 from bert_tf.runs import record as run_record
 from bert_tf.runs import registry
@@ -197,7 +198,8 @@ def read_model(checkpoint_to_convert, bert_config_file=None):
     elif is_original(path):  # Google's layout: the config given, else the bert_config.json beside it
         config_file = sources.named_or_beside(bert_config_file, "bert_config_file", path, "bert_config.json")
         if config_file is None:
-            raise ValueError(f"bert_config_file is required: no bert_config.json beside checkpoint_to_convert={path}")
+            raise ValueError(f"{shown.bert_config_file} is required: no bert_config.json beside "
+                             f"{shown.checkpoint_to_convert}={path}")
         config, warnings = sources.read_config(config_file, "bert_config_file" if bert_config_file else
                                                "checkpoint_to_convert")
         model = original_model(path, config)
@@ -208,7 +210,7 @@ def read_model(checkpoint_to_convert, bert_config_file=None):
             model = load_keras_model(path)
     if not has_original_layout(model):
         raise ValueError(
-            f"checkpoint_to_convert={path} holds a {type(model).__name__}, which has no original layout; "
+            f"{shown.checkpoint_to_convert}={path} holds a {type(model).__name__}, which has no original layout; "
             f"expected one of {', '.join(original_layout_models())}"
         )
     if bert_config_file:
@@ -217,7 +219,7 @@ def read_model(checkpoint_to_convert, bert_config_file=None):
         mine = getattr(model, "encoder", model).bert_config()
         if config.encoder_kwargs() != mine.encoder_kwargs():
             raise ValueError(
-                f"bert_config_file={bert_config_file} does not match the model: "
+                f"{shown.bert_config_file}={bert_config_file} does not match the model: "
                 f"{config.encoder_kwargs()} vs {mine.encoder_kwargs()}"
             )
     return ModelToConvert(model, config, step, warnings, record)
@@ -238,7 +240,7 @@ def training_checkpoint_model(path, config):
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if not latest:
-            raise ValueError(f"checkpoint_to_convert={path} is a directory without a checkpoint")
+            raise ValueError(f"{shown.checkpoint_to_convert}={path} is a directory without a checkpoint")
         path = latest
     encoder = BertEncoder.from_bert_config(config)
     with sources.prefixed(f"checkpoint_to_convert={path}: "):
@@ -272,15 +274,16 @@ def hf_tokenizer(source, checkpoint_to_convert, vocab_file=None, do_lower_case=N
     vocab = sources.named_or_beside(vocab_file, "vocab_file", checkpoint_to_convert, "vocab.txt")
     if vocab is None:
         raise ValueError(
-            "vocab_file is required by direction=to_hf (no vocab.txt beside "
-            f"checkpoint_to_convert={checkpoint_to_convert})"
+            f"{shown.vocab_file} is required by {shown.direction}=to_hf (no vocab.txt beside "
+            f"{shown.checkpoint_to_convert}={checkpoint_to_convert})"
         )
     if record is None:
         return vocab, sources.casing(checkpoint_to_convert, do_lower_case), None
     if do_lower_case is not None and do_lower_case != record.do_lower_case:
         raise ValueError(
-            f"do_lower_case={do_lower_case}, but the model in {run_record.run_directory(checkpoint_to_convert)} was "
-            f"fine-tuned with do_lower_case={record.do_lower_case}"
+            f"{shown.do_lower_case}={do_lower_case}, but the model in "
+            f"{run_record.run_directory(checkpoint_to_convert)} was "
+            f"fine-tuned with {shown.do_lower_case}={record.do_lower_case}"
         )
     return vocab, record.do_lower_case, record
 

@@ -21,6 +21,7 @@ import shutil
 from bert_tf.checkpoints import hf_weights, sentence_transformers
 from bert_tf.checkpoints.hf_weights import ENCODER, MASKED_LM, PRETRAINER
 from bert_tf.config import BertConfig
+from bert_tf.errors import shown
 from bert_tf.io_utils import read_json_object, staging_folder, swap_in_folder
 from bert_tf.layers.common import LAYER_NORM_EPSILON
 from bert_tf.models import BertEncoder, BertPretrainer
@@ -197,17 +198,18 @@ def folder_settings(folder, config=None, config_file=None, needs_vocab=False, vo
         try:
             same_model(config, found.bert_config, "it")
         except ValueError as e:
-            raise ValueError(f"bert_config_file={config_file}: {e}") from None
+            raise ValueError(f"{shown.bert_config_file}={config_file}: {e}") from None
     if do_lower_case is not None and do_lower_case != lower:
         raise ValueError(
-            f"do_lower_case={do_lower_case}, but {os.path.join(folder, TOKENIZER_CONFIG)} has do_lower_case={lower}"
+            f"{shown.do_lower_case}={do_lower_case}, but {os.path.join(folder, TOKENIZER_CONFIG)} has "
+            f"{shown.do_lower_case}={lower}"
         )
     if vocab_file:
         check_same_vocab(vocab_file, folder)
     vocab = vocab_file or (os.path.join(folder, VOCAB) if os.path.isfile(os.path.join(folder, VOCAB)) else None)
     if vocab is None and needs_vocab:  # transformers 5 saves the vocabulary in tokenizer.json only
         raise FileNotFoundError(
-            f"vocab_file is required ({folder} has no {VOCAB}: transformers 5 keeps the vocabulary in "
+            f"{shown.vocab_file} is required ({folder} has no {VOCAB}: transformers 5 keeps the vocabulary in "
             "tokenizer.json only; write its model.vocab out one token a line, in id order)"
         )
     return FolderSettings(config or found.bert_config, vocab, lower)
@@ -223,11 +225,11 @@ def check_same_vocab(vocab_file, folder):
     if not os.path.isfile(own):
         return
     if not os.path.isfile(vocab_file):
-        raise FileNotFoundError(f"vocab_file={vocab_file}: no such file")
+        raise FileNotFoundError(f"{shown.vocab_file}={vocab_file}: no such file")
     try:
         given = list(load_vocab(vocab_file))
     except ValueError as e:  # e.g. a token twice
-        raise ValueError(f"vocab_file={vocab_file}: {e}") from None
+        raise ValueError(f"{shown.vocab_file}={vocab_file}: {e}") from None
     found = list(load_vocab(own))
     if given == found:
         return
@@ -235,7 +237,7 @@ def check_same_vocab(vocab_file, folder):
     line = next((i for i, (a, b) in enumerate(zip(given, found, strict=False)) if a != b), None)
     if line is not None:
         where.append(f"line {line + 1} is {given[line]!r} vs {found[line]!r}")
-    raise ValueError(f"vocab_file={vocab_file} is not the vocabulary of {own}: {', '.join(where)}")
+    raise ValueError(f"{shown.vocab_file}={vocab_file} is not the vocabulary of {own}: {', '.join(where)}")
 
 
 def task_architectures():

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 
+from bert_tf.errors import shown
 from bert_tf.io_utils import read_json_object
 from bert_tf.models.bert_sentence_embedder import BertSentenceEmbedder
 
@@ -89,7 +90,7 @@ def read_modules(folder):
     settings = read_json_object(settings_path) if os.path.isfile(settings_path) else {}
     length = settings.get("max_seq_length")
     if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
-        raise ValueError(f"{settings_path}: max_seq_length={length!r} is not a positive integer")
+        raise ValueError(f"{settings_path}: {shown.max_seq_length}={length!r} is not a positive integer")
     return Modules(
         transformer=transformer, pooling=_pooling(os.path.join(folder, modules[1].get("path", POOLING_FOLDER))),
         normalize=len(modules) == 3, max_seq_length=length, do_lower_case=bool(settings.get("do_lower_case", False)),
@@ -135,7 +136,8 @@ def check_length_fits(modules):
     positions = read_json_object(config_path).get("max_position_embeddings")
     if isinstance(positions, int) and modules.max_seq_length > positions:
         raise ValueError(
-            f"{os.path.join(modules.transformer, TRANSFORMER_CONFIG)}: max_seq_length={modules.max_seq_length} is more "
+            f"{os.path.join(modules.transformer, TRANSFORMER_CONFIG)}: "
+            f"{shown.max_seq_length}={modules.max_seq_length} is more "
             f"than the model's max_position_embeddings={positions} ({config_path})"
         )
 
@@ -176,7 +178,8 @@ def check_agrees(modules, pooling=None, normalize=None, source="init_checkpoint"
     sentence-transformers)."""
     for name, given, found in (("pooling", pooling, modules.pooling), ("normalize", normalize, modules.normalize)):
         if given is not None and found is not None and given != found:
-            raise ValueError(f"{name}={given} but the sentence-transformers folder {source} has {name}={found}")
+            raise ValueError(f"{shown(name)}={given} but the sentence-transformers folder {source} has "
+                             f"{shown(name)}={found}")
 
 
 def module_files(pooling, normalize, max_seq_length, hidden_size, do_lower_case=False):

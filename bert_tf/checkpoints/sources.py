@@ -10,6 +10,7 @@ import warnings
 from bert_tf.checkpoints import hf
 from bert_tf.checkpoints.restore import load_keras_model, restore
 from bert_tf.config import BertConfig
+from bert_tf.errors import shown
 from bert_tf.models import BertEncoder
 from bert_tf.runs import record as run_record
 from bert_tf.runs import registry
@@ -58,7 +59,7 @@ def named_or_beside(path, setting, checkpoint, name):
     rows of its word embeddings are those tokens."""
     if path:
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"{setting}={path}: no such file")
+            raise FileNotFoundError(f"{shown(setting)}={path}: no such file")
         if name == hf.VOCAB and checkpoint:
             check_own_vocab(path, checkpoint)
         return path
@@ -69,10 +70,10 @@ def read_config(path, setting):
     """`(BertConfig, warnings)` of the bert_config.json at `path`, which `setting` gave: an
     unreadable file is an error, and each warning (a misspelt key) a line, starting with
     `setting`."""
-    with prefixed(f"{setting}: "), warnings.catch_warnings(record=True) as caught:
+    with prefixed(f"{shown(setting)}: "), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         config = BertConfig.from_json_file(path)
-    return config, tuple(f"{setting}: {w.message}" for w in caught)
+    return config, tuple(f"{shown(setting)}: {w.message}" for w in caught)
 
 
 def hf_config(folder, bert_config_file=None, setting="init_checkpoint"):
@@ -85,7 +86,9 @@ def hf_config(folder, bert_config_file=None, setting="init_checkpoint"):
 
 def config_setting(bert_config_file, init_checkpoint):
     """What gave a script its config, for messages: bert_config_file, else the Hugging Face folder."""
-    return f"bert_config_file={bert_config_file}" if bert_config_file else f"init_checkpoint={init_checkpoint}"
+    if bert_config_file:
+        return f"{shown.bert_config_file}={bert_config_file}"
+    return f"{shown.init_checkpoint}={init_checkpoint}"
 
 
 def casing(checkpoint, do_lower_case):
@@ -104,8 +107,8 @@ def run_casing(record, checkpoint, do_lower_case):
     """The casing of the fine-tuning run `record` (of `checkpoint`); a `do_lower_case` given must be it."""
     if do_lower_case is not None and do_lower_case != record.do_lower_case:
         raise ValueError(
-            f"do_lower_case={do_lower_case}, but the model in {run_record.run_directory(checkpoint)} was "
-            f"fine-tuned with do_lower_case={record.do_lower_case}"
+            f"{shown.do_lower_case}={do_lower_case}, but the model in {run_record.run_directory(checkpoint)} was "
+            f"fine-tuned with {shown.do_lower_case}={record.do_lower_case}"
         )
     return record.do_lower_case
 

@@ -10,6 +10,8 @@ a model whose attention masks the padding computes the same values on the real t
 
 import tensorflow as tf
 
+from bert_tf.errors import shown
+
 
 def check_length_bucket(length_bucket):
     """Checks that `length_bucket` is a positive integer.
@@ -27,7 +29,7 @@ def check_length_bucket(length_bucket):
             the setting.
     """
     if isinstance(length_bucket, bool) or not isinstance(length_bucket, int) or length_bucket < 1:
-        raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
+        raise ValueError(f"{shown.length_bucket}={length_bucket} must be a positive integer")
     return length_bucket
 
 

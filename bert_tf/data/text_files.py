@@ -12,6 +12,8 @@ import csv
 import io
 import os
 
+from bert_tf.errors import shown
+
 # Large enough for any document, small enough for a C long on every platform (sys.maxsize is not).
 CSV_FIELD_SIZE_LIMIT = 2**31 - 1
 
@@ -68,7 +70,7 @@ def split_file(data_dir, split, file_name):
     """
     path = os.path.join(data_dir, file_name)
     if not file_exists(path):
-        raise FileNotFoundError(f"no {split} file {file_name!r} in data_dir={data_dir} ({path} does not exist)")
+        raise FileNotFoundError(f"no {split} file {file_name!r} in {shown.data_dir}={data_dir} ({path} does not exist)")
     return path
 
 

@@ -7,6 +7,7 @@ text preprocessing is `bert_tf.preprocessing.text_preprocessing`."""
 import tensorflow as tf
 
 from bert_tf.data.lengths import cut_padding
+from bert_tf.errors import shown
 
 # The serving options and their rules live in bert_tf.export.serving; kept importable from here.
 from bert_tf.export.serving import (  # noqa: F401
@@ -156,7 +157,7 @@ def check_seq_length(seq_length, bert_config):
     """seq_length must fit the model's position embeddings (and hold [CLS] A [SEP] B [SEP])."""
     bert_config.check_seq_length(seq_length)
     if seq_length < 3:
-        raise ValueError(f"seq_length {seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
+        raise ValueError(f"{shown.seq_length} {seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
 
 
 def write_text_in_export(model, make_root, vocab_file, do_lower_case, seq_length, export_dir, task=None,

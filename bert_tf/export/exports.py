@@ -18,6 +18,7 @@ import dataclasses
 
 from bert_tf import tokenization
 from bert_tf.checkpoints import hf, sources
+from bert_tf.errors import shown
 from bert_tf.export.common import check_seq_length
 from bert_tf.export.encoder import export_encoder
 from bert_tf.export.preprocessor import export_preprocessor
@@ -87,13 +88,13 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     if export_type == "preprocessor":
         return dataclasses.replace(_preprocessor(vocab_file, do_lower_case, seq_length), serving=serving)
     if not init_checkpoint:
-        raise ValueError(f"init_checkpoint is required by export_type={export_type}")
+        raise ValueError(f"{shown.init_checkpoint} is required by export_type={export_type}")
     sources.check_not_search(init_checkpoint, "init_checkpoint")
     if export_type == "encoder":
         return _encoder(init_checkpoint, bert_config_file, vocab_file, do_lower_case)
     kind = registry.get(export_type)
     if max_query_length is not None and "max_query_length" not in kind.record_fields:
-        raise ValueError(f"max_query_length is not a setting of export_type={export_type}")
+        raise ValueError(f"{shown.max_query_length} is not a setting of export_type={export_type}")
     options = {"max_query_length": max_query_length} if max_query_length else {}
     export = _task(kind, init_checkpoint, bert_config_file, vocab_file, do_lower_case, seq_length, options)
     return dataclasses.replace(export, serving=serving)
@@ -110,11 +111,11 @@ def check_casing(export_type, init_checkpoint, vocab_file, do_lower_case):
 
 def _preprocessor(vocab_file, do_lower_case, seq_length):
     if not vocab_file:
-        raise ValueError("vocab_file is required by export_type=preprocessor")
+        raise ValueError(f"{shown.vocab_file} is required by export_type=preprocessor")
     vocab_file = sources.named_or_beside(vocab_file, "vocab_file", None, None)
     seq_length = PREPROCESSOR_SEQ_LENGTH if seq_length is None else seq_length
     if seq_length < 3:
-        raise ValueError(f"seq_length={seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
+        raise ValueError(f"{shown.seq_length}={seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
     return Export("preprocessor", vocab_file, True if do_lower_case is None else do_lower_case, seq_length)
 
 
@@ -128,7 +129,7 @@ def _config(init_checkpoint, bert_config_file):
         return sources.read_config(path, "bert_config_file")
     if init_checkpoint.endswith(".keras"):
         return None, ()
-    raise ValueError("bert_config_file is required (no bert_config.json beside init_checkpoint)")
+    raise ValueError(f"{shown.bert_config_file} is required (no bert_config.json beside {shown.init_checkpoint})")
 
 
 def _encoder(init_checkpoint, bert_config_file, vocab_file, do_lower_case):
@@ -149,7 +150,8 @@ def _task(kind, init_checkpoint, bert_config_file, vocab_file, do_lower_case, se
     config, warnings = _config(init_checkpoint, bert_config_file)
     vocab_file = sources.named_or_beside(vocab_file, "vocab_file", init_checkpoint, "vocab.txt")
     if vocab_file is None:
-        raise ValueError(f"vocab_file is required (no vocab.txt beside init_checkpoint={init_checkpoint})")
+        raise ValueError(f"{shown.vocab_file} is required (no vocab.txt beside "
+                         f"{shown.init_checkpoint}={init_checkpoint})")
     with sources.prefixed(at):
         model, config = sources.task_model(init_checkpoint, record, config)
     seq_length = record.max_seq_length if seq_length is None else seq_length  # the length it was fine-tuned at

@@ -26,6 +26,7 @@ Hub's fixed length. `bert_pack_inputs` keeps TF Hub's meaning: it always pads to
 import tensorflow as tf
 
 from bert_tf.data.lengths import cut_padding
+from bert_tf.errors import shown
 from bert_tf.export.archive import ExportWriter
 from bert_tf.export.common import DEFAULT_SERVING, SavedModelRoot, string_spec
 from bert_tf.models.bert_encoder import INPUT_NAMES
@@ -132,7 +133,7 @@ def export_preprocessor(vocab_file, do_lower_case, export_dir, seq_length=128, o
         FileExistsError: `export_dir` cannot be written (`check_export_dir`).
     """
     if length_bucket is not None and length_bucket < 1:
-        raise ValueError(f"length_bucket={length_bucket} must be a positive integer")
+        raise ValueError(f"{shown.length_bucket}={length_bucket} must be a positive integer")
     tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, seq_length)
     with ExportWriter(export_dir, overwrite) as writer:
         root = PreprocessorSavedModel(tokenizer, packer, length_bucket)

@@ -11,7 +11,7 @@ import os
 
 from absl import logging
 
-from bert_tf.errors import SettingError, as_flags, reported
+from bert_tf.errors import SettingError, reported
 from bert_tf.export import check_export_dir, exports
 from bert_tf.export.serving import MIXED_PRECISION, QUANTIZE_MODES, ServingOptions, choose_serving_jit_compile
 from bert_tf.fields import Settings as _Base
@@ -106,7 +106,10 @@ def _check(settings):
         raise SettingError("--export_type=preprocessor needs --vocab_file", "vocab_file")
     choice = None
     if s.export_type in registry.KINDS:  # the encoder and the preprocessor have no serving function to compile
-        choice = choose_serving_jit_compile(s.serving_jit_compile, s.quantize, mixed_precision=_mixed_precision(s))
+        # A format's own XLA default names its setting (`mixed_precision=bf16`): written as the flag.
+        with reported(flag_names=("quantize", "mixed_precision")):
+            choice = choose_serving_jit_compile(s.serving_jit_compile, s.quantize,
+                                                mixed_precision=_mixed_precision(s))
     jit_compile = choice.value if choice else s.serving_jit_compile
     if s.skip_padding is not None and s.export_type not in registry.KINDS:  # no model run per request
         raise SettingError(f"--skip_padding is for the task exports ({', '.join(registry.KINDS)}), "
@@ -148,9 +151,7 @@ def export_saved_model(settings):
     with reported(flag_names=("length_bucket", "pad_to_max_seq_length", "seq_length")):
         exports.check_length_bucket(s.length_bucket, s.pad_to_max_seq_length, export.seq_length)
     if choice is not None:
-        # A format's own XLA default names its setting (`mixed_precision=bf16`): written as the flag.
-        source = as_flags(choice.source, ("quantize", "mixed_precision"))
-        log_jit_choice("serving_jit_compile", choice._replace(source=source))
+        log_jit_choice("serving_jit_compile", choice)
     for warning in export.warnings:
         logging.warning("--%s", warning)
     replacing = os.path.isdir(s.export_dir) and bool(os.listdir(s.export_dir))  # an earlier export

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable
 
 from bert_tf.data import lengths
+from bert_tf.errors import shown
 from bert_tf.training import speed
 from bert_tf.training.settings import SKIP_PADDING_WITHOUT_XLA, default_length_bucket
 
@@ -59,7 +60,7 @@ class ServingFormat:
 
     def xla_source(self):
         """Why its XLA default (`jit_compile`) holds, in the script's log line."""
-        return self.jit_source or f"{self.setting}={self.value}"
+        return self.jit_source or f"{shown(self.setting)}={self.value}"
 
 
 def quantize_dense_layers(model, mode):
@@ -105,7 +106,8 @@ def in_precision(model, mixed_precision):
         copy = type(model).from_config(replaced(model.get_config()))
     except Exception as e:  # noqa: BLE001 - a layer that cannot be made in that dtype, e.g. an LSTM's initializer
         reason = str(e).strip().splitlines()[0]
-        raise ValueError(f"mixed_precision={mixed_precision}: a {type(model).__name__} cannot be built in Keras' "
+        raise ValueError(f"{shown.mixed_precision}={mixed_precision}: a {type(model).__name__} cannot be built "
+                         f"in Keras' "
                          f"{name} policy ({type(e).__name__}: {reason})") from e
     copy.set_weights(model.get_weights())
     return copy
@@ -209,14 +211,15 @@ class ServingOptions:
         for setting in FORMAT_SETTINGS:  # each setting takes the values of its formats
             value, known = getattr(self, setting), _values(setting)
             if value is not None and value not in known:
-                raise ValueError(f"{setting}={value!r} is not one of {', '.join(known)}")
+                raise ValueError(f"{shown(setting)}={value!r} is not one of {', '.join(known)}")
         if self.mixed_precision and self.quantize:
-            raise ValueError(f"mixed_precision={self.mixed_precision} is for float weights, not quantize="
+            raise ValueError(f"{shown.mixed_precision}={self.mixed_precision} is for float weights, not "
+                             f"{shown.quantize}="
                              f"{self.quantize}: the {self.quantize} kernels take their inputs in float32")
         if self.skip_padding == AUTO:
             object.__setattr__(self, "skip_padding", not self.jit_compile and self.length_bucket is not None)
         elif self.skip_padding and self.jit_compile:
-            raise ValueError(f"skip_padding=True needs jit_compile=False: {SKIP_PADDING_WITHOUT_XLA}")
+            raise ValueError(f"{shown.skip_padding}=True needs {shown.jit_compile}=False: {SKIP_PADDING_WITHOUT_XLA}")
 
     @classmethod
     def given(cls, length_bucket=None, pad_to_max_seq_length=False, jit_compile=None, quantize=None,
@@ -244,7 +247,8 @@ class ServingOptions:
         of a model run per request (MODEL_SETTINGS) that is set."""
         for name in MODEL_SETTINGS:
             if getattr(self, name):
-                raise ValueError(f"{name}={getattr(self, name)} is for the task exports ({', '.join(task_kinds)}), "
+                raise ValueError(f"{shown(name)}={getattr(self, name)} is for the task exports "
+                                 f"({', '.join(task_kinds)}), "
                                  f"not export_type={export_type}")
         return dataclasses.replace(self, skip_padding=False)
 
@@ -296,8 +300,10 @@ def check_length_bucket(length_bucket, pad_to_max_seq_length, seq_length):
     if length_bucket is None:
         return
     if pad_to_max_seq_length:
-        raise ValueError(f"length_bucket={length_bucket} has no use with pad_to_max_seq_length (every request is "
-                         "padded to seq_length): give one of them")
+        raise ValueError(f"{shown.length_bucket}={length_bucket} has no use with {shown.pad_to_max_seq_length} "
+                         f"(every request is "
+                         f"padded to {shown.seq_length}): give one of them")
     if seq_length is not None and length_bucket > seq_length:
-        raise ValueError(f"length_bucket={length_bucket} is above the export's sequence length {seq_length} "
-                         "(seq_length, default the run's max_seq_length): no request is longer; give at most that")
+        raise ValueError(f"{shown.length_bucket}={length_bucket} is above the export's sequence length {seq_length} "
+                         f"({shown.seq_length}, default the run's {shown.max_seq_length}): no request is "
+                         f"longer; give at most that")

@@ -4,6 +4,8 @@ of sentence-transformers' Pooling module (`1_Pooling/config.json`), and its Norm
 import keras
 from keras import ops
 
+from bert_tf.errors import shown
+
 # The modes, as sentence-transformers' `pooling_mode_<name>_tokens` keys name them (cls_token for cls).
 POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len")
 # torch.nn.functional.normalize's eps (sentence-transformers' Normalize): a zero vector stays zero.
@@ -49,7 +51,7 @@ class SentencePooling(keras.layers.Layer):
     def __init__(self, pooling="mean", normalize=False, **kwargs):
         super().__init__(**kwargs)
         if pooling not in POOLING_MODES:
-            raise ValueError(f"pooling={pooling!r} is not one of {', '.join(POOLING_MODES)}")
+            raise ValueError(f"{shown.pooling}={pooling!r} is not one of {', '.join(POOLING_MODES)}")
         self.pooling = pooling
         self.normalize = bool(normalize)
 

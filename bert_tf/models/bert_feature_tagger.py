@@ -19,6 +19,7 @@ softmax keeps them a convex combination whatever the learning rate.
 import keras
 from keras import ops
 
+from bert_tf.errors import shown
 from bert_tf.layers.token_classification_head import TokenClassificationHead
 from bert_tf.models.bert_classifier import DROPOUT_RATE, HEAD_INITIALIZER_RANGE
 from bert_tf.models.bert_encoder import INPUT_NAMES, BertEncoder, task_model_config, with_encoder_deserialized
@@ -43,11 +44,11 @@ def feature_layer_indices(feature_based, num_hidden_layers):
         "weighted_sum_all": list(range(1, n + 1)),
     }
     if feature_based not in indices:
-        raise ValueError(f"feature_based={feature_based!r} is not one of {', '.join(FEATURE_LAYERS)}")
+        raise ValueError(f"{shown.feature_based}={feature_based!r} is not one of {', '.join(FEATURE_LAYERS)}")
     needed = {"second_to_last": 2, "weighted_sum_last_four": 4, "concat_last_four": 4}.get(feature_based, 1)
     if n < needed:
         raise ValueError(
-            f"feature_based={feature_based!r} needs at least {needed} hidden layers, but the encoder has {n}"
+            f"{shown.feature_based}={feature_based!r} needs at least {needed} hidden layers, but the encoder has {n}"
         )
     return indices[feature_based]
 
@@ -103,7 +104,7 @@ class BertFeatureTagger(keras.Model):
     ):
         indices = feature_layer_indices(feature_based, encoder.num_hidden_layers)
         if lstm_units < 1:
-            raise ValueError(f"lstm_units={lstm_units} must be at least 1")
+            raise ValueError(f"{shown.lstm_units}={lstm_units} must be at least 1")
         dtype = dtype if dtype is not None else encoder.dtype_policy
         super().__init__(dtype=dtype, **kwargs)
 

@@ -15,6 +15,8 @@ import math
 import numpy as np
 from keras import ops
 
+from bert_tf.errors import shown
+
 
 def adapted_layers(encoder):
     """The Dense layers LoRA adapts in a BertEncoder, block by block: the attention's query, key,
@@ -40,8 +42,8 @@ def check_rank(rank, hidden_size, intermediate_size):
     if rank >= smallest:
         which = "hidden_size" if hidden_size <= intermediate_size else "intermediate_size"
         raise ValueError(
-            f"lora_rank={rank} is not below {which} {smallest}, the smallest dimension of the adapted layers: "
-            f"the adapters would train more numbers than the layers hold (full fine-tuning: lora_rank=0)"
+            f"{shown.lora_rank}={rank} is not below {which} {smallest}, the smallest dimension of the adapted layers: "
+            f"the adapters would train more numbers than the layers hold (full fine-tuning: {shown.lora_rank}=0)"
         )
 
 
@@ -52,7 +54,7 @@ def enable_lora(model, rank, alpha=None):
     biases. Call it once the pre-trained weights are in: they are the adapters' base. The rank
     must be below the adapted layers' smallest dimension (`check_rank`)."""
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-        raise ValueError(f"lora_rank={rank} must be a positive integer")
+        raise ValueError(f"{shown.lora_rank}={rank} must be a positive integer")
     encoder = _encoder(model)
     check_rank(rank, encoder.hidden_size, encoder.intermediate_size)
     layers = adapted_layers(encoder)

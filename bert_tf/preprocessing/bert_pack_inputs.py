@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bert_tf.errors import shown
+
 
 def longest_first_lengths(len_a, len_b, budget):
     """Lengths after the original's `_truncate_seq_pair(a, b, budget)`, in closed form.
@@ -73,7 +75,8 @@ class BertPackInputs(keras.layers.Layer):
             ValueError: `seq_length` is under 3.
         """
         if seq_length < 3:
-            raise ValueError(f"seq_length {seq_length} leaves no room for a text: [CLS] A [SEP] needs 3 positions")
+            raise ValueError(f"{shown.seq_length} {seq_length} leaves no room for a text: [CLS] A [SEP] needs 3 "
+                             f"positions")
 
     @classmethod
     def from_vocabulary(cls, vocabulary, seq_length, **kwargs):

@@ -13,6 +13,7 @@ import json
 import os
 import re
 
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write, read_json_object
 from bert_tf.runs import registry
 
@@ -34,11 +35,11 @@ def lora_settings(lora_rank=0, lora_alpha=None):
     and PEFT's default, and the LoRA paper's choice of alpha as the first rank tried, §4). A
     ValueError starting with the setting at fault otherwise."""
     if isinstance(lora_rank, bool) or not isinstance(lora_rank, int) or lora_rank < 0:
-        raise ValueError(f"lora_rank={lora_rank} must be a non-negative integer (0: LoRA off)")
+        raise ValueError(f"{shown.lora_rank}={lora_rank} must be a non-negative integer (0: LoRA off)")
     if lora_alpha is not None and not lora_rank:
-        raise ValueError(f"lora_alpha={lora_alpha} is given without lora_rank: LoRA is off")
+        raise ValueError(f"{shown.lora_alpha}={lora_alpha} is given without {shown.lora_rank}: LoRA is off")
     if lora_alpha is not None and not lora_alpha > 0:  # also NaN
-        raise ValueError(f"lora_alpha={lora_alpha} must be positive")
+        raise ValueError(f"{shown.lora_alpha}={lora_alpha} must be positive")
     alpha = float(lora_rank if lora_alpha is None else lora_alpha) if lora_rank else None
     return {"lora_rank": lora_rank, "lora_alpha": alpha}
 
@@ -233,7 +234,7 @@ def check_not_search(path, setting):
     `bert_tf.training.search.check_not_search_folder` gives for an output folder)."""
     if is_search(path):
         raise ValueError(
-            f"{setting}={path} holds a search ({SEARCH_FILE}): use {setting}={os.path.join(path, BEST)}, "
+            f"{shown(setting)}={path} holds a search ({SEARCH_FILE}): use {shown(setting)}={os.path.join(path, BEST)}, "
             "its chosen run"
         )
 
@@ -287,9 +288,10 @@ def check_not_other_model(output_dir, setting="output_dir", ours=False):
     if found:
         what, names = found
         # An export holds no checkpoint a run could start from.
-        start = f" (to start from that model, pass init_checkpoint={output_dir})"
+        start = f" (to start from that model, pass {shown.init_checkpoint}={output_dir})"
         start = "" if what.startswith("a SavedModel") else start
         raise ValueError(
-            f"{setting}={output_dir} holds {what} ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}), not a "
-            f"run of bert_tf: a run would write its checkpoints and files into it. Use another {setting}{start}"
+            f"{shown(setting)}={output_dir} holds {what} ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}), "
+            "not a "
+            f"run of bert_tf: a run would write its checkpoints and files into it. Use another {shown(setting)}{start}"
         )

@@ -59,13 +59,14 @@ registry.
 
 A method raises `SettingError` (`UsageError` is its old name) with the message the user reads
 (settings written as `--name`, as the scripts print it), or a library error (ValueError,
-FileNotFoundError) whose message already names the file or setting. `named` turns a library
-call's error into a SettingError.
+FileNotFoundError) whose message already names the file or setting. `with reported(...)` turns a
+library call's error into a SettingError; a message names a setting as `shown.name`
+(`bert_tf.errors.shown`), which `reported(flag_names=...)` writes as the flag.
 """
 
 from absl import logging
 
-from bert_tf.errors import SettingError, as_flags, named, reported  # noqa: F401 - the tasks raise and wrap with them
+from bert_tf.errors import SettingError, as_flags, named, reported, shown  # noqa: F401 - the tasks raise and wrap with them
 
 __all__ = ["FineTuning", "UsageError", "as_flags", "named"]
 

@@ -13,7 +13,7 @@ import os
 
 from absl import logging
 
-from bert_tf.errors import SettingError, as_flags, reported
+from bert_tf.errors import SettingError, reported
 from bert_tf.fields import RUN, SEARCH, field_meta, shared_fields
 from bert_tf.training import prepare
 
@@ -176,14 +176,15 @@ def check_run_output_dir(settings, record, same, config=None, training=None):
     from bert_tf.checkpoints.sources import config_setting
     from bert_tf.training import run
 
-    f, given = settings, config_setting(settings.bert_config_file, settings.init_checkpoint)
+    f = settings
     names = ("output_dir", "init_checkpoint", "do_lower_case", "max_seq_length", "lora_rank", "lora_alpha",
              "vocab_file", *(name for name in training or () if hasattr(f, name)), *run.RESUMABLE_CHANGES)
     with reported(flag_names=(*names, "bert_config_file"), setting="output_dir"):
+        given = config_setting(f.bert_config_file, f.init_checkpoint)
         warnings = run.check_earlier_run(f.output_dir, prepare.lora(f, record), same, config, given, f.vocab_file,
                                          training)
-    for warning in warnings:
-        logging.warning("%s", as_flags(warning, names))
+    for warning in warnings:  # written within the check, with its settings as flags
+        logging.warning("%s", warning)
 
 
 def fine_tuning_settings(settings, num_train_examples, length_bucket, loss_reads_padding=False):

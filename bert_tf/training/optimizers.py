@@ -9,6 +9,8 @@ import re
 import keras
 from keras import ops
 
+from bert_tf.errors import shown
+
 # The original never decays LayerNorm parameters or biases (matched on the variable's path).
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 
@@ -292,7 +294,7 @@ def create_optimizer(
     """
     classes = {"adamw": AdamWeightDecay, "lamb": LAMB}
     if name not in classes:
-        raise ValueError(f"unknown optimizer {name!r}; expected 'adamw' or 'lamb'")
+        raise ValueError(f"unknown {shown.optimizer} {name!r}; expected 'adamw' or 'lamb'")
     schedule = WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
     extra = {"fused": fused} if name == "adamw" else {}
     return classes[name](

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from bert_tf.data import tfrecords
 from bert_tf.data.pretraining.pipeline import pretraining_dataset
+from bert_tf.errors import shown
 from bert_tf.models import (
     MASKED_LM_DENOMINATOR_EPSILON,
     BertEncoder,
@@ -195,13 +196,13 @@ def check_next_sentence_head(output_dir, init_checkpoint, next_sentence_predicti
     heads = _checkpoint_heads(source)
     if heads is None or heads != {"masked_lm"}:
         return
-    where = f"the checkpoint {latest} in output_dir={output_dir}" if latest else f"init_checkpoint={init_checkpoint}"
-    remedy = "resume with next_sentence_prediction=False, or use another output_dir" if latest else (
-        "give next_sentence_prediction=False (the masked LM alone)"
-    )
+    where = (f"the checkpoint {latest} in {shown.output_dir}={output_dir}" if latest
+             else f"{shown.init_checkpoint}={init_checkpoint}")
+    remedy = (f"resume with {shown.next_sentence_prediction}=False, or use another {shown.output_dir}" if latest
+              else f"give {shown.next_sentence_prediction}=False (the masked LM alone)")
     raise ValueError(
-        f"next_sentence_prediction=True, but {where} was pre-trained without the next-sentence head "
-        f"(next_sentence_prediction=False): that head would start untrained; {remedy}"
+        f"{shown.next_sentence_prediction}=True, but {where} was pre-trained without the next-sentence head "
+        f"({shown.next_sentence_prediction}=False): that head would start untrained; {remedy}"
     )
 
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import hf
 from bert_tf.config import BertConfig
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 from bert_tf.runs import record as run_record
 from bert_tf.runs.record import RunRecord
@@ -45,28 +46,31 @@ def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | 
     if previous is None:
         if os.path.isdir(output_dir) and tf.train.latest_checkpoint(output_dir):
             raise ValueError(
-                f"output_dir={output_dir} holds checkpoints of another kind of run (no {run_record.FILE_NAME}): "
-                f"use another output_dir (to start from those weights, pass init_checkpoint={output_dir})"
+                f"{shown.output_dir}={output_dir} holds checkpoints of another kind of run (no "
+                f"{run_record.FILE_NAME}): "
+                f"use another {shown.output_dir} (to start from those weights, pass "
+                f"{shown.init_checkpoint}={output_dir})"
             )
         return []
     for name in same:
         # A field the earlier run's kind does not keep: that run is of another kind, which is said.
         name = name if hasattr(previous, name) else "kind"
         if getattr(previous, name) != getattr(record, name):
-            detail = f" with {name} {_shown(getattr(previous, name))}" if name != "task_name" else ""
+            detail = f" with {shown(name)} {_shown(getattr(previous, name))}" if name != "task_name" else ""
             raise ValueError(
-                f"output_dir={output_dir} holds a run of task {previous.task_name!r}{detail}, not "
-                f"{_shown(getattr(record, name))}: use another output_dir"
+                f"{shown.output_dir}={output_dir} holds a run of task {previous.task_name!r}{detail}, not "
+                f"{_shown(getattr(record, name))}: use another {shown.output_dir}"
             )
     if _lora(previous) != _lora(record):
         raise ValueError(
-            f"{_lora(record)}, but the model in output_dir={output_dir} was fine-tuned with {_lora(previous)}: "
-            "its checkpoints hold those adapters (or none); give the same, or use another output_dir"
+            f"{_lora(record)}, but the model in {shown.output_dir}={output_dir} was fine-tuned with {_lora(previous)}: "
+            f"its checkpoints hold those adapters (or none); give the same, or use another {shown.output_dir}"
         )
     if previous.do_lower_case != record.do_lower_case:
         raise ValueError(
-            f"do_lower_case={record.do_lower_case}, but the model in output_dir={output_dir} was fine-tuned with "
-            f"do_lower_case={previous.do_lower_case}"
+            f"{shown.do_lower_case}={record.do_lower_case}, but the model in {shown.output_dir}={output_dir} "
+            f"was fine-tuned with "
+            f"{shown.do_lower_case}={previous.do_lower_case}"
         )
     _check_same_config(output_dir, config, config_setting)
     if vocab_file:  # a vocabulary of the same size would give other features without an error
@@ -76,9 +80,10 @@ def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | 
     if changed:
         name, before, given = changed
         raise ValueError(
-            f"{name}={_shown(given)}, but the run in output_dir={output_dir} was trained with {name}="
+            f"{shown(name)}={_shown(given)}, but the run in {shown.output_dir}={output_dir} was trained with "
+            f"{shown(name)}="
             f"{_shown(before)}: a resumed run takes its steps as its first steps were taken; give the same, or use "
-            f"another output_dir (what may change on resume: {', '.join(RESUMABLE_CHANGES)})"
+            f"another {shown.output_dir} (what may change on resume: {', '.join(map(shown, RESUMABLE_CHANGES))})"
         )
     warnings = []
     if training and earlier is None and tf.train.latest_checkpoint(output_dir):
@@ -104,13 +109,15 @@ def _check_same_config(output_dir, config, setting):
     if differ:
         name = differ[0]
         raise ValueError(
-            f"{setting}: its {name} is {getattr(config, name)!r}, but the model in output_dir={output_dir} was "
-            f"fine-tuned with {getattr(theirs, name)!r} ({path}): give that config, or use another output_dir"
+            f"{setting}: its {name} is {getattr(config, name)!r}, but the model in "
+            f"{shown.output_dir}={output_dir} was "
+            f"fine-tuned with {getattr(theirs, name)!r} ({path}): give that config, or use another {shown.output_dir}"
         )
 
 
 def _lora(record):
-    return f"lora_rank={record.lora_rank}" + (f", lora_alpha={record.lora_alpha}" if record.lora_rank else "")
+    alpha = f", {shown.lora_alpha}={record.lora_alpha}" if record.lora_rank else ""
+    return f"{shown.lora_rank}={record.lora_rank}{alpha}"
 
 
 def _shown(value):

@@ -40,6 +40,7 @@ import math
 import os
 import shutil
 
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write, owner_tag, read_json_object
 from bert_tf.runs import record as run_record
 from bert_tf.runs import registry
@@ -85,16 +86,16 @@ def parse_values(setting, text, kind):
     else:
         items = list(text) if isinstance(text, (tuple, list)) else str(text).split(",")
     if not items:
-        raise ValueError(f"{setting}={text!r}: give at least one value")
+        raise ValueError(f"{shown(setting)}={text!r}: give at least one value")
     values = []
     for item in items:
         try:
             value = kind(item.strip()) if isinstance(item, str) else kind(item)
         except ValueError:
             wanted = "an integer" if kind is int else "a number"
-            raise ValueError(f"{setting}={text}: {str(item).strip()!r} is not {wanted}") from None
+            raise ValueError(f"{shown(setting)}={text}: {str(item).strip()!r} is not {wanted}") from None
         if value in values:
-            raise ValueError(f"{setting}={text}: {value:g} is given twice")
+            raise ValueError(f"{shown(setting)}={text}: {value:g} is given twice")
         values.append(value)
     return tuple(values)
 
@@ -106,7 +107,7 @@ def grid(learning_rates, train_batch_sizes, num_train_epochs, restarts, seed):
     combinations differ only by their values. A search's values must all be finite and positive
     before any run starts; one run's are the loop settings' to check, as before searches."""
     if restarts < 1:
-        raise ValueError(f"restarts={restarts}: must be at least 1")
+        raise ValueError(f"{shown.restarts}={restarts}: must be at least 1")
     texts = dict(learning_rate=learning_rates, train_batch_size=train_batch_sizes, num_train_epochs=num_train_epochs)
     values = {name: parse_values(name, text, int if name == "train_batch_size" else float)
               for name, text in texts.items()}
@@ -118,7 +119,7 @@ def grid(learning_rates, train_batch_sizes, num_train_epochs, restarts, seed):
     for name, found in values.items():
         bad = [value for value in found if not math.isfinite(value) or value <= 0]
         if is_search(runs) and bad:
-            raise ValueError(f"{name}={texts[name]}: {bad[0]:g} is not a positive number (in a search)")
+            raise ValueError(f"{shown(name)}={texts[name]}: {bad[0]:g} is not a positive number (in a search)")
     return runs
 
 
@@ -131,8 +132,8 @@ def check_not_search_folder(output_dir):
     """For one run: `output_dir` must not hold a search (its runs are in subfolders)."""
     if run_record.is_search(output_dir):
         raise ValueError(
-            f"output_dir={output_dir} holds a search ({RECORD_FILE}): give its lists again to continue it, "
-            f"or output_dir={os.path.join(output_dir, BEST)} to use its chosen run"
+            f"{shown.output_dir}={output_dir} holds a search ({RECORD_FILE}): give its lists again to continue it, "
+            f"or {shown.output_dir}={os.path.join(output_dir, BEST)} to use its chosen run"
         )
 
 
@@ -144,9 +145,11 @@ def check_not_search_run(output_dir):
         search_dir = os.path.dirname(folder)
         if run_record.is_search(search_dir):
             raise ValueError(
-                f"output_dir={output_dir} is a run of the search in {search_dir} ({RECORD_FILE}): training it further "
-                f"would change a run its table ranks. Train a copy (cp -rL {output_dir} NEW, output_dir=NEW), or "
-                "continue the search with more values (num_train_epochs=1,3)"
+                f"{shown.output_dir}={output_dir} is a run of the search in {search_dir} ({RECORD_FILE}): "
+                f"training it further "
+                f"would change a run its table ranks. Train a copy (cp -rL {output_dir} NEW, "
+                f"{shown.output_dir}=NEW), or "
+                f"continue the search with more values ({shown.num_train_epochs}=1,3)"
             )
 
 
@@ -160,14 +163,17 @@ def prepare(output_dir, runs, seed, settings=None):
     if not os.path.isfile(path) and os.path.isdir(output_dir):
         single = run_record.read(output_dir) is not None or os.path.isfile(os.path.join(output_dir, "checkpoint"))
         if single:
-            raise ValueError(f"output_dir={output_dir} holds a single run, not a search: use another output_dir")
+            raise ValueError(f"{shown.output_dir}={output_dir} holds a single run, not a search: use another "
+                             f"{shown.output_dir}")
     earlier = []
     if os.path.isfile(path):
         found = read_json_object(path)
         if found.get("random_seed") != seed:
             raise ValueError(
-                f"random_seed={seed}, but the search in output_dir={output_dir} has random_seed "
-                f"{found.get('random_seed')} (its runs' seeds derive from it): give the same, or use another output_dir"
+                f"{shown.random_seed}={seed}, but the search in {shown.output_dir}={output_dir} has "
+                f"{shown.random_seed} "
+                f"{found.get('random_seed')} (its runs' seeds derive from it): give the same, or use another "
+                f"{shown.output_dir}"
             )
         try:
             earlier = [SearchRun(**run) for run in found["runs"]]
@@ -198,8 +204,9 @@ def _same_settings(output_dir, recorded, settings, earlier):
     for name, value in settings.items():
         if name in recorded and not _equal(recorded[name], value):
             raise ValueError(
-                f"{name}={value}, but the search in output_dir={output_dir} was run with {name}={recorded[name]} "
-                f"(its runs would be ranked with runs made otherwise): give the same, or use another output_dir"
+                f"{shown(name)}={value}, but the search in {shown.output_dir}={output_dir} was run with "
+                f"{shown(name)}={recorded[name]} "
+                f"(its runs would be ranked with runs made otherwise): give the same, or use another {shown.output_dir}"
             )
     return {**recorded, **settings}
 
@@ -336,15 +343,15 @@ def run_search(output_dir, runs, train_and_evaluate, log=None):
                 if results is None:
                     raise ValueError(
                         f"{run_dir}: no {_EVAL_RESULTS} after training and evaluation: a search chooses by dev "
-                        "figures, it needs a dev set with labels (SQuAD: a predict file with answers)"
+                        f"figures, it needs a dev set with labels (SQuAD: a predict file with answers)"
                     )
         rows = ranked([*rows, _row(run, run_dir, results, diverged)])
         write_table(output_dir, rows)
     if math.isnan(rows[0].value):
         raise ValueError(
-            f"output_dir={output_dir}: every run of the search diverged (each folder's {DIVERGED_FILE} or "
-            f"{_EVAL_RESULTS} says where): continue it with lower values in learning_rate (two or more, or "
-            "restarts), or start afresh in another output_dir"
+            f"{shown.output_dir}={output_dir}: every run of the search diverged (each folder's {DIVERGED_FILE} or "
+            f"{_EVAL_RESULTS} says where): continue it with lower values in {shown.learning_rate} (two or more, or "
+            f"{shown.restarts}), or start afresh in another {shown.output_dir}"
         )
     return SearchResult(tuple(rows), link_best(output_dir, rows[0].run.name))
 

@@ -6,6 +6,7 @@ import os
 
 # Defined below this module's floor (the run record, the batches' cut), kept importable from here.
 from bert_tf.data.lengths import check_length_bucket
+from bert_tf.errors import shown
 from bert_tf.runs.record import lora_settings
 
 # TensorFlow's variable for serving processes (bert_tf.export.common.model_runner), read once per
@@ -21,13 +22,13 @@ def check_batch_sizes(settings, replicas):
     the TrainingSettings' batch-size attributes (those it lacks are not checked)."""
     k = getattr(settings, "gradient_accumulation_steps", 1)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # before it divides anything
-        raise ValueError(f"gradient_accumulation_steps must be a positive integer, got {k!r}")
+        raise ValueError(f"{shown.gradient_accumulation_steps} must be a positive integer, got {k!r}")
     checks = [("train_batch_size", replicas * k, f"{replicas} replica(s) x {k} accumulation step(s)")]
     checks += [(name, replicas, f"{replicas} replica(s)") for name in ("eval_batch_size", "predict_batch_size")]
     for name, divisor, what in checks:
         value = getattr(settings, name, None)
         if value is not None and value >= 1 and value % divisor:
-            raise ValueError(f"{name}={value} is not divisible by {what}")
+            raise ValueError(f"{shown(name)}={value} is not divisible by {what}")
 
 
 def check_schedule(learning_rate, num_train_epochs=None):
@@ -38,12 +39,13 @@ def check_schedule(learning_rate, num_train_epochs=None):
     A search refuses the same values (`bert_tf.training.search.grid`). A ValueError starting with
     the setting otherwise."""
     if not -float("inf") < learning_rate < float("inf"):  # NaN too
-        raise ValueError(f"learning_rate must be a finite number, got {learning_rate!r}")
+        raise ValueError(f"{shown.learning_rate} must be a finite number, got {learning_rate!r}")
     if learning_rate < 0:
-        raise ValueError(f"learning_rate must not be negative, got {learning_rate!r}")
+        raise ValueError(f"{shown.learning_rate} must not be negative, got {learning_rate!r}")
     if learning_rate == 0:
-        raise ValueError("learning_rate=0 changes no weight: give a positive rate (to evaluate or predict with the "
-                         "model as it is, do_train=false)")
+        raise ValueError(f"{shown.learning_rate}=0 changes no weight: give a positive rate (to evaluate or "
+                         f"predict with the "
+                         f"model as it is, {shown.do_train}=false)")
     if num_train_epochs is not None:
         check_epochs(num_train_epochs)
 
@@ -51,7 +53,7 @@ def check_schedule(learning_rate, num_train_epochs=None):
 def check_epochs(num_train_epochs):
     """A ValueError naming the setting unless the number of epochs is finite and 0 or more."""
     if not 0 <= num_train_epochs < float("inf"):  # NaN too
-        raise ValueError(f"num_train_epochs={num_train_epochs:g} must be a finite number, 0 or more")
+        raise ValueError(f"{shown.num_train_epochs}={num_train_epochs:g} must be a finite number, 0 or more")
 
 
 def check_weights_may_change(environ=None):
@@ -105,19 +107,19 @@ class TrainingSettings:
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+                raise ValueError(f"{shown(name)} must be a positive integer, got {value!r}")
         for name in ("num_train_steps", "num_warmup_steps"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
+                raise ValueError(f"{shown(name)} must not be negative, got {getattr(self, name)!r}")
         if self.learning_rate != self.learning_rate or self.learning_rate == float("inf"):
-            raise ValueError(f"learning_rate must be a finite number, got {self.learning_rate!r}")
+            raise ValueError(f"{shown.learning_rate} must be a finite number, got {self.learning_rate!r}")
         if self.learning_rate < 0:
-            raise ValueError(f"learning_rate must not be negative, got {self.learning_rate!r}")
+            raise ValueError(f"{shown.learning_rate} must not be negative, got {self.learning_rate!r}")
         if self.max_eval_steps is not None and self.max_eval_steps < 1:
             raise ValueError(f"max_eval_steps must be positive, got {self.max_eval_steps!r}")
         object.__setattr__(self, "lora_alpha", lora_settings(self.lora_rank, self.lora_alpha)["lora_alpha"])
         if self.skip_padding and self.jit_compile:
-            raise ValueError(f"skip_padding needs jit_compile off: {SKIP_PADDING_WITHOUT_XLA}")
+            raise ValueError(f"{shown.skip_padding} needs {shown.jit_compile} off: {SKIP_PADDING_WITHOUT_XLA}")
 
 
 # Batches are cut to their longest row rounded up to a multiple of a bucket

@@ -32,6 +32,7 @@ import json
 import tensorflow as tf
 
 from bert_tf import kernels
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 
 PLATFORMS = ("cpu", "gpu", "tpu")
@@ -72,7 +73,7 @@ def resolve_jit_compile(jit_compile, platform):
     if jit_compile is None:
         return JIT_COMPILE_BY_PLATFORM[platform]
     if not isinstance(jit_compile, bool):
-        raise ValueError(f"jit_compile={jit_compile!r} must be True, False or None (auto)")
+        raise ValueError(f"{shown.jit_compile}={jit_compile!r} must be True, False or None (auto)")
     return jit_compile
 
 

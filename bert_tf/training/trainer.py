@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints.restore import check_model_finite
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 from bert_tf.models import lora, padding_skipped
 from bert_tf.training.divergence import (
@@ -223,9 +224,11 @@ class Trainer:
                 self._checkpoint().restore(latest).expect_partial()
             except (tf.errors.OpError, IndexError, ValueError) as e:
                 raise ValueError(
-                    f"cannot resume from {latest}, the latest checkpoint in output_dir {self.settings.output_dir!r}: "
+                    f"cannot resume from {latest}, the latest checkpoint in {shown.output_dir} "
+                    f"{self.settings.output_dir!r}: "
                     f"{type(e).__name__}: {str(e).splitlines()[0]}. It holds another model than this run's (give the "
-                    "run's own config and settings, or use another output_dir), or it is damaged (then delete it)"
+                    f"run's own config and settings, or use another {shown.output_dir}), or it is damaged (then "
+                    f"delete it)"
                 ) from None
             check_model_finite(self.model, latest)  # a damaged file would go on computing NaN
             self._spread_dropout_seeds()  # the checkpoint holds replica 0's

@@ -2,7 +2,7 @@
 
 import pytest
 
-from run_scripts.flag_settings import as_flags
+from bert_tf.errors import as_flags  # deprecated: messages write their settings with `shown`
 
 NAMES = ("output_dir", "init_checkpoint", "do_lower_case")
 
@@ -26,10 +26,11 @@ def test_names_inside_paths_and_words_stay():
 
 
 def test_library_call_writes_the_named_settings_as_flags():
+    from bert_tf.errors import shown
     from run_scripts.flag_settings import library_call
 
     def missing():
-        raise FileNotFoundError("no dev file 'valid.txt' in data_dir=/d (/d/valid.txt does not exist)")
+        raise FileNotFoundError(f"no dev file 'valid.txt' in {shown.data_dir}=/d (/d/valid.txt does not exist)")
 
     with pytest.raises(SystemExit) as e:
         library_call(missing, flag_names=("data_dir",))

@@ -16,6 +16,8 @@ import dataclasses
 
 import numpy as np
 
+from bert_tf.errors import shown
+
 
 @dataclasses.dataclass(frozen=True)
 class MaskingConfig:
@@ -39,11 +41,11 @@ def check_replacement_split(mask_token_prob, random_token_prob):
     the chosen tokens keep their id)."""
     for name, share in (("mask_token_prob", mask_token_prob), ("random_token_prob", random_token_prob)):
         if not 0 <= share <= 1:
-            raise ValueError(f"{name}={share} must be in [0, 1]")
+            raise ValueError(f"{shown(name)}={share} must be in [0, 1]")
     # A tolerance for sums such as 0.7 + 0.3 that round a hair above 1.
     if mask_token_prob + random_token_prob > 1 + 1e-9:
         raise ValueError(
-            f"mask_token_prob={mask_token_prob} + random_token_prob={random_token_prob} = "
+            f"{shown.mask_token_prob}={mask_token_prob} + {shown.random_token_prob}={random_token_prob} = "
             f"{_above_one(mask_token_prob + random_token_prob)} is above 1"
         )
 

@@ -22,6 +22,7 @@ from bert_tf.data import tfrecords
 from bert_tf.data.pretraining import instances as instances_lib
 from bert_tf.data.pretraining import work_folder
 from bert_tf.data.pretraining.shards import read_shard_lines
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write, owner_tag
 from bert_tf.preprocessing import BertTokenizer
 
@@ -47,9 +48,10 @@ class PretrainingDataConfig:
 
     def validate(self):
         if self.next_sentence and self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length {self.max_seq_length} is too small: [CLS] A [SEP] B [SEP] needs 5")
+            raise ValueError(f"{shown.max_seq_length} {self.max_seq_length} is too small: [CLS] A [SEP] B [SEP] "
+                             f"needs 5")
         if self.max_seq_length < 3:
-            raise ValueError(f"max_seq_length {self.max_seq_length} is too small: [CLS] A [SEP] needs 3")
+            raise ValueError(f"{shown.max_seq_length} {self.max_seq_length} is too small: [CLS] A [SEP] needs 3")
         if self.max_predictions_per_seq < 1:
             raise ValueError(f"max_predictions_per_seq {self.max_predictions_per_seq} must be positive")
         if self.dupe_factor < 1:

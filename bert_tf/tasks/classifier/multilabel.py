@@ -12,6 +12,7 @@ column: None).
 """
 
 from bert_tf.data.text_files import format_names, read_table, read_text_lines
+from bert_tf.errors import shown
 from bert_tf.tasks.classifier.processors import DataProcessor, InputExample, find_data_file, register_task
 
 _COLUMNS = "text_a (or text), [text_b], labels, [id]"
@@ -89,7 +90,7 @@ class MultiLabelProcessor(DataProcessor):
                 continue
             if name not in self._known:
                 raise ValueError(
-                    f"{path}:{line}: label {name!r} is not in the labels_file {self.labels_file} "
+                    f"{path}:{line}: label {name!r} is not in the {shown.labels_file} {self.labels_file} "
                     f"[{format_names(self._labels)}]"
                 )
             names.append(name)

@@ -28,6 +28,7 @@ import math
 import os
 
 from bert_tf.data.text_files import file_exists, format_names, read_table, tsv_rows
+from bert_tf.errors import shown
 
 # What a task module (`--task_module`) uses; TASKS is the registry's state, read through `catalog`.
 __all__ = ["DataProcessor", "InputExample", "TsvFile", "TsvTask", "check_label", "find_data_file", "register_task"]
@@ -208,7 +209,7 @@ def find_data_file(processor, data_dir, relative_path, split):
     if not file_exists(path):
         hint = getattr(processor, "missing_file_hint", "")
         raise FileNotFoundError(
-            f"task {_describe(processor)}: no {split} file {relative_path!r} in data_dir "
+            f"task {_describe(processor)}: no {split} file {relative_path!r} in {shown.data_dir} "
             f"{os.fspath(data_dir)!r} ({path} does not exist){hint}"
         )
     return path

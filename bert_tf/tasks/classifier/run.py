@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 
+from bert_tf.errors import shown
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.classifier import catalog
 from bert_tf.tasks.classifier.inputs import encode_examples
@@ -47,11 +48,11 @@ def create_processor(task_name, tfds_name=None, describe_option=str, **options):
     processor cannot be made (e.g. a missing option, an unreadable labels file)."""
     name = task_name or (tfds_name and catalog.processor_for_tfds(tfds_name))
     if not name:
-        raise ValueError(f"task_name is required (known tasks: {', '.join(catalog.task_names())})")
+        raise ValueError(f"{shown.task_name} is required (known tasks: {', '.join(catalog.task_names())})")
     try:
         return catalog.create_processor(name, describe_option=describe_option, **options)
     except (ValueError, FileNotFoundError) as e:
-        raise ValueError(f"task_name={name}: {e}") from None
+        raise ValueError(f"{shown.task_name}={name}: {e}") from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,6 +15,7 @@ which attention over fewer padding positions leaves as it was.
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.errors import shown
 from bert_tf.models import BertClassifier, BertEncoder
 from bert_tf.tasks.classifier import metrics
 from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker, classifier_dataset, packed_lengths
@@ -76,7 +77,7 @@ class ClassifierTask(Task):
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         if self.pack is None:
-            raise ValueError("ClassifierTask needs a vocab_file to read text")
+            raise ValueError(f"ClassifierTask needs a {shown.vocab_file} to read text")
         pack = self.pack.traced
         lengths = packed_lengths(data, pack) if mode == "train" and self.group_by_length else None
         return classifier_dataset(

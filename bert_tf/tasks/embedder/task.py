@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
 from bert_tf.data.lengths import cut_padding
+from bert_tf.errors import shown
 from bert_tf.models import INPUT_NAMES, BertEncoder, BertSentenceEmbedder
 from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE, in_batch_scores
 from bert_tf.tasks.classifier import metrics
@@ -99,7 +100,7 @@ class EmbedderTask(Task):
 
         bert_config.check_seq_length(max_seq_length)
         if not similarity_scale > 0:
-            raise ValueError(f"similarity_scale={similarity_scale} must be positive")
+            raise ValueError(f"{shown.similarity_scale}={similarity_scale} must be positive")
         self.bert_config = bert_config
         self.pooling, self.normalize, self.similarity_scale = pooling, bool(normalize), float(similarity_scale)
         self.max_seq_length = max_seq_length
@@ -117,7 +118,7 @@ class EmbedderTask(Task):
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         if self.pack is None:
-            raise ValueError("EmbedderTask needs a vocab_file to read text")
+            raise ValueError(f"EmbedderTask needs a {shown.vocab_file} to read text")
         texts = [k for k in (ANCHOR, POSITIVE, NEGATIVE, TEXT) if k in data]
 
         def to_model(batch):

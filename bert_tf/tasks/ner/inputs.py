@@ -13,6 +13,8 @@ them.
 
 import numpy as np
 
+from bert_tf.errors import shown
+
 # Words tokenized per call: bounds the memory of one ragged batch.
 _TOKENIZE_BATCH = 8192
 
@@ -87,7 +89,7 @@ def encode_sentences(sentences, labels, tokenizer, max_seq_length, context_words
     index = {tag: i for i, tag in enumerate(labels)}
     capacity = max_seq_length - 2
     if capacity < 1:
-        raise ValueError(f"max_seq_length {max_seq_length} leaves no room for a word between [CLS] and [SEP]")
+        raise ValueError(f"{shown.max_seq_length} {max_seq_length} leaves no room for a word between [CLS] and [SEP]")
     pieces = word_pieces([w for s in sentences for w in s.words], tokenizer)
     rows = []
     for number, sentence in enumerate(sentences):

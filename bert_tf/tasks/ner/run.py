@@ -12,6 +12,7 @@ import numpy as np
 
 from bert_tf.checkpoints import hf
 from bert_tf.data.text_files import split_file
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 from bert_tf.models.bert_feature_tagger import LSTM_UNITS
 from bert_tf.runs import record as run_record
@@ -91,8 +92,8 @@ def fields_to_match(do_train):
 
 def _model_settings(record):
     if record.feature_based is None:
-        return "feature_based=None (fine-tuned)"
-    return f"feature_based={record.feature_based}, lstm_units={record.lstm_units}"
+        return f"{shown.feature_based}=None (fine-tuned)"
+    return f"{shown.feature_based}={record.feature_based}, {shown.lstm_units}={record.lstm_units}"
 
 
 def check_model_settings(record: RunRecord, output_dir, do_train, init_checkpoint=None):

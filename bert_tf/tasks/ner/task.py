@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset, pad_positions
 from bert_tf.data.lengths import cut_padding
+from bert_tf.errors import shown
 from bert_tf.models import BertEncoder, BertFeatureTagger, BertTokenClassifier
 from bert_tf.models.bert_feature_tagger import LSTM_UNITS, feature_layer_indices
 from bert_tf.tasks.classifier.task import ClassifierTask
@@ -50,7 +51,7 @@ class NerTask(ClassifierTask):
         if feature_based is not None:  # the model's own checks, before any input is read
             feature_layer_indices(feature_based, bert_config.num_hidden_layers)
             if lstm_units < 1:
-                raise ValueError(f"lstm_units={lstm_units} must be at least 1")
+                raise ValueError(f"{shown.lstm_units}={lstm_units} must be at least 1")
         self.context_words = context_words
         self.feature_based = feature_based
         self.lstm_units = lstm_units
@@ -58,7 +59,7 @@ class NerTask(ClassifierTask):
     def encode(self, sentences):
         """`bert_tf.tasks.ner.conll.Sentence`s -> the window arrays `dataset` reads."""
         if self.pack is None:
-            raise ValueError("NerTask needs a vocab_file to read text")
+            raise ValueError(f"NerTask needs a {shown.vocab_file} to read text")
         return encode_sentences(sentences, self.labels, self.pack.tokenizer, self.max_seq_length, self.context_words)
 
     def build_model(self):

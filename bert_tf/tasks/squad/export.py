@@ -17,6 +17,7 @@ can pick the best span within the context and read its pieces.
 
 import tensorflow as tf
 
+from bert_tf.errors import shown
 from bert_tf.export.common import (
     DEFAULT_SERVING,
     SavedModelRoot,
@@ -72,7 +73,8 @@ def export_squad(model, vocab_file, do_lower_case, seq_length, max_query_length,
     `export_dir`."""
     if not 0 < max_query_length < seq_length - 3:
         raise ValueError(
-            f"max_query_length {max_query_length} leaves no room for the context in seq_length {seq_length} "
+            f"{shown.max_query_length} {max_query_length} leaves no room for the context in {shown.seq_length} "
+            f"{seq_length} "
             "([CLS] question [SEP] context [SEP])"
         )
     return write_text_in_export(

@@ -16,6 +16,7 @@ import re
 import numpy as np
 from absl import logging
 
+from bert_tf.errors import shown
 from bert_tf.tasks.squad.json_reader import iter_squad_articles
 from bert_tf.tokenization import FullTokenizer
 
@@ -280,10 +281,11 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     0/0 ([CLS]) and the feature is kept, as the original does."""
     if max_seq_length <= max_query_length + 3:
         raise ValueError(
-            f"max_seq_length {max_seq_length} must be greater than max_query_length {max_query_length} + 3"
+            f"{shown.max_seq_length} {max_seq_length} must be greater than {shown.max_query_length} "
+            f"{max_query_length} + 3"
         )
     if doc_stride < 1:
-        raise ValueError(f"doc_stride {doc_stride} must be at least 1")
+        raise ValueError(f"{shown.doc_stride} {doc_stride} must be at least 1")
     cls_id, sep_id = _special_ids(tokenizer)
     word_pieces = _WordPieces(tokenizer)
 

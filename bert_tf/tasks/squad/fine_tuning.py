@@ -7,6 +7,7 @@ import os
 
 from absl import logging
 
+from bert_tf.errors import shown
 from bert_tf.tasks.contract import FineTuning, UsageError, reported
 from bert_tf.tasks.squad import run
 
@@ -31,7 +32,8 @@ class SquadFineTuning(FineTuning):
     def check(self, config):
         f = self.settings
         if f.max_seq_length <= f.max_query_length + 3:
-            raise UsageError(f"The max_seq_length ({f.max_seq_length}) must be greater than max_query_length "
+            raise UsageError(f"The {shown.max_seq_length} ({f.max_seq_length}) must be greater than "
+                             f"{shown.max_query_length} "
                              f"({f.max_query_length}) + 3", "max_seq_length")
         for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
             if getattr(f, name) < 1:

@@ -15,6 +15,7 @@ import collections
 import json
 import math
 
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 from bert_tf.tokenization import BasicTokenizer
 
@@ -243,7 +244,7 @@ def write_predictions(
     if max_answer_length < 1:
         raise ValueError(f"max_answer_length {max_answer_length} must be positive")
     if version_2_with_negative and not output_null_log_odds_file:
-        raise ValueError("version_2_with_negative needs output_null_log_odds_file")
+        raise ValueError(f"{shown.version_2_with_negative} needs output_null_log_odds_file")
 
     predictions = collections.OrderedDict()
     nbest_by_id = collections.OrderedDict()

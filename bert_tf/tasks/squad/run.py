@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.squad import features as squad
@@ -59,7 +60,7 @@ def load_tokenizer(vocab_file, do_lower_case):
     try:
         return FullTokenizer(vocab_file, do_lower_case=do_lower_case)
     except (OSError, ValueError) as e:
-        raise ValueError(f"vocab_file={vocab_file}: {e}") from None
+        raise ValueError(f"{shown.vocab_file}={vocab_file}: {e}") from None
 
 
 def has_answers(input_file):
@@ -132,9 +133,9 @@ def _features(setting, input_file, is_training, tokenizer, vocab_file, record, o
     try:
         return cached_features(input_file, is_training, tokenizer, vocab_file, record, output_dir)
     except NoQuestionsError as e:
-        raise NoQuestionsError(f"{setting}={e}") from e  # the message starts with the file
+        raise NoQuestionsError(f"{shown(setting)}={e}") from e  # the message starts with the file
     except (ValueError, FileNotFoundError) as e:
-        raise ValueError(f"{setting}: {e}") from e
+        raise ValueError(f"{shown(setting)}: {e}") from e
 
 
 def read_inputs(files: InputFiles, do_train, do_predict, tokenizer, vocab_file, record: RunRecord, output_dir,

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from bert_tf.data.batching import array_dataset
 from bert_tf.data.lengths import cut_padding
+from bert_tf.errors import shown
 from bert_tf.models import INPUT_NAMES, BertEncoder, BertMultipleChoice
 from bert_tf.tasks.classifier.inputs import packed_lengths
 from bert_tf.tasks.classifier.task import ClassifierTask
@@ -58,7 +59,7 @@ class SwagTask(ClassifierTask):
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         if self.pack is None:
-            raise ValueError("SwagTask needs a vocab_file to read text")
+            raise ValueError(f"SwagTask needs a {shown.vocab_file} to read text")
         pack = self._traced_pack_choices
 
         def to_model(batch):
