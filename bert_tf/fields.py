@@ -93,7 +93,12 @@ def settings_class(cls):
 
 @settings_class
 class Settings:
-    """The base of every settings class: only `given` (see `settings_class`)."""
+    """The base of every settings class.
+
+    Args:
+        given: The names of the fields the settings' maker gave (see `settings_class`); None:
+            those passed to the constructor and those that differ from their defaults.
+    """
 
     given: frozenset = dataclasses.field(default=None, compare=False, repr=False, metadata={"flag": False})
 

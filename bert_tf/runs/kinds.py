@@ -24,49 +24,67 @@ FROM_SETTINGS = _FromSettings()
 
 @dataclasses.dataclass(frozen=True)
 class TaskKind:
-    """One fine-tuning task kind's entry: its name, script, model, head, record fields, and its
-    Task, exporter, FineTuning and settings named as "module:Name" (imported when asked for)."""
+    """One fine-tuning task kind's entry in the registry (`bert_tf.runs.registry`).
 
-    name: str  # the one name of the kind (see the module docstring)
-    script: str  # the run_scripts/ script that fine-tunes it
-    model_class: type  # the Keras model (encoder + head)
-    # The model's attribute holding the head (its `.dense` is the output layer); "" for a model
-    # without weights beyond its encoder's (the sentence embedder's pooling).
+    A task's folder declares it (`KIND` in its `kind.py`), or a package registers it. Its Task,
+    exporter, FineTuning, settings and folder reader are named as "module:Name" strings and
+    imported when asked for.
+
+    Args:
+        name: The kind's one name: its folder, its `--export_type`, its run record's `kind`.
+        script: The run_scripts/ script that fine-tunes it.
+        model_class: The Keras model (encoder + head).
+        head_layer: The model's attribute holding the head (its `.dense` is the output layer); ""
+            for a model without weights beyond its encoder's (the sentence embedder's pooling).
+        head_names: The original layout's names of the head's kernel and bias (the kernel stored
+            [outputs, hidden]); () without a head.
+        record_fields: The run-record fields the kind keeps beyond those every run keeps, in
+            order: name -> default, where FROM_SETTINGS makes the field the kind's setting of that
+            name (see `record_defaults`); names alone default to None.
+        task: "module:Class" of its Task.
+        exporter: "module:function" of its export: f(model, record, **options).
+        fine_tuning: "module:Class" of its `bert_tf.tasks.contract.FineTuning`: what the one
+            driver runs.
+        settings: "module:Class" of its settings (a `bert_tf.tasks.settings.FineTuningSettings`).
+        from_original: Whether the original release fine-tunes the kind (run_classifier.py,
+            run_squad.py): its checkpoints then convert to the kind's model
+            (`bert_tf.checkpoints.convert`), found by the first of `head_names`.
+        folder_record: "module:function" that reads another program's folder as a run of the
+            kind (f(folder, casing, bert_config) -> RunRecord or None; see `read_folder`); "":
+            none is.
+        model_args: record -> the model's constructor arguments.
+        legacy_names: What earlier run records called the kind (their "model" field).
+        label_kinds: The record's label_kind values (the first is the default), if it keeps labels.
+        hf_architecture: transformers' class of the same model (config.json's `architectures`).
+        hf_head: The name of that class's head module (`classifier.weight`, ...).
+        hf_pooler: Whether that class has BERT's pooler: transformers leaves it out of the classes
+            whose head reads every token.
+        model_variant: record -> the model class where a record may ask for another than
+            `model_class` (NER's feature-based tagger); None: `model_class`.
+        dev_metrics: The dev figures (eval_results.txt keys, higher is better) a search chooses
+            its best run by, the first found, where none of `bert_tf.training.search.METRICS` is
+            there.
+    """
+
+    name: str
+    script: str
+    model_class: type
     head_layer: str
-    # The original layout's names of the head's kernel and bias (the kernel stored [outputs, hidden]);
-    # () without a head.
     head_names: tuple
-    # The run-record fields this kind keeps beyond those every run keeps, in the order the kind
-    # lists them: name -> default, where FROM_SETTINGS makes the field the kind's setting of that
-    # name (see `record_defaults`); names alone default to None.
     record_fields: Mapping | tuple
-    task: str  # "module:Class" of its Task, imported on demand
-    exporter: str  # "module:function" of its export, imported on demand: f(model, record, **options)
-    # "module:Class" of its `bert_tf.tasks.contract.FineTuning`: what the one driver runs
+    task: str
+    exporter: str
     fine_tuning: str = ""
-    # "module:Class" of its settings (a `bert_tf.tasks.settings.FineTuningSettings`): what a run takes
     settings: str = ""
-    # Whether the original release fine-tunes this kind (run_classifier.py, run_squad.py): its
-    # checkpoints then convert to the kind's model (`bert_tf.checkpoints.convert`), found by the
-    # first of `head_names`.
     from_original: bool = False
-    # "module:function" that reads another program's folder as a run of this kind (f(folder, casing,
-    # bert_config) -> RunRecord or None; see `folder_record`); "": none is.
     folder_record: str = ""
-    model_args: callable = lambda record: {}  # the model's constructor arguments from a run record
-    legacy_names: tuple = ()  # what earlier run records called the kind (their "model" field)
-    label_kinds: tuple = ()  # the record's label_kind values (the first is the default), if it keeps labels
-    # transformers' class of the same model (config.json's `architectures`), the name of its head
-    # module (`classifier.weight`, ...) and whether it has BERT's pooler: transformers leaves it out
-    # of the classes whose head reads every token.
+    model_args: callable = lambda record: {}
+    legacy_names: tuple = ()
+    label_kinds: tuple = ()
     hf_architecture: str = ""
     hf_head: str = ""
     hf_pooler: bool = True
-    # record -> the model class, where a record may ask for another than model_class (ner's
-    # feature-based tagger); None: model_class
     model_variant: callable = lambda record: None
-    # The dev figures (eval_results.txt keys, higher is better) a search chooses its best run by,
-    # the first found, where none of `bert_tf.training.search.METRICS` is there.
     dev_metrics: tuple = ()
 
     @functools.cached_property
@@ -92,12 +110,15 @@ class TaskKind:
             fields, Mapping) else ()
 
     def task_class(self):
+        """Returns the kind's Task class, imported."""
         return _load(self.task)
 
     def fine_tuning_class(self):
+        """Returns the kind's FineTuning class, imported."""
         return _load(self.fine_tuning)
 
     def settings_class(self):
+        """Returns the kind's settings class, imported."""
         return _load(self.settings)
 
     def read_folder(self, folder, casing, bert_config):
@@ -115,16 +136,39 @@ class TaskKind:
         return _load(self.folder_record)(folder, casing, bert_config) if self.folder_record else None
 
     def export(self, model, record, **options):
-        """Writes `model` (fine-tuned as `record` says) as a SavedModel; see the kind's exporter."""
+        """Writes a fine-tuned model as a SavedModel, with the kind's exporter.
+
+        Args:
+            model: The fine-tuned model.
+            record: Its run's RunRecord.
+            **options: The exporter's own arguments (vocab_file, seq_length, export_dir, ...).
+
+        Returns:
+            What the exporter returns.
+        """
         return _load(self.exporter)(model, record, **options)
 
     def model_class_for(self, record):
-        """The model class of the run `record` describes: `model_class`, or its kind's variant."""
+        """The model class of a run.
+
+        Args:
+            record: The run's RunRecord.
+
+        Returns:
+            `model_class`, or the kind's variant that the record asks for (`model_variant`).
+        """
         return self.model_variant(record) or self.model_class
 
     def build_model(self, record, encoder):
-        """The fine-tuned model a run record describes, on `encoder` (weights to be restored by
-        the caller)."""
+        """The fine-tuned model a run record describes.
+
+        Args:
+            record: The run's RunRecord: it sizes the head (`model_args`).
+            encoder: The BertEncoder the model is built on.
+
+        Returns:
+            The model, its weights to be restored by the caller.
+        """
         return self.model_class_for(record)(encoder, **self.model_args(record))
 
 

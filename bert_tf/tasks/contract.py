@@ -108,40 +108,83 @@ class FineTuning:
         """The inputs the actions need are named (a missing one is reported before the model's checks)."""
 
     def check(self, config):
-        """The task's own settings against each other and the BertConfig `config`."""
+        """Checks the task's own settings against each other and the model.
+
+        Args:
+            config: The run's BertConfig.
+
+        Raises:
+            SettingError: A setting the task cannot use.
+        """
 
     def read_inputs(self, config):
-        """Reads and checks every input the actions need, before anything is written."""
+        """Reads and checks every input the actions need, before anything is written.
+
+        Args:
+            config: The run's BertConfig.
+        """
         raise NotImplementedError
 
     def record(self, group_by_length):
-        """The run's `bert_tf.runs.record.RunRecord`."""
+        """The run's record, written from its settings.
+
+        Args:
+            group_by_length: Whether the run's training batches group examples by length.
+
+        Returns:
+            The run's `bert_tf.runs.record.RunRecord`.
+        """
         raise NotImplementedError
 
     def fields_to_match(self, do_train):
-        """The record fields an earlier run in --output_dir must share with this one: all that
-        decide the model and its batches when training (it resumes that run), those that decide
-        the model's shape when only evaluating or predicting."""
+        """The record fields an earlier run in output_dir must share with this one.
+
+        Args:
+            do_train: Whether this run trains (it then resumes that run).
+
+        Returns:
+            The names: all that decide the model and its batches when training, those that decide
+            the model's shape when only evaluating or predicting.
+        """
         raise NotImplementedError
 
     def check_run(self, record):
-        """Checks of `record` against the run already in --output_dir, beyond `fields_to_match`."""
+        """Checks this run against the run already in output_dir, beyond `fields_to_match`.
+
+        Args:
+            record: This run's RunRecord.
+        """
 
     def build_task(self, config, record, length_bucket):
-        """The task (`bert_tf.training.task.Task`) of `record`, its batches cut to a multiple of
-        `length_bucket` (None: max_seq_length)."""
+        """The task of the one training loop for this run.
+
+        Args:
+            config: The run's BertConfig.
+            record: The run's RunRecord.
+            length_bucket: Batches are cut to a multiple of it; None: to max_seq_length.
+
+        Returns:
+            A `bert_tf.training.task.Task`.
+        """
         raise NotImplementedError
 
     def encode(self, task):
-        """The inputs as `task`'s features; returns how many training examples the steps count."""
+        """Encodes the inputs as the task's features.
+
+        Args:
+            task: The run's Task (`build_task`).
+
+        Returns:
+            How many training examples the steps count.
+        """
         raise NotImplementedError
 
     def describe(self):
-        """The run's log line's first part, e.g. `Task swag (4 choices)`."""
+        """Returns the run's log line's first part, e.g. `Task swag (4 choices)`."""
         return f"Task {self.kind}"
 
     def training_examples(self):
-        """The training log line's count, e.g. `120 examples`."""
+        """Returns the training log line's count, e.g. `120 examples`."""
         return f"{self.num_train_examples} examples"
 
     def train_data(self):
@@ -149,19 +192,47 @@ class FineTuning:
         raise NotImplementedError
 
     def evaluate(self, trainer):
-        """Evaluates the dev set(s), writes eval_results.txt; returns the results."""
+        """Evaluates the dev set(s) and writes eval_results.txt.
+
+        Args:
+            trainer: The run's `bert_tf.training.trainer.Trainer`, its model trained or restored.
+
+        Returns:
+            The dev figures, name -> value.
+        """
         raise NotImplementedError
 
     def predict(self, trainer):
-        """Predicts the test set(s) and writes the task's output files (the chief does)."""
+        """Predicts the test set(s) and writes the task's output files (the chief does).
+
+        Args:
+            trainer: The run's `bert_tf.training.trainer.Trainer`, its model trained or restored.
+
+        Returns:
+            None, or the figures of a task that evaluates by predicting.
+        """
         raise NotImplementedError
 
     @staticmethod
     def shared_settings(values):
-        """The search's shared `{setting: value}` as the runs take them (e.g. a name as the task keys it)."""
+        """The settings every run of a search shares, as the runs take them.
+
+        Args:
+            values: `{setting: value}` of the fields marked SEARCH.
+
+        Returns:
+            The values normalized as the task reads them (e.g. a task name as the task keys it).
+        """
         return values
 
     @staticmethod
     def announce(action, count, unit="examples", name=""):
-        """Logs a set's start: `***** Running evaluation (mismatched): 12 examples *****`."""
+        """Logs a set's start: `***** Running evaluation (mismatched): 12 examples *****`.
+
+        Args:
+            action: What starts ("evaluation", "prediction").
+            count: How many of `unit`.
+            unit: What is counted.
+            name: The set's name, when the task has several.
+        """
         logging.info("***** Running %s%s: %d %s *****", action, f" ({name})" if name else "", count, unit)

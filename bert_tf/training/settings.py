@@ -17,9 +17,17 @@ FROZEN_WEIGHTS_ENV = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 
 
 def check_batch_sizes(settings, replicas):
-    """Each batch size must divide over the replicas (the training batch over the replicas times
-    the accumulation steps); a ValueError naming the setting otherwise. `settings`: anything with
-    the TrainingSettings' batch-size attributes (those it lacks are not checked)."""
+    """Checks that each batch size divides over the replicas.
+
+    Args:
+        settings: Anything with the TrainingSettings' batch-size attributes (those it lacks are
+            not checked).
+        replicas: The strategy's replicas in sync.
+
+    Raises:
+        ValueError: Naming the first setting that does not divide: the training batch over the
+            replicas times the accumulation steps, the eval and predict batches over the replicas.
+    """
     k = getattr(settings, "gradient_accumulation_steps", 1)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # before it divides anything
         raise ValueError(f"{shown.gradient_accumulation_steps} must be a positive integer, got {k!r}")
@@ -78,26 +86,51 @@ def check_weights_may_change(environ=None):
 
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings:
-    """A run's hyper-parameters (the scripts' flags, original names)."""
+    """A run's hyper-parameters for the training loop (the scripts' flags, original names).
+
+    Args:
+        output_dir: The run's folder: checkpoints, logs and results.
+        train_batch_size: The global training batch, as in the original.
+        eval_batch_size: The global evaluation batch.
+        predict_batch_size: The global prediction batch.
+        learning_rate: The peak learning rate.
+        num_train_steps: The steps of the schedule.
+        num_warmup_steps: Its linear warmup's steps.
+        save_checkpoints_steps: Steps between checkpoints.
+        max_eval_steps: Evaluation batches at most; None: the whole eval set.
+        optimizer: "adamw" (the original's AdamWeightDecay) or "lamb".
+        gradient_accumulation_steps: Batches whose gradients make one update.
+        steps_per_execution: Steps run per call into the compiled graph.
+        keep_checkpoints: How many recent checkpoints are kept.
+        jit_compile: Whether the step is compiled with XLA.
+        seed: The run's random seed; None: unseeded.
+        lora_rank: The rank of LoRA's adapters (`lora_settings`); 0: every weight trains.
+        lora_alpha: Their alpha: the scale is lora_alpha / lora_rank (None: the rank's).
+        skip_padding: Whether the encoder's layers skip a batch's padding rows
+            (`default_skip_padding`).
+
+    Raises:
+        ValueError: A batch size, step count or LoRA setting that cannot be used, named.
+    """
 
     output_dir: str
-    train_batch_size: int = 32  # global, as in the original
+    train_batch_size: int = 32
     eval_batch_size: int = 8
     predict_batch_size: int = 8
     learning_rate: float = 5e-5
     num_train_steps: int = 100000
     num_warmup_steps: int = 10000
     save_checkpoints_steps: int = 1000
-    max_eval_steps: int | None = None  # None: the whole eval set
+    max_eval_steps: int | None = None
     optimizer: str = "adamw"
     gradient_accumulation_steps: int = 1
     steps_per_execution: int = 1
     keep_checkpoints: int = 5
     jit_compile: bool = False
     seed: int | None = None
-    lora_rank: int = 0  # LoRA's adapters (`lora_settings`); 0: every weight trains
-    lora_alpha: float | None = None  # their scale is lora_alpha / lora_rank (None: the rank's)
-    skip_padding: bool = False  # the encoder's layers skip a batch's padding rows (`default_skip_padding`)
+    lora_rank: int = 0
+    lora_alpha: float | None = None
+    skip_padding: bool = False
 
     def __post_init__(self):
         positive = (
