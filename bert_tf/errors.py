@@ -76,6 +76,9 @@ class _Shown:
         """
         return f"--{name}" if name in _FLAG_NAMES.get() else name
 
+    def __repr__(self):
+        return "shown"
+
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
