@@ -14,7 +14,8 @@ import os
 from absl import logging
 
 from bert_tf.errors import SettingError, reported
-from bert_tf.fields import like, setting, settings_class
+from bert_tf.fields import RUN, SEARCH, like, setting, settings_class, shared_fields
+from bert_tf.runs import record as run_record
 from bert_tf.training import prepare
 from bert_tf.training.groups import Evaluation, RunSettings, Sources, Tpu, Training
 
@@ -26,22 +27,50 @@ class Settings(Tpu, Training, Evaluation):
     """Pre-training settings: the original run_pretraining.py's flags (names and defaults), and ours."""
 
     bert_config_file: str = like(Sources, "bert_config_file", shared=None, order=None, compared_by_content=False)
-    init_checkpoint: str = like(Sources, "init_checkpoint", shared=None, order=None)
+    # RUN: a resumed run must keep it (it decides the steps; `training_settings`).
+    init_checkpoint: str = like(Sources, "init_checkpoint", shared=RUN, order=None)
     input_file: str = setting(None, "Input TF example files (can be a glob or comma separated).", kind=str,
-                              required=True)
+                              required=True, shared=RUN)
     output_dir: str = like(RunSettings, "output_dir")
-    max_seq_length: int = like(RunSettings, "max_seq_length", shared=None, order=None)
-    max_predictions_per_seq: int = setting(20, "Maximum number of masked LM predictions per sequence.")
+    max_seq_length: int = like(RunSettings, "max_seq_length", shared=RUN, order=None)
+    max_predictions_per_seq: int = setting(20, "Maximum number of masked LM predictions per sequence.", shared=RUN)
     do_train: bool = like(RunSettings, "do_train")
-    train_batch_size: int = like(RunSettings, "train_batch_size", many=False, shared=None)
-    learning_rate: float = like(RunSettings, "learning_rate", many=False, shared=None)
+    train_batch_size: int = like(RunSettings, "train_batch_size", many=False, shared=RUN)
+    learning_rate: float = like(RunSettings, "learning_rate", many=False, shared=RUN)
     num_train_steps: int = setting(100000, "Number of training steps.")
-    num_warmup_steps: int = setting(10000, "Number of warmup steps.")
+    num_warmup_steps: int = setting(10000, "Number of warmup steps.", shared=RUN)
     save_checkpoints_steps: int = like(RunSettings, "save_checkpoints_steps")
     iterations_per_loop: int = like(RunSettings, "iterations_per_loop")
     max_eval_steps: int = setting(100, "Maximum number of eval steps.")
     eval_input_file: str = setting(None, "Eval TF example files (default: --input_file, as the original).", kind=str)
-    next_sentence_prediction: bool = setting(True, "The next-sentence head and loss; false: the masked LM alone.")
+    next_sentence_prediction: bool = setting(True, "The next-sentence head and loss; false: the masked LM alone.",
+                                             shared=RUN)
+
+
+# What may change when a pre-training run resumes: how far it goes, and how it is run and kept.
+RESUMABLE_CHANGES = ("num_train_steps", "eval_batch_size", "max_eval_steps", "save_checkpoints_steps",
+                     "keep_checkpoints", "jit_compile", "eval_input_file", "do_eval")
+
+
+def training_settings(settings, train_files):
+    """The settings that decide a pre-training run's steps, as its folder keeps them.
+
+    Args:
+        settings: The run's `Settings`.
+        train_files: The training files `input_file` names, expanded.
+
+    Returns:
+        name -> value: the fields marked RUN or SEARCH (the data, lengths, batch, learning rate and
+        warmup, optimizer, precision, seed, starting checkpoint, ...), paths as their real targets,
+        and the CPU kernels (`bert_tf.kernels`: oneDNN's and Eigen's round differently).
+    """
+    from bert_tf import kernels
+
+    values = {name: getattr(settings, name) for name in shared_fields(type(settings), RUN, SEARCH)}
+    values["input_file"] = sorted(os.path.realpath(path) for path in train_files)
+    if values.get("init_checkpoint"):
+        values["init_checkpoint"] = os.path.realpath(values["init_checkpoint"])
+    return {**values, kernels.VARIABLE: kernels.setting()}
 
 
 def _check_files(settings, train_files, eval_files, vocab_size):
@@ -97,6 +126,20 @@ def _check_output_folder(settings):
                            f"its encoder, --init_checkpoint={s.output_dir})", "output_dir")
 
 
+def _check_resume(settings, training):
+    """A run that resumes the one in output_dir must give the settings its steps were taken with."""
+    from bert_tf import kernels
+    from bert_tf.training.run import check_resumed_settings
+
+    if not os.path.isdir(settings.output_dir):
+        return
+    names = (*(name for name in training if name != kernels.VARIABLE), "output_dir", *RESUMABLE_CHANGES)
+    with reported(flag_names=names):
+        warnings = check_resumed_settings(settings.output_dir, training, RESUMABLE_CHANGES)
+    for warning in warnings:
+        logging.warning("%s", warning)
+
+
 def pretrain(settings):
     """Pre-trains and evaluates as `settings` say: run_pretraining.py's run.
 
@@ -144,8 +187,13 @@ def pretrain(settings):
     strategy = prepare.strategy(s)
     prepare.check_batch_sizes(s, strategy.num_replicas_in_sync)
     _check_files(s, train_files if s.do_train else [], eval_files if s.do_eval else [], config.vocab_size)
+    training = training_settings(s, train_files) if s.do_train else None
+    if training is not None:
+        _check_resume(s, training)
     try:
         os.makedirs(s.output_dir, exist_ok=True)
+        if training is not None:  # before the first step: a run killed at any point resumes checked
+            run_record.write_training_settings(s.output_dir, training)
     except OSError as e:
         raise SettingError(f"--output_dir={s.output_dir}: {e.strerror or e}", "output_dir") from e
     logging.info("Strategy %s with %d replica(s)", prepare.strategy_name(s), strategy.num_replicas_in_sync)

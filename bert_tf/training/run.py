@@ -75,26 +75,44 @@ def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | 
     _check_same_config(output_dir, config, config_setting)
     if vocab_file:  # a vocabulary of the same size would give other features without an error
         hf.check_same_vocab(vocab_file, output_dir)
-    earlier = run_record.read_training_settings(output_dir) if training else None
-    changed = earlier is not None and run_record.changed_setting(earlier, training)
-    if changed:
-        name, before, given = changed
-        raise ValueError(
-            f"{shown(name)}={_shown(given)}, but the run in {shown.output_dir}={output_dir} was trained with "
-            f"{shown(name)}="
-            f"{_shown(before)}: a resumed run takes its steps as its first steps were taken; give the same, or use "
-            f"another {shown.output_dir} (what may change on resume: {', '.join(map(shown, RESUMABLE_CHANGES))})"
-        )
-    warnings = []
-    if training and earlier is None and tf.train.latest_checkpoint(output_dir):
-        warnings.append(f"the run in {output_dir} has no {run_record.TRAINING_FILE} (written by an earlier version): "
-                        "that this run resumes it with the same settings cannot be checked")
+    warnings = check_resumed_settings(output_dir, training) if training else []
     if previous.max_seq_length != record.max_seq_length:
         warnings.append(
             f"max_seq_length={record.max_seq_length}, but the model in {output_dir} was fine-tuned with "
             f"{previous.max_seq_length}: inputs are cut differently"
         )
     return warnings
+
+
+def check_resumed_settings(output_dir, training, resumable=RESUMABLE_CHANGES):
+    """Checks a run that trains in `output_dir` against the settings that decided its earlier steps.
+
+    Args:
+        output_dir: The run's folder.
+        training: name -> value of the settings that decide the steps, as this run takes them.
+        resumable: The settings that may change on resume, named in the error.
+
+    Returns:
+        Warnings: one when the folder has checkpoints but no `run_record.TRAINING_FILE` (written
+        by an earlier version), whose settings cannot be checked.
+
+    Raises:
+        ValueError: Naming the first setting whose value differs from the earlier run's.
+    """
+    earlier = run_record.read_training_settings(output_dir)
+    changed = earlier is not None and run_record.changed_setting(earlier, training)
+    if changed:
+        name, before, given = changed
+        raise ValueError(
+            f"{shown(name)}={_shown(given)}, but the run in {shown.output_dir}={output_dir} was trained with "
+            f"{shown(name)}={_shown(before)}: a resumed run takes its steps as its first steps were taken; give "
+            f"the same, or use another {shown.output_dir} (what may change on resume: "
+            f"{', '.join(map(shown, resumable))})"
+        )
+    if earlier is None and tf.train.latest_checkpoint(output_dir):
+        return [f"the run in {output_dir} has no {run_record.TRAINING_FILE} (written by an earlier version): "
+                "that this run resumes it with the same settings cannot be checked"]
+    return []
 
 
 def _check_same_config(output_dir, config, setting):

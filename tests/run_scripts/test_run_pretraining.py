@@ -298,3 +298,31 @@ def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
     assert sorted(f for f in os.listdir(out) if f.endswith(".index")) == ["ckpt-3.index", "ckpt-6.index"]
     assert "global_step = 6" in (out / "eval_results.txt").read_text()
     assert not [f for f in os.listdir(out) if f.startswith(".worker")]  # worker 1's private saves are gone
+
+
+def test_a_resumed_run_keeps_the_settings_and_kernels_its_steps_were_taken_with(tmp_path):
+    config_file, data = _setup(tmp_path)
+    out = tmp_path / "out"
+    flags = _flags(config_file, data, out, num_train_steps=50, do_eval=False)
+    first = run_script("run_pretraining.py", *flags, env={"TF_ENABLE_ONEDNN_OPTS": "0"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    kept = json.loads((out / "training_settings.json").read_text())
+    assert kept["TF_ENABLE_ONEDNN_OPTS"] == "0" and kept["learning_rate"] == 1e-3
+    assert kept["input_file"] == [os.path.realpath(data)] and kept["max_predictions_per_seq"] == 4
+    # Given nothing, the resumed run takes the kernels its steps were taken with; more steps may follow.
+    longer = run_script("run_pretraining.py", *_flags(config_file, data, out, num_train_steps=60, do_eval=False))
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert "Training resumed from" in longer.stderr and "oneDNN off" in longer.stderr
+    changed = run_script("run_pretraining.py", *_flags(config_file, data, out, num_train_steps=70,
+                                                        learning_rate=2e-3, do_eval=False))
+    assert changed.returncode == 1 and changed.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining.py: error: --learning_rate=0.002, but the run in --output_dir={out} was trained with "
+        "--learning_rate=0.001: a resumed run takes its steps as its first steps were taken; give the same, or use "
+        "another --output_dir (what may change on resume: --num_train_steps, --eval_batch_size, --max_eval_steps, "
+        "--save_checkpoints_steps, --keep_checkpoints, --jit_compile, --eval_input_file, --do_eval)")
+    other_kernels = run_script("run_pretraining.py", *_flags(config_file, data, out, num_train_steps=70,
+                                                              do_eval=False), env={"TF_ENABLE_ONEDNN_OPTS": "1"})
+    assert other_kernels.returncode == 1 and other_kernels.stderr.strip().splitlines()[-1].startswith(
+        f"run_pretraining.py: error: TF_ENABLE_ONEDNN_OPTS='1', but the run in --output_dir={out} was trained with "
+        "TF_ENABLE_ONEDNN_OPTS='0'")
+    assert json.loads((out / "training_settings.json").read_text()) == kept  # nothing refused was written
