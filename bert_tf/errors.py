@@ -12,7 +12,7 @@ import itertools
 import re
 import warnings
 
-__all__ = ["SettingError", "as_flags", "named", "reported", "shown"]
+__all__ = ["SettingError", "as_flags", "named", "reported", "shown", "written_as_flags"]
 
 
 class SettingError(ValueError):
@@ -90,6 +90,26 @@ class _Shown:
 shown = _Shown()
 
 
+@contextlib.contextmanager
+def written_as_flags(names=()):
+    """Within it, messages name the settings `names` as flags (`shown`), and no other.
+
+    `reported` sets them for its block; work handed on from a block that is not that block's
+    own (a search's runs) starts afresh with `written_as_flags()`.
+
+    Args:
+        names: The settings written as flags.
+
+    Yields:
+        None.
+    """
+    token = _FLAG_NAMES.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _FLAG_NAMES.reset(token)
+
+
 def _leading(message, names, ending=None):
     """The one of `names` that `message` starts with (`learning_rate=...`, `output_dir holds ...`),
     followed by one of the characters `ending` where given, or None."""
@@ -123,9 +143,9 @@ def reported(prefix="", flag_names=(), setting=None):
     """
     # The block's own names only: an error raised within a block nested in it is reported by that
     # one, and passes this one as it is.
-    token = _FLAG_NAMES.set(frozenset(flag_names))
     try:
-        yield
+        with written_as_flags(flag_names):
+            yield
     except SettingError:
         raise
     except FloatingPointError as e:  # the model's figures, not a file or setting: no prefix
@@ -137,8 +157,6 @@ def reported(prefix="", flag_names=(), setting=None):
             setting = _leading(str(e), [first], ending="=:")
         leading = setting or _leading(str(e), flag_names) or _leading(str(e), [f"--{n}" for n in flag_names])
         raise SettingError(message, leading.removeprefix("--") if leading else None) from None
-    finally:
-        _FLAG_NAMES.reset(token)
 
 
 def named(work, prefix="", flag_names=(), setting=None):

@@ -54,6 +54,8 @@ class TaskKind:
             none is.
         model_args: record -> the model's constructor arguments.
         legacy_names: What earlier run records called the kind (their "model" field).
+        unnamed_records: Whether a record that names no kind at all (no "kind", no "model": the
+            first release's) is of this kind.
         label_kinds: The record's label_kind values (the first is the default), if it keeps labels.
         hf_architecture: transformers' class of the same model (config.json's `architectures`).
         hf_head: The name of that class's head module (`classifier.weight`, ...).
@@ -80,6 +82,7 @@ class TaskKind:
     folder_record: str = ""
     model_args: callable = lambda record: {}
     legacy_names: tuple = ()
+    unnamed_records: bool = False
     label_kinds: tuple = ()
     hf_architecture: str = ""
     hf_head: str = ""

@@ -139,9 +139,10 @@ class RunRecord:
         them) reads too. An unknown key or kind is a ValueError naming `source`."""
         values = dict(values)
         written_before_kinds = "kind" not in values
-        model = values.pop("model", "")
-        if written_before_kinds:
-            values["kind"] = model
+        model = values.pop("model", None)
+        if written_before_kinds:  # the first release's records name no model: the kind that says it wrote them
+            unnamed = [kind.name for kind in registry.KINDS.values() if kind.unnamed_records]
+            values["kind"] = model if model is not None else (unnamed[0] if unnamed else "")
         try:
             kind = registry.get(values["kind"])
             if written_before_kinds:  # another kind's fields, which that one class had: not this run's

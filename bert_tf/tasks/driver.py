@@ -13,7 +13,7 @@ import os
 
 from absl import logging
 
-from bert_tf.errors import SettingError, reported
+from bert_tf.errors import SettingError, reported, written_as_flags
 from bert_tf.fields import RUN, SEARCH, field_meta, shared_fields
 from bert_tf.training import prepare
 
@@ -267,7 +267,8 @@ def run_or_search(settings, task_class):
     def one_run(one, output_dir, **actions):
         values = dict(output_dir=output_dir, random_seed=one.seed, learning_rate=one.learning_rate,
                       train_batch_size=one.train_batch_size, num_train_epochs=one.num_train_epochs, **actions)
-        results = run_once(task_class(dataclasses.replace(f, **values)))
+        with written_as_flags():  # the run names its own settings, not the search's
+            results = run_once(task_class(dataclasses.replace(f, **values)))
         if results is not None:  # not the chosen run's prediction after the search
             figures[output_dir] = results
         return results

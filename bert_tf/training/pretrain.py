@@ -140,6 +140,22 @@ def _check_resume(settings, training):
         logging.warning("%s", warning)
 
 
+def _keeping(run, output_dir, training, on_log):
+    """`on_log` that first writes `training` into output_dir, at the first step (the chief only):
+    before the first checkpoint, so that every checkpoint has them beside it, and after the start,
+    so that a run that fails to start leaves nothing that a corrected rerun would be held to."""
+    written = []
+
+    def log(step, logs):
+        if not written and run.is_chief:
+            run_record.write_training_settings(output_dir, training)
+            written.append(True)
+        if on_log is not None:
+            on_log(step, logs)
+
+    return log
+
+
 def pretrain(settings):
     """Pre-trains and evaluates as `settings` say: run_pretraining.py's run.
 
@@ -192,8 +208,6 @@ def pretrain(settings):
         _check_resume(s, training)
     try:
         os.makedirs(s.output_dir, exist_ok=True)
-        if training is not None:  # before the first step: a run killed at any point resumes checked
-            run_record.write_training_settings(s.output_dir, training)
     except OSError as e:
         raise SettingError(f"--output_dir={s.output_dir}: {e.strerror or e}", "output_dir") from e
     logging.info("Strategy %s with %d replica(s)", prepare.strategy_name(s), strategy.num_replicas_in_sync)
@@ -202,7 +216,8 @@ def pretrain(settings):
 
     if s.do_train:
         fields = {"loss": "loss", "mlm_acc": "masked_lm_accuracy", "seq_per_s": "examples_per_second"}
-        train = lambda progress: run.train(train_files, s.init_checkpoint, on_log=progress)[0]  # noqa: E731
+        train = lambda progress: run.train(  # noqa: E731
+            train_files, s.init_checkpoint, on_log=_keeping(run, s.output_dir, training, progress))[0]
         _guarded(s, train_files, lambda: prepare.with_progress(run, s, fields, train))
     else:
         logging.info("Evaluating: %s", prepare.restore(run, s.init_checkpoint))

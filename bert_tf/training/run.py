@@ -78,7 +78,7 @@ def check_earlier_run(output_dir, record: RunRecord, same, config: BertConfig | 
     warnings = check_resumed_settings(output_dir, training) if training else []
     if previous.max_seq_length != record.max_seq_length:
         warnings.append(
-            f"max_seq_length={record.max_seq_length}, but the model in {output_dir} was fine-tuned with "
+            f"{shown.max_seq_length}={record.max_seq_length}, but the model in {output_dir} was fine-tuned with "
             f"{previous.max_seq_length}: inputs are cut differently"
         )
     return warnings
@@ -97,8 +97,12 @@ def check_resumed_settings(output_dir, training, resumable=RESUMABLE_CHANGES):
         by an earlier version), whose settings cannot be checked.
 
     Raises:
-        ValueError: Naming the first setting whose value differs from the earlier run's.
+        ValueError: Naming the first setting whose value differs from the earlier run's, where
+            that run took a step (it has a checkpoint): a run stopped before its first one
+            leaves nothing to resume, and its rerun may correct any setting.
     """
+    if not tf.train.latest_checkpoint(output_dir):
+        return []
     earlier = run_record.read_training_settings(output_dir)
     changed = earlier is not None and run_record.changed_setting(earlier, training)
     if changed:
@@ -109,7 +113,7 @@ def check_resumed_settings(output_dir, training, resumable=RESUMABLE_CHANGES):
             f"the same, or use another {shown.output_dir} (what may change on resume: "
             f"{', '.join(map(shown, resumable))})"
         )
-    if earlier is None and tf.train.latest_checkpoint(output_dir):
+    if earlier is None:
         return [f"the run in {output_dir} has no {run_record.TRAINING_FILE} (written by an earlier version): "
                 "that this run resumes it with the same settings cannot be checked"]
     return []

@@ -49,6 +49,10 @@ def test_bad_values_and_wrong_folders_fail_before_any_work_naming_the_flag(tmp_p
         # starts it afresh instead of being refused for the settings of the failed one.
         (_flags(model, tmp_path / "typo", out), f"task mrpc: no train file 'train.tsv' in data_dir "
          f"'{tmp_path / 'typo'}' ({tmp_path / 'typo' / 'train.tsv'} does not exist)"),
+        # A run of the search names its own settings as flags, once: not the search's as well.
+        (_flags(model, data, out, max_seq_length=4096), "--max_seq_length=4096 vs max_position_embeddings of "
+         f"--bert_config_file={model}/bert_config.json: Cannot use sequence length 4096 because the BERT model was "
+         "only trained up to sequence length 24 (max_position_embeddings)"),
         (_flags(model, data, out, num_train_epochs="0.5,1"),
          "8 training examples / --train_batch_size=8 x --num_train_epochs=0.5 gives no training step"),
         # Each run's loss NaN at its second step: each recorded as diverged, then no run to choose.

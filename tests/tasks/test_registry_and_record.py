@@ -254,3 +254,12 @@ def test_resuming_into_a_run_of_another_kind_names_the_kinds(tmp_path):
     mrpc = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"))
     with pytest.raises(ValueError, match=r"holds a run of task 'squad' with kind 'squad', not 'classifier'"):
         check_earlier_run(str(tmp_path), mrpc, ("label_kind", "labels"))
+
+
+def test_a_record_without_a_kind_is_the_first_releases_classifier_and_an_empty_kind_is_refused(tmp_path):
+    (tmp_path / run_record.FILE_NAME).write_text(json.dumps({"task_name": "mrpc", "labels": ["0", "1"]}))
+    assert run_record.read(tmp_path).kind == "classifier"
+    for bad in ({"task_name": "t", "kind": ""}, {"task_name": "t", "model": ""}):
+        (tmp_path / run_record.FILE_NAME).write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match="unknown fine-tuning task kind ''"):
+            run_record.read(tmp_path)

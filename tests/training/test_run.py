@@ -113,3 +113,29 @@ def test_other_lora_settings_are_refused(tmp_path):
                                 SAME) == []
     with pytest.raises(ValueError, match=r"^lora_rank=4, lora_alpha=4.0, but .* with lora_rank=4, lora_alpha=8.0:"):
         run.check_earlier_run(str(tmp_path), dataclasses.replace(MRPC, lora_rank=4), SAME)
+
+
+def test_a_run_stopped_before_its_first_checkpoint_may_be_run_again_with_other_settings(tmp_path):
+    import tensorflow as tf
+
+    from bert_tf.runs.record import write_training_settings
+    from bert_tf.training.run import check_resumed_settings
+
+    write_training_settings(str(tmp_path), {"learning_rate": 1e-3, "input_file": ["/d/a.tfrecord"]})
+    # No step was taken: nothing to resume, the rerun may correct any setting.
+    assert check_resumed_settings(str(tmp_path), {"learning_rate": 2e-3, "input_file": ["/d/b.tfrecord"]}) == []
+    tf.train.Checkpoint(v=tf.Variable(1.0)).save(str(tmp_path / "ckpt"))
+    with pytest.raises(ValueError, match=r"^input_file=\['/d/b.tfrecord'\], but the run in output_dir=.* was trained "
+                                         r"with input_file=\['/d/a.tfrecord'\]: a resumed run"):
+        check_resumed_settings(str(tmp_path), {"input_file": ["/d/b.tfrecord"]})
+
+
+def test_the_length_warning_names_the_flag_where_the_caller_writes_flags(tmp_path):
+    from bert_tf.errors import reported
+
+    MRPC.write(str(tmp_path))
+    longer = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), max_seq_length=256)
+    with reported(flag_names=("max_seq_length",)):
+        warnings = run.check_earlier_run(str(tmp_path), longer, ("labels",))
+    assert warnings == [f"--max_seq_length=256, but the model in {tmp_path} was fine-tuned with 128: inputs are cut "
+                        "differently"]

@@ -21,8 +21,8 @@ KIND = TaskKind(
     fine_tuning="bert_tf.tasks.classifier.fine_tuning:ClassifierFineTuning",
     settings="bert_tf.tasks.classifier.settings:Settings", model_args=_outputs,
     label_kinds=("single", "regression", "multi"),
-    # A record that names no kind ("": no "model" either) was written by the first release, which
+    # A record that names no kind (no "model" either) was written by the first release, which
     # fine-tuned classifiers only.
-    legacy_names=("",),
+    unnamed_records=True,
     hf_architecture="BertForSequenceClassification", hf_head="classifier", from_original=True,
 )
