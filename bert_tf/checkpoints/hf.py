@@ -358,8 +358,9 @@ def check_output_folder(folder):
 def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_config=None):
     """Writes `model` (a BertEncoder, BertPretrainer or task model; `record`: its run record,
     for the label names) as the Hugging Face folder `folder`: config.json, model.safetensors,
-    vocab.txt (a copy of `vocab_file`) and tokenizer_config.json; a BertSentenceEmbedder also
-    its sentence-transformers modules (`sentence_transformers.embedder_files`). The files are written into a
+    vocab.txt (a copy of `vocab_file`) and tokenizer_config.json, and the files its kind needs
+    beside them (`TaskKind.files_beside`: a sentence embedder's sentence-transformers modules). The
+    files are written into a
     temporary folder beside it, renamed onto `folder` when complete (a folder this function
     wrote before is replaced; any other that is not empty is refused, `check_output_folder`).
     Returns transformers' class of the model written."""
@@ -372,8 +373,9 @@ def write_folder(model, folder, vocab_file, do_lower_case, record=None, bert_con
     pad = tokens.index("[PAD]") if "[PAD]" in tokens else 0
     tokenizer = {"do_lower_case": bool(do_lower_case), "tokenizer_class": _TOKENIZERS[0],
                  "model_max_length": config.max_position_embeddings}
+    kind = registry.of_model(model)
     files = {CONFIG: config_json(model, config, record, pad), TOKENIZER_CONFIG: tokenizer,
-             **sentence_transformers.embedder_files(model, record, config)}
+             **(kind.files_beside(model, record, config) if kind is not None else {})}
 
     def write(staging):
         hf_weights.write_safetensors(tensors, os.path.join(staging, hf_weights.SAFETENSORS))

@@ -52,6 +52,10 @@ class TaskKind:
         folder_record: "module:function" that reads another program's folder as a run of the
             kind (f(folder, casing, bert_config) -> RunRecord or None; see `read_folder`); "":
             none is.
+        folder_files: "module:function" giving the files another program needs beside a
+            Hugging Face folder's weights to read the kind's model (f(model, record, bert_config)
+            -> {relative path: JSON value, or None for a folder}: the sentence embedder's
+            sentence-transformers modules); "": none.
         model_args: record -> the model's constructor arguments.
         legacy_names: What earlier run records called the kind (their "model" field).
         unnamed_records: Whether a record that names no kind at all (no "kind", no "model": the
@@ -80,6 +84,7 @@ class TaskKind:
     settings: str = ""
     from_original: bool = False
     folder_record: str = ""
+    folder_files: str = ""
     model_args: callable = lambda record: {}
     legacy_names: tuple = ()
     unnamed_records: bool = False
@@ -137,6 +142,20 @@ class TaskKind:
             this one.
         """
         return _load(self.folder_record)(folder, casing, bert_config) if self.folder_record else None
+
+    def files_beside(self, model, record, bert_config):
+        """The files another program needs beside a Hugging Face folder's weights.
+
+        Args:
+            model: The kind's model.
+            record: Its run's RunRecord, or None.
+            bert_config: Its BertConfig.
+
+        Returns:
+            {relative path: JSON value, or None for a folder without a file}; {} when the kind
+            names none (`folder_files`).
+        """
+        return _load(self.folder_files)(model, record, bert_config) if self.folder_files else {}
 
     def export(self, model, record, **options):
         """Writes a fine-tuned model as a SavedModel, with the kind's exporter.

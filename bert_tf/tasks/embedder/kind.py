@@ -12,6 +12,7 @@ KIND = TaskKind(
     fine_tuning="bert_tf.tasks.embedder.fine_tuning:EmbedderFineTuning",
     settings="bert_tf.tasks.embedder.settings:Settings",
     folder_record="bert_tf.tasks.embedder.run:folder_record",
+    folder_files="bert_tf.checkpoints.sentence_transformers:embedder_files",
     model_args=lambda record: {"pooling": record.pooling or "mean", "normalize": bool(record.normalize)},
     dev_metrics=("mrr_at_10", "spearman"),
 )
