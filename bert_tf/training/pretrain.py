@@ -140,22 +140,6 @@ def _check_resume(settings, training):
         logging.warning("%s", warning)
 
 
-def _keeping(run, output_dir, training, on_log):
-    """`on_log` that first writes `training` into output_dir, at the first step (the chief only):
-    before the first checkpoint, so that every checkpoint has them beside it, and after the start,
-    so that a run that fails to start leaves nothing that a corrected rerun would be held to."""
-    written = []
-
-    def log(step, logs):
-        if not written and run.is_chief:
-            run_record.write_training_settings(output_dir, training)
-            written.append(True)
-        if on_log is not None:
-            on_log(step, logs)
-
-    return log
-
-
 def pretrain(settings):
     """Pre-trains and evaluates as `settings` say: run_pretraining.py's run.
 
@@ -216,8 +200,11 @@ def pretrain(settings):
 
     if s.do_train:
         fields = {"loss": "loss", "mlm_acc": "masked_lm_accuracy", "seq_per_s": "examples_per_second"}
+        from bert_tf.training.run import writing_first
+
+        keep = lambda: run_record.write_training_settings(s.output_dir, training)  # noqa: E731
         train = lambda progress: run.train(  # noqa: E731
-            train_files, s.init_checkpoint, on_log=_keeping(run, s.output_dir, training, progress))[0]
+            train_files, s.init_checkpoint, on_log=writing_first(run, keep, progress))[0]
         _guarded(s, train_files, lambda: prepare.with_progress(run, s, fields, train))
     else:
         logging.info("Evaluating: %s", prepare.restore(run, s.init_checkpoint))

@@ -191,6 +191,26 @@ def train_or_restore(
     (the model ready: e.g. to report `trainer.parameters()`)."""
     if not do_train:
         return restore_trained(trainer, init_checkpoint)
+    status, _ = trainer.train(train_data, init_checkpoint, on_log=writing_first(trainer, write_files, on_log),
+                              on_start=on_start)
+    return status
+
+
+def writing_first(trainer, write_files, on_log=None):
+    """An `on_log` for `trainer.train` that calls `write_files()` at the first logged step.
+
+    After the first step, so that a run that fails to start leaves nothing a corrected rerun is
+    held to; before the first checkpoint, so that every checkpoint has the files beside it. The
+    chief only writes.
+
+    Args:
+        trainer: The Trainer (its `is_chief`).
+        write_files: A function of no argument.
+        on_log: None, or the `on_log(step, logs)` called after it at every logged step.
+
+    Returns:
+        The `on_log(step, logs)` to pass to `trainer.train`.
+    """
     written = []
 
     def log(step, logs):
@@ -200,8 +220,7 @@ def train_or_restore(
         if on_log is not None:
             on_log(step, logs)
 
-    status, _ = trainer.train(train_data, init_checkpoint, on_log=log, on_start=on_start)
-    return status
+    return log
 
 
 def training_steps(num_examples, train_batch_size, num_train_epochs, warmup_proportion):
