@@ -452,7 +452,16 @@ def test_no_task_is_named_below_the_tasks():
     for top in ("training", "export", "checkpoints", "runs"):
         for module, path in _modules(os.path.join("bert_tf", top)).items():
             with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read(), path)
-            found += [f"{module}:{node.lineno} {node.value!r}" for node in ast.walk(tree)
-                      if isinstance(node, ast.Constant) and node.value in names]
+                found += [f"{module}:{line}" for line in _task_names(ast.parse(f.read(), path), names)]
     assert not found, found
+
+
+def _task_names(tree, names):
+    """`lineno 'name'` of each string constant of `tree` that is one of `names`."""
+    return [f"{node.lineno} {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in names]
+
+
+def test_the_task_name_check_sees_a_compared_name_and_not_prose():
+    source = '"""squad runs."""\nif kind == "squad":\n    x = f"a {kind} run"\n'
+    assert _task_names(ast.parse(source), {"squad"}) == ["2 'squad'"]

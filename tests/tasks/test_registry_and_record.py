@@ -239,6 +239,10 @@ def test_the_record_is_written_from_the_tasks_settings_and_read_back_into_them(t
         # A field marked FROM_SETTINGS defaults to its setting's default: the two cannot drift.
         defaults = {f.name: f.default for f in dataclasses.fields(settings_class)}
         assert kind.settings_fields and all(kind.record_defaults[n] == defaults[n] for n in kind.settings_fields)
+        # ... and those are the original's flag defaults (run_squad.py), and sentence-transformers'.
+        assert {n: kind.record_defaults[n] for n in kind.settings_fields} == {
+            "squad": {"version_2_with_negative": False, "doc_stride": 128, "max_query_length": 64},
+            "embedder": {"pooling": None, "normalize": False, "similarity_scale": 20.0}}[kind.name]
         settings = settings_class(output_dir=str(tmp_path / kind.name), **values)
         recorded = {name: getattr(settings, name) for name in ("do_lower_case", "max_seq_length",
                                                                *kind.settings_fields)}
