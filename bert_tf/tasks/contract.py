@@ -225,6 +225,20 @@ class FineTuning:
         """
         return values
 
+    def log_windows(self, name, counts):
+        """Logs how a set's texts fill their windows (`--max_windows`): texts, windows, and the
+        texts cut at their last window.
+
+        Args:
+            name: The set ("train", "dev", ...).
+            counts: `(windows, cut)` per text (int arrays `[texts]`), or None without windows.
+        """
+        if counts is None:
+            return
+        windows, cut = counts
+        logging.info("%s: %d texts in %d windows (at most %d); %d cut at --max_windows=%d", name, len(windows),
+                     int(windows.sum()), int(windows.max(initial=0)), int(cut.sum()), self.settings.max_windows)
+
     @staticmethod
     def announce(action, count, unit="examples", name=""):
         """Logs a set's start: `***** Running evaluation (mismatched): 12 examples *****`.

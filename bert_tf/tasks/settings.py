@@ -10,7 +10,7 @@ padding; here, the data folder and tensorflow-datasets for the tasks that read t
 from bert_tf.fields import SEARCH, Settings, setting, settings_class
 from bert_tf.training.groups import Evaluation, Lora, Padding, RunSettings, Search, Sources, Tpu, Training
 
-__all__ = ["DataDir", "Evaluation", "FineTuningSettings", "RunSettings", "Tfds"]
+__all__ = ["DataDir", "Evaluation", "FineTuningSettings", "RunSettings", "Tfds", "Windows"]
 
 
 @settings_class
@@ -27,6 +27,24 @@ class Tfds(Settings):
     tfds_name: str = setting(None, "Read the data through tensorflow-datasets.", kind=str, shared=SEARCH, order=4.6)
     tfds_data_dir: str = setting(None, "tensorflow-datasets' data_dir (default: its own).", kind=str)
     tfds_download: bool = setting(False, "Download and prepare the --tfds_name dataset if it is not there yet.")
+
+
+@settings_class
+class Windows(Settings):
+    """Texts longer than --max_seq_length read as overlapping windows of it
+    (`bert_tf.preprocessing.text_windows`)."""
+
+    max_windows: int = setting(1, "How many windows of --max_seq_length a text may take; its pieces past the last "
+                               "one are cut (and counted in the log). 1: the original's truncation.", shared=SEARCH,
+                               order=19)
+    doc_stride: int = setting(None, "With --max_windows above 1, the pieces between window starts, as run_squad.py's "
+                              "flag (default: half of --max_seq_length).", kind=int, shared=SEARCH, order=19.1)
+
+    def window_stride(self):
+        """The stride windows take: `doc_stride`, or half of `max_seq_length` without one."""
+        from bert_tf.preprocessing.text_windows import default_stride
+
+        return self.doc_stride if self.doc_stride is not None else default_stride(self.max_seq_length)
 
 
 @settings_class

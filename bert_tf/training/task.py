@@ -38,6 +38,12 @@ class Task(abc.ABC):
         "train" (shuffled with `seed`, repeated forever, the first `skip_batches` skipped
         cheaply), "eval" or "predict" (every example once; see `ordered_batches`)."""
 
+    def call_model(self, model, x, training):
+        """The model's outputs on a batch's inputs `x`, as the loss, metrics and predictions read
+        them. The default calls the model; a task whose batches hold more than the model's inputs
+        (windows of long texts, which it pools into one row per text) says how."""
+        return model(x, training=training)
+
     def normalizers(self, labels):
         """Per-batch values summed over the whole global batch (every replica and micro-batch)
         before the loss is computed: what the loss divides by."""

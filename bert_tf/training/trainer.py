@@ -249,7 +249,7 @@ class Trainer:
 
     def _forward(self, x, training):  # traced in the context: the graph keeps skipping the padding
         with padding_skipped(self.model, self.settings.skip_padding):
-            return self.model(x, training=training)
+            return self.task.call_model(self.model, x, training)
 
     def _distribute(self, data, mode, global_batch, skip_batches=0):
         def make(context):

@@ -40,7 +40,8 @@ class ClassifierFineTuning(FineTuning):
     def record(self, group_by_length):
         f = self.settings
         self.run_record = run.classifier_record(self.processor, self.inputs.pair, f.do_lower_case, f.max_seq_length,
-                                                group_by_length)
+                                                group_by_length, max_windows=f.max_windows, doc_stride=f.doc_stride,
+                                                window_pooling=f.window_pooling)
         return self.run_record
 
     def fields_to_match(self, do_train):
@@ -51,6 +52,11 @@ class ClassifierFineTuning(FineTuning):
 
     def encode(self, task):
         self.features = run.encode_inputs(self.inputs)
+        sets = {"train": self.features.train, **{f"dev {k}".strip(): v for k, v in self.features.dev.items()},
+                **{f"test {k}".strip(): v for k, v in self.features.test.items()}}
+        for name, data in sets.items():
+            if data is not None:
+                self.log_windows(name, task.window_counts(data))
         return len(self.inputs.train or ())
 
     def describe(self):

@@ -19,6 +19,7 @@ import tensorflow as tf
 from bert_tf.data.batching import array_dataset
 from bert_tf.data.lengths import cut_padding
 from bert_tf.models.bert_encoder import INPUT_NAMES
+from bert_tf.preprocessing.text_windows import WINDOW_COUNT, WINDOW_CUT, WINDOW_TEXT, WindowPacker
 
 # Examples tokenized per batch when their lengths are measured (`packed_lengths`).
 _LENGTH_BATCH = 1024
@@ -94,29 +95,55 @@ def classifier_dataset(features, pack, batch_size, mode, input_context=None, see
 def packed_lengths(features, pack, keys=("text_a", "text_b")):
     """int32 `[n]`: how many tokens (padding excluded) `pack(*features[k] for k in keys)` gives
     each row of `features`; `pack` may return `input_mask` of any rank (SWAG: `[batch, choices,
-    seq]`, a row's longest choice counts). Tokenizes every row once, in batches."""
+    seq]`, a row's longest choice counts), or the windows of each row (`WindowPacker`: a row's
+    windows' tokens add up). Tokenizes every row once, in batches."""
     ds = tf.data.Dataset.from_tensor_slices({k: features[k] for k in keys}).batch(_LENGTH_BATCH)
 
     def length(batch):
-        mask = tf.cast(pack(*(batch[k] for k in keys))["input_mask"], tf.int32)
+        packed = pack(*(batch[k] for k in keys))
+        mask = tf.cast(packed["input_mask"], tf.int32)
+        if WINDOW_TEXT in packed:
+            count = packed[WINDOW_COUNT]
+            return tf.math.unsorted_segment_sum(tf.reduce_sum(mask, -1), packed[WINDOW_TEXT], tf.size(count))
         return tf.reduce_max(tf.reshape(tf.reduce_sum(mask, -1), [tf.shape(mask)[0], -1]), -1)
 
     lengths = [b.numpy() for b in ds.map(length, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)]
     return np.concatenate(lengths).astype(np.int32)
 
 
+def window_counts(features, pack, keys=("text_a", "text_b")):
+    """`(windows, cut)`, int32 `[n]` each: the windows `pack` (a `WindowPacker`) cuts each row of
+    `features` into, and 1 where the row's text goes past its last window. Tokenizes every row
+    once, in batches."""
+    ds = tf.data.Dataset.from_tensor_slices({k: features[k] for k in keys}).batch(_LENGTH_BATCH)
+
+    def counts(batch):
+        packed = pack(*(batch[k] for k in keys))
+        return packed[WINDOW_COUNT], packed[WINDOW_CUT]
+
+    out = list(ds.map(counts, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).as_numpy_iterator())
+    if not out:
+        return np.zeros([0], np.int32), np.zeros([0], np.int32)
+    return tuple(np.concatenate([o[i] for o in out]).astype(np.int32) for i in range(2))
+
+
 class TextPacker:
-    """`(text_a, text_b)` string batches -> encoder inputs, as `convert_single_example`.
+    """`(text_a, text_b)` string batches -> encoder inputs, as `convert_single_example` (or, with
+    `windows`, a `WindowPacker`'s windows of each text).
 
     tokenizer: a `bert_tf.preprocessing.BertTokenizer`; packer: a `BertPackInputs`;
-    pair: whether text_b is packed (single-sentence tasks pack A alone).
+    pair: whether text_b is packed (single-sentence tasks pack A alone); windows: None, or
+    `(max_windows, stride)` to pack the windows of texts longer than the packer's length.
     """
 
-    def __init__(self, tokenizer, packer, pair):
+    def __init__(self, tokenizer, packer, pair, windows=None):
         self.tokenizer, self.packer, self.pair = tokenizer, packer, pair
+        self.windows = WindowPacker(tokenizer, packer, pair, *windows) if windows else None
         self._function = None
 
     def __call__(self, text_a, text_b):
+        if self.windows is not None:
+            return self.windows(text_a, text_b)
         segments = [self.tokenizer(text_a)]
         if self.pair:
             segments.append(self.tokenizer(text_b))

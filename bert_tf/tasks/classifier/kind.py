@@ -2,7 +2,7 @@
 record fields, Task, exporter, FineTuning and settings."""
 
 from bert_tf.models import BertClassifier
-from bert_tf.runs.kinds import TaskKind
+from bert_tf.runs.kinds import FROM_SETTINGS, TaskKind
 
 # run_classifier.create_model's top-level head variables; the token classifier (one output per tag)
 # and the multiple-choice model (one score) use the classifier's.
@@ -15,7 +15,9 @@ def _outputs(record):
 
 KIND = TaskKind(
     name="classifier", script="run_classifier.py", model_class=BertClassifier, head_layer="classifier",
-    head_names=CLASSIFIER_HEAD, record_fields={"label_kind": "single", "labels": (), "pair": True},
+    head_names=CLASSIFIER_HEAD, record_fields={"label_kind": "single", "labels": (), "pair": True,
+                                               **dict.fromkeys(("max_windows", "doc_stride", "window_pooling"),
+                                                               FROM_SETTINGS)},
     task="bert_tf.tasks.classifier.task:ClassifierTask",
     exporter="bert_tf.tasks.classifier.export:export_run",
     fine_tuning="bert_tf.tasks.classifier.fine_tuning:ClassifierFineTuning",

@@ -95,13 +95,14 @@ def read_inputs(processor, splits, data_dir=None, tfds_name=None, tfds_data_dir=
     )
 
 
-def classifier_record(processor, pair, do_lower_case, max_seq_length, group_by_length=False):
+def classifier_record(processor, pair, do_lower_case, max_seq_length, group_by_length=False, **windows):
     """The run record of a classification run: its task, labels, whether it packs pairs and
-    groups its training batches by length."""
+    groups its training batches by length, and how it reads long texts (`windows`: max_windows,
+    doc_stride, window_pooling; absent: one window, the original's truncation)."""
     return RunRecord(
         kind="classifier", task_name=processor.task_name or type(processor).__name__,
         label_kind=processor.label_kind, labels=processor.get_labels(), pair=pair,
-        do_lower_case=do_lower_case, max_seq_length=max_seq_length, group_by_length=group_by_length,
+        do_lower_case=do_lower_case, max_seq_length=max_seq_length, group_by_length=group_by_length, **windows,
     )
 
 
@@ -138,12 +139,13 @@ def encode_inputs(inputs: ClassifierInputs):
 
 def build_task(config, processor, record: RunRecord, vocab_file, length_bucket=None):
     """The ClassifierTask of `record` (labels, kind, casing, max_seq_length, pairs, grouping by
-    length), reporting the processor's `metrics` or else what GLUE reports for its task (MRPC: F1,
-    CoLA: MCC); batches cut to a multiple of `length_bucket` (None: max_seq_length)."""
+    length, windows), reporting the processor's `metrics` or else what GLUE reports for its task
+    (MRPC: F1, CoLA: MCC); batches cut to a multiple of `length_bucket` (None: max_seq_length)."""
     return ClassifierTask(
         config, record.labels, record.label_kind, vocab_file=vocab_file, do_lower_case=record.do_lower_case,
         max_seq_length=record.max_seq_length, pair=record.pair, length_bucket=length_bucket,
-        group_by_length=record.group_by_length,
+        group_by_length=record.group_by_length, max_windows=record.max_windows, doc_stride=record.doc_stride,
+        window_pooling=record.window_pooling,
         extra_metrics=getattr(processor, "metrics", None) or METRIC_FOR_GLUE_TASK.get(processor.submission_name, ()),
     )
 

@@ -1,13 +1,14 @@
 """run_classifier.py's settings: sentence (pair) classification."""
 
 from bert_tf.fields import SEARCH, like, setting, settings_class
-from bert_tf.tasks.settings import DataDir, Evaluation, FineTuningSettings, Tfds, tfds_help
+from bert_tf.preprocessing.text_windows import WINDOW_POOLING
+from bert_tf.tasks.settings import DataDir, Evaluation, FineTuningSettings, Tfds, Windows, tfds_help
 
 __all__ = ["Settings"]
 
 
 @settings_class
-class Settings(FineTuningSettings, Evaluation, DataDir, Tfds):
+class Settings(FineTuningSettings, Evaluation, DataDir, Tfds, Windows):
     """Fine-tuning a sentence (pair) classifier: GLUE, XNLI, multi-label and registered tasks."""
 
     kind = "classifier"
@@ -20,3 +21,6 @@ class Settings(FineTuningSettings, Evaluation, DataDir, Tfds):
     labels_file: str = setting(None, "multilabel: the label names, one per line.", kind=str, shared=SEARCH, path=True,
                                order=4.3)
     task_module: str = setting(None, "A Python module to import first; it registers more tasks.", kind=str)
+    window_pooling: str = setting("max", "With --max_windows above 1, how the windows' logits become the text's one "
+                                  "prediction: their maximum or their mean.", choices=WINDOW_POOLING, shared=SEARCH,
+                                  order=19.2)

@@ -17,8 +17,17 @@ import tensorflow as tf
 
 from bert_tf.errors import shown
 from bert_tf.models import BertClassifier, BertEncoder
+from bert_tf.models.bert_encoder import INPUT_NAMES
+from bert_tf.preprocessing.text_windows import (
+    WINDOW_COUNT,
+    WINDOW_POOLING,
+    WINDOW_TEXT,
+    check_windows,
+    default_stride,
+    pool_windows,
+)
 from bert_tf.tasks.classifier import metrics
-from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker, classifier_dataset, packed_lengths
+from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker, classifier_dataset, packed_lengths, window_counts
 from bert_tf.training.settings import padding_settings
 from bert_tf.training.task import Task
 
@@ -38,13 +47,17 @@ class ClassifierTask(Task):
     `eval_<name>` (e.g. ("f1",) for MRPC). length_bucket: every batch is cut to its longest
     sequence rounded up to a multiple of it (None: max_seq_length, the original's fixed shapes);
     group_by_length: training batches of examples of similar length (`padding_settings`).
+    max_windows / doc_stride / window_pooling: a text longer than max_seq_length is read as up
+    to max_windows windows of it, doc_stride pieces apart (`bert_tf.preprocessing.text_windows`);
+    its prediction is the "max" or "mean" of its windows' logits, and training learns from the
+    text's label through that pooled prediction. max_windows 1: the original's truncation.
     """
 
     sum_names = ("loss_sum", "correct", "examples")
 
     def __init__(self, bert_config, labels, label_kind="single", vocab_file=None, do_lower_case=True,
                  max_seq_length=128, pair=True, extra_metrics=(), dropout_rate=0.1, length_bucket=None,
-                 group_by_length=False):
+                 group_by_length=False, max_windows=1, doc_stride=None, window_pooling="max"):
         from bert_tf.preprocessing import text_preprocessing
 
         if label_kind not in LABEL_KINDS:
@@ -66,10 +79,16 @@ class ClassifierTask(Task):
         if length_bucket is not None:
             padding_settings(length_bucket)  # a ValueError naming the setting
         self.length_bucket, self.group_by_length = length_bucket, group_by_length
+        doc_stride = default_stride(max_seq_length) if doc_stride is None else doc_stride
+        check_windows(max_windows, doc_stride, max_seq_length)
+        if window_pooling not in WINDOW_POOLING:
+            raise ValueError(f"{shown.window_pooling}={window_pooling!r} is not one of {', '.join(WINDOW_POOLING)}")
+        self.max_windows, self.doc_stride, self.window_pooling = max_windows, doc_stride, window_pooling
         self.pack = None
         if vocab_file is not None:
             tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, max_seq_length, bert_config.vocab_size)
-            self.pack = TextPacker(tokenizer, packer, pair)
+            windows = (max_windows, doc_stride) if max_windows > 1 else None
+            self.pack = TextPacker(tokenizer, packer, pair, windows)
 
     def build_model(self):
         encoder = BertEncoder.from_bert_config(self.bert_config)
@@ -83,6 +102,20 @@ class ClassifierTask(Task):
         return classifier_dataset(
             data, pack, batch_size, mode, input_context, seed, skip_batches, self.length_bucket, lengths
         )
+
+    def call_model(self, model, x, training):
+        if WINDOW_TEXT not in x:
+            return model(x, training=training)
+        logits = model({name: x[name] for name in INPUT_NAMES}, training=training)  # [windows, outputs]
+        return pool_windows(tf.cast(logits, tf.float32), x[WINDOW_TEXT], tf.size(x[WINDOW_COUNT]),
+                            self.window_pooling)  # [texts, outputs]
+
+    def window_counts(self, data):
+        """`(windows, cut)` of each text of `data` (`encode_examples`' dict), int32 `[n]` each:
+        its windows, and 1 where it goes past its last one; None without windows."""
+        if self.pack is None or self.pack.windows is None:
+            return None
+        return window_counts(data, self.pack.traced)
 
     # -----------------------------------------------------------------------------------------
     # Loss and metrics
