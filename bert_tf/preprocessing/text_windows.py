@@ -56,6 +56,13 @@ def default_stride(seq_length):
     return max(1, seq_length // 2)
 
 
+def record_windows(record, seq_length):
+    """`(max_windows, stride)` of a run's record (its `max_windows` and `doc_stride` fields) for
+    windows of `seq_length`: the record's stride, else half of `seq_length`."""
+    stride = record.doc_stride if record.doc_stride is not None else default_stride(seq_length)
+    return record.max_windows, stride
+
+
 def _take(segment, rows, starts, lengths):
     """int32 ragged `[windows, (pieces)]`: `segment[rows[w], starts[w]:starts[w] + lengths[w]]`."""
     first = tf.gather(tf.cast(segment.row_starts(), tf.int64), rows) + starts

@@ -26,6 +26,10 @@ BEST = "best"
 RESUMED_FIELDS = ("max_seq_length", "group_by_length")
 _COMMON = ("kind", "task_name", "do_lower_case", "max_seq_length")
 _LORA = ("lora_rank", "lora_alpha")  # kept by LoRA runs only
+# The settings of long texts' windows (`bert_tf.tasks.settings.Windows`), in the kinds that have
+# them: kept by runs that read more than one window only, so a run that cuts its texts, as the
+# original, writes the file it wrote.
+_WINDOWS = ("max_windows", "doc_stride", "window_pooling")
 
 
 def lora_settings(lora_rank=0, lora_alpha=None):
@@ -126,8 +130,11 @@ class RunRecord:
 
     def to_dict(self):
         """The fields every run keeps and those of its kind (as written to the file), but for
-        an option the run did not take (None; LoRA's when lora_rank is 0; group_by_length when False)."""
+        an option the run did not take (None; LoRA's when lora_rank is 0; group_by_length when False;
+        the windows' when max_windows is 1)."""
         names = _COMMON + tuple(self.task_kind.record_defaults) + (_LORA if self.lora_rank else ())
+        if "max_windows" in self.task_kind.record_defaults and self.max_windows == 1:
+            names = tuple(name for name in names if name not in _WINDOWS)
         names += ("group_by_length",) if self.group_by_length else ()
         values = {name: getattr(self, name, None) for name in names}
         return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items() if v is not None}

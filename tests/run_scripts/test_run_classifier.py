@@ -475,3 +475,79 @@ def test_lora_learns_resumes_exactly_after_kill_and_exports_merged(tmp_path, mod
     for (_, message), outcome, i in zip(cases, _run_cases(argvs), range(len(cases)), strict=True):
         assert outcome.startswith("run_classifier.py: error: ") and message in outcome, outcome
         assert not (tmp_path / f"bad{i}").exists()
+
+
+# Texts longer than the window: the label is decided by "cat" or "dog" at a random place. Words
+# of one piece each, so that a text's pieces are its words.
+LONG_FILL = [w for w in FILL if not w.startswith("run")]
+
+
+def _long_text(rng, words, animal=None):
+    text = [rng.choice(LONG_FILL) for _ in range(words)]
+    if animal:
+        text[rng.randrange(words)] = animal
+    return " ".join(text)
+
+
+def write_long_sst2(directory, seed=0, n_train=96, n_dev=32, test_words=(1, 3, 5, 30, 300, 5000)):
+    """SST-2's layout; each train/dev text 25 to 45 words with its label's animal somewhere in it.
+    The test texts have `test_words` words each (the short ones fit one window of 12)."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train", n_train), ("dev", n_dev)):
+        rows = []
+        for _ in range(n):
+            label = rng.randrange(2)
+            rows.append(f"{_long_text(rng, rng.randrange(25, 46), 'cat' if label else 'dog')}\t{label}")
+        (directory / f"{name}.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    test = [_long_text(rng, n, rng.choice(["cat", "dog"])) for n in test_words]
+    lines = [f"{i}\t{text}" for i, text in enumerate(test)]
+    (directory / "test.tsv").write_text("index\tsentence\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return test
+
+
+def test_long_texts_are_read_as_windows_learnt_resumed_exported_and_served_at_any_length(tmp_path, model_dir):
+    import tensorflow as tf
+
+    data = tmp_path / "LONG"
+    test_texts = write_long_sst2(data)
+    # 12 positions: 10 pieces a window, 5 apart; a text of 5,000 words takes 999 windows.
+    flags = dict(task_name="SST-2", max_seq_length=12, max_windows=1000, doc_stride=5, num_train_epochs=30,
+                 train_batch_size=8, save_checkpoints_steps=48, predict_batch_size=2)
+    straight = tmp_path / "straight"
+    result = run_script("run_classifier.py", *_flags(model_dir, data, straight, **flags))
+    assert result.returncode == 0, result.stderr[-3000:]
+    # 1, 1, 1, 5, 59 and 999 windows.
+    assert "test: 6 texts in 1066 windows (at most 999); 0 cut at --max_windows=1000" in result.stderr
+    # The animal is past the first window in most texts: the windows read it.
+    assert float(_results(straight)["eval_accuracy"]) > 0.9
+    probabilities = _probabilities(straight)
+    assert probabilities.shape == (6, 2)  # one row per text
+    record = json.loads((straight / "fine_tuning_task.json").read_text())
+    assert (record["max_windows"], record["doc_stride"], record["window_pooling"]) == (1000, 5, "max")
+
+    # kill -9 mid-training, then the same command: it resumes and ends bit-identical.
+    resumed = tmp_path / "resumed"
+    again = killed_and_rerun("run_classifier.py", _flags(model_dir, data, resumed, **flags), resumed)
+    assert "Training resumed from" in again.stderr
+    assert (resumed / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
+
+    # The export reads texts of 1 to 5,000 words as the script did.
+    served = tmp_path / "served"
+    result = run_script("export_saved_model.py", "--export_type=classifier", f"--init_checkpoint={straight}",
+                        f"--export_dir={served}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = tf.saved_model.load(str(served)).signatures["serving_default"](text_a=tf.constant(test_texts))
+    np.testing.assert_allclose(out["probabilities"].numpy(), probabilities, atol=1e-5)
+    assert out["windows"].numpy().tolist() == [1, 1, 1, 5, 59, 999]
+
+    # The trained model read with one window: the texts that fit it get the same probabilities.
+    # With two, the texts past them are cut and counted.
+    checkpoint = straight / f"ckpt-{_results(straight)['global_step']}"
+    for max_windows, line in ((1, None), (2, "test: 6 texts in 9 windows (at most 2); 3 cut at --max_windows=2")):
+        cut = tmp_path / f"cut{max_windows}"
+        result = run_script("run_classifier.py", *_flags(model_dir, data, cut, **{
+            **flags, "do_train": False, "do_eval": False, "init_checkpoint": checkpoint, "max_windows": max_windows}))
+        assert result.returncode == 0, result.stderr[-3000:]
+        np.testing.assert_allclose(_probabilities(cut)[:3], probabilities[:3], atol=1e-6)
+        assert line is None or line in result.stderr

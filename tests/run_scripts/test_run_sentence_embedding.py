@@ -467,3 +467,52 @@ def test_fine_tuning_a_pretrained_encoder_on_the_pairs_set_retrieves_better_than
     assert result.returncode == 0, result.stderr[-3000:]
     untuned, tuned = _results(before), _results(after)
     assert tuned["recall_at_1"] > untuned["recall_at_1"] and tuned["mrr_at_10"] > untuned["mrr_at_10"], (untuned, tuned)
+
+
+def _long(rng, words, topic):
+    text = [rng.choice(FILL) for _ in range(words)]
+    text[rng.randrange(words)] = topic
+    return " ".join(text)
+
+
+def test_long_texts_are_embedded_over_windows_in_the_run_and_its_export(tmp_path, model_dir):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 - its ops
+
+    rng = random.Random(5)
+    data = tmp_path / "long"
+    data.mkdir()
+    # The topic word anywhere in 10 to 20 words: past the first window of 12 positions in half.
+    train = [(_long(rng, rng.randrange(10, 21), t), _long(rng, rng.randrange(10, 21), t)) for t in TOPICS * 3]
+    (data / "train.tsv").write_text("anchor\tpositive\n" + "".join(f"{a}\t{p}\n" for a, p in train))
+    dev = [(_long(rng, 15, t), _long(rng, 15, t)) for t in TOPICS]
+    (data / "dev.tsv").write_text("anchor\tpositive\n" + "".join(f"{a}\t{p}\n" for a, p in dev))
+    texts = [_long(rng, n, "river") for n in (1, 4, 9, 35, 600)]
+    (data / "test.tsv").write_text("text\n" + "".join(f"{t}\n" for t in texts))
+    out = tmp_path / "run"
+    flags = dict(max_seq_length=12, max_windows=100, doc_stride=5, normalize=True, num_train_epochs=30)
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, out, **flags))
+    assert result.returncode == 0, result.stderr[-3000:]
+    # 1, 1, 1, 1 + ceil(25 / 5) and 1 + ceil(590 / 5) windows, the last cut at 100.
+    assert "test: 5 texts in 109 windows (at most 100); 1 cut at --max_windows=100" in result.stderr
+    assert _results(out)["recall_at_1"] >= 0.3  # chance: 1 in 20
+    record = json.loads((out / "fine_tuning_task.json").read_text())
+    assert (record["max_windows"], record["doc_stride"]) == (100, 5)
+    embeddings = np.load(out / "test_embeddings.npy")
+    np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
+
+    # The export: the same vectors, from text of any length.
+    export = tmp_path / "export"
+    result = run_script("export_saved_model.py", "--export_type=embedder", f"--init_checkpoint={out}",
+                        f"--export_dir={export}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = tf.saved_model.load(str(export)).signatures["serving_default"](text_a=tf.constant(texts))
+    np.testing.assert_allclose(served["embeddings"].numpy(), embeddings, atol=1e-5)
+    assert served["windows"].numpy().tolist() == [1, 1, 1, 6, 100]
+
+    # Read with one window, a text that fits keeps its vector.
+    one = tmp_path / "one"
+    result = run_script("run_sentence_embedding.py", *_flags(model_dir, data, one, **{
+        **flags, "do_train": False, "do_eval": False, "init_checkpoint": out, "max_windows": 1}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_allclose(np.load(one / "test_embeddings.npy")[:3], embeddings[:3], atol=1e-6)

@@ -210,8 +210,8 @@ def test_register_refuses_a_taken_name_or_model_and_an_incomplete_kind(own_kind)
 def test_a_record_takes_only_its_kinds_fields_and_an_earlier_releases_flat_file_still_reads(tmp_path):
     with pytest.raises(ValueError, match=r"^labels: not a field of kind squad \(its fields: version_2_with_negative"):
         RunRecord(kind="squad", task_name="squad", labels=("a",))
-    with pytest.raises(AttributeError, match="no field 'doc_stride'"):
-        RunRecord(kind="classifier", task_name="mrpc").doc_stride  # noqa: B018
+    with pytest.raises(AttributeError, match="no field 'max_query_length'"):
+        RunRecord(kind="classifier", task_name="mrpc").max_query_length  # noqa: B018
     # The first releases wrote one flat record with every kind's fields: another kind's are not this run's.
     flat = {"task_name": "squad", "model": "span_labeler", "labels": [], "label_kind": "single", "pair": True,
             "doc_stride": 64, "num_choices": 4}
@@ -242,7 +242,8 @@ def test_the_record_is_written_from_the_tasks_settings_and_read_back_into_them(t
         # ... and those are the original's flag defaults (run_squad.py), and sentence-transformers'.
         assert {n: kind.record_defaults[n] for n in kind.settings_fields} == {
             "squad": {"version_2_with_negative": False, "doc_stride": 128, "max_query_length": 64},
-            "embedder": {"pooling": None, "normalize": False, "similarity_scale": 20.0}}[kind.name]
+            "embedder": {"pooling": None, "normalize": False, "similarity_scale": 20.0, "max_windows": 1,
+                         "doc_stride": None}}[kind.name]
         settings = settings_class(output_dir=str(tmp_path / kind.name), **values)
         recorded = {name: getattr(settings, name) for name in ("do_lower_case", "max_seq_length",
                                                                *kind.settings_fields)}
@@ -267,3 +268,16 @@ def test_a_record_without_a_kind_is_the_first_releases_classifier_and_an_empty_k
         (tmp_path / run_record.FILE_NAME).write_text(json.dumps(bad))
         with pytest.raises(ValueError, match="unknown fine-tuning task kind ''"):
             run_record.read(tmp_path)
+
+
+def test_the_windows_settings_are_kept_by_a_run_that_reads_more_than_one_window_only(tmp_path):
+    one = RunRecord(kind="classifier", task_name="sst-2", labels=("0", "1"))
+    assert {"max_windows", "doc_stride", "window_pooling"}.isdisjoint(one.to_dict())  # the original's file
+    windowed = RunRecord(kind="classifier", task_name="sst-2", labels=("0", "1"), max_windows=8, doc_stride=32,
+                         window_pooling="mean")
+    written = windowed.to_dict()
+    assert (written["max_windows"], written["doc_stride"], written["window_pooling"]) == (8, 32, "mean")
+    windowed.write(tmp_path)
+    assert run_record.read(tmp_path) == windowed
+    embedder = RunRecord(kind="embedder", task_name="sentence_embedding", max_windows=4)
+    assert embedder.to_dict()["max_windows"] == 4 and "doc_stride" not in embedder.to_dict()  # None: half a window

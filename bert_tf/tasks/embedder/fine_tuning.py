@@ -121,7 +121,8 @@ class EmbedderFineTuning(FineTuning):
             raise UsageError("--group_by_length is not offered for sentence embeddings: a batch's rows are each "
                              "other's negatives, and grouping by length would make them alike", "group_by_length")
         f = self.settings
-        return run.embedder_record(f.pooling, f.normalize, f.similarity_scale, f.do_lower_case, f.max_seq_length)
+        return run.embedder_record(f.pooling, f.normalize, f.similarity_scale, f.do_lower_case, f.max_seq_length,
+                                   f.max_windows, f.doc_stride)
 
     def fields_to_match(self, do_train):
         return run.fields_to_match(do_train)
@@ -131,6 +132,9 @@ class EmbedderFineTuning(FineTuning):
         return self.task
 
     def encode(self, task):
+        for name, data in (("train", self.train), ("dev", self.dev), ("test", self.test)):
+            if data is not None:
+                self.log_windows(name, task.window_counts(run.features(data)))
         return len(self.train) if self.train is not None else 0
 
     def describe(self):

@@ -7,7 +7,9 @@ from bert_tf.runs.kinds import FROM_SETTINGS, TaskKind
 
 KIND = TaskKind(
     name="embedder", script="run_sentence_embedding.py", model_class=BertSentenceEmbedder, head_layer="",
-    head_names=(), record_fields=dict.fromkeys(("pooling", "normalize", "similarity_scale"), FROM_SETTINGS),
+    head_names=(),
+    record_fields=dict.fromkeys(("pooling", "normalize", "similarity_scale", "max_windows", "doc_stride"),
+                                FROM_SETTINGS),
     task="bert_tf.tasks.embedder.task:EmbedderTask", exporter="bert_tf.tasks.embedder.export:export_run",
     fine_tuning="bert_tf.tasks.embedder.fine_tuning:EmbedderFineTuning",
     settings="bert_tf.tasks.embedder.settings:Settings",

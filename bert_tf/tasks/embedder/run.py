@@ -68,11 +68,13 @@ def read_split(data_dir, split, do_lower_case=True):
     return pairs
 
 
-def embedder_record(pooling, normalize, similarity_scale, do_lower_case, max_seq_length):
-    """The run record of an embedding run."""
+def embedder_record(pooling, normalize, similarity_scale, do_lower_case, max_seq_length, max_windows=1,
+                    doc_stride=None):
+    """The run record of an embedding run (`max_windows`, `doc_stride`: how it reads long texts)."""
     return RunRecord(
         kind="embedder", task_name=TASK_NAME, do_lower_case=do_lower_case, max_seq_length=max_seq_length,
         options={"pooling": pooling, "normalize": bool(normalize), "similarity_scale": float(similarity_scale)},
+        max_windows=max_windows, doc_stride=doc_stride,
     )
 
 
@@ -89,6 +91,7 @@ def build_task(bert_config, record: RunRecord, vocab_file, length_bucket=None):
     return EmbedderTask(
         bert_config, record.pooling, record.normalize, record.similarity_scale, vocab_file=vocab_file,
         do_lower_case=record.do_lower_case, max_seq_length=record.max_seq_length, length_bucket=length_bucket,
+        max_windows=record.max_windows, doc_stride=record.doc_stride,
     )
 
 

@@ -3,13 +3,13 @@
 from bert_tf.fields import SEARCH, like, setting, settings_class
 from bert_tf.layers.sentence_pooling import POOLING_MODES
 from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE
-from bert_tf.tasks.settings import DataDir, Evaluation, FineTuningSettings
+from bert_tf.tasks.settings import DataDir, Evaluation, FineTuningSettings, Windows
 
 __all__ = ["Settings"]
 
 
 @settings_class
-class Settings(FineTuningSettings, Evaluation, DataDir):
+class Settings(FineTuningSettings, Evaluation, DataDir, Windows):
     """Fine-tuning BERT as a sentence encoder: one vector per text."""
 
     kind = "embedder"

@@ -21,10 +21,12 @@ import tensorflow as tf
 from bert_tf.data.batching import array_dataset
 from bert_tf.data.lengths import cut_padding
 from bert_tf.errors import shown
+from bert_tf.layers.sentence_pooling import SentencePooling, l2_normalize
 from bert_tf.models import INPUT_NAMES, BertEncoder, BertSentenceEmbedder
 from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE, in_batch_scores
+from bert_tf.preprocessing.text_windows import WINDOW_COUNT, WINDOW_TEXT, check_windows, default_stride, pool_windows
 from bert_tf.tasks.classifier import metrics
-from bert_tf.tasks.classifier.inputs import TextPacker
+from bert_tf.tasks.classifier.inputs import TextPacker, window_counts
 from bert_tf.tasks.embedder.reader import ANCHOR, NEGATIVE, POSITIVE, TEXT, Pairs, ScoredPairs
 from bert_tf.training.settings import padding_settings
 from bert_tf.training.task import Task
@@ -49,6 +51,15 @@ def features(data):
     if isinstance(data, ScoredPairs):
         return {ANCHOR: column(data.sentence1), POSITIVE: column(data.sentence2), _SCORE: data.score}
     return {TEXT: column(data)}
+
+
+def window_vectors(vectors, input_mask, window_text, num_texts, normalize):
+    """float32 `[texts, hidden]`: each text's windows' `vectors` (float32 `[windows, hidden]`, as
+    the model pools them, not normalized) averaged with weights their real tokens (`input_mask`,
+    int `[windows, seq]`), then L2-normalized when `normalize`."""
+    tokens = tf.reduce_sum(tf.cast(input_mask, tf.float32), axis=-1)  # [W]
+    pooled = pool_windows(vectors, window_text, num_texts, "mean", tokens)
+    return l2_normalize(pooled) if normalize else pooled
 
 
 def _unit_rows(vectors):
@@ -90,12 +101,18 @@ class EmbedderTask(Task):
     """A BertSentenceEmbedder (`pooling`, `normalize`) trained with in-batch negatives at
     `similarity_scale`; vocab_file / do_lower_case / max_seq_length configure the in-graph input;
     length_bucket and group_by_length as the other tasks' (`padding_settings`; grouping is not
-    offered: a batch's rows are its own candidates, and grouping by length would make them alike)."""
+    offered: a batch's rows are its own candidates, and grouping by length would make them alike).
+    max_windows / doc_stride: a text longer than max_seq_length is read as up to max_windows
+    windows of it, doc_stride pieces apart (`bert_tf.preprocessing.text_windows`); its vector is
+    the mean of its windows' vectors weighted by their real tokens, then normalized where the run
+    normalizes (a text of one window keeps its vector). max_windows 1: cut, as
+    sentence-transformers does."""
 
     sum_names = ("loss_sum", "correct", "examples")
 
     def __init__(self, bert_config, pooling="mean", normalize=False, similarity_scale=SIMILARITY_SCALE,
-                 vocab_file=None, do_lower_case=True, max_seq_length=128, length_bucket=None):
+                 vocab_file=None, do_lower_case=True, max_seq_length=128, length_bucket=None, max_windows=1,
+                 doc_stride=None):
         from bert_tf.preprocessing import text_preprocessing
 
         bert_config.check_seq_length(max_seq_length)
@@ -107,10 +124,15 @@ class EmbedderTask(Task):
         if length_bucket is not None:
             padding_settings(length_bucket)  # a ValueError naming the setting
         self.length_bucket = length_bucket
+        doc_stride = default_stride(max_seq_length) if doc_stride is None else doc_stride
+        check_windows(max_windows, doc_stride, max_seq_length)
+        self.max_windows, self.doc_stride = max_windows, doc_stride
+        self.window_pooler = SentencePooling(self.pooling, name="window_pooling", dtype="float32")
         self.pack = None
         if vocab_file is not None:
             tokenizer, packer = text_preprocessing(vocab_file, do_lower_case, max_seq_length, bert_config.vocab_size)
-            self.pack = TextPacker(tokenizer, packer, pair=False)
+            self.pack = TextPacker(tokenizer, packer, pair=False, windows=(max_windows, doc_stride)
+                                   if max_windows > 1 else None)
 
     def build_model(self):
         encoder = BertEncoder.from_bert_config(self.bert_config)  # the config's dropout: no head of its own
@@ -122,8 +144,12 @@ class EmbedderTask(Task):
         texts = [k for k in (ANCHOR, POSITIVE, NEGATIVE, TEXT) if k in data]
 
         def to_model(batch):
-            packed = [self.pack.traced(batch[k]) for k in texts]  # each [B, S]
+            packed = [self.pack.traced(batch[k]) for k in texts]  # each [B, S] (windows: [W_k, S])
             x = {name: tf.concat([p[name] for p in packed], axis=0) for name in INPUT_NAMES}  # [len(texts) * B, S]
+            if self.max_windows > 1:  # column k's texts follow the k columns before it
+                rows = tf.size(batch["weight"])
+                x[WINDOW_TEXT] = tf.concat([p[WINDOW_TEXT] + k * rows for k, p in enumerate(packed)], axis=0)
+                x[WINDOW_COUNT] = tf.concat([p[WINDOW_COUNT] for p in packed], axis=0)
             y = {"weight": batch["weight"]}
             if NEGATIVE in batch:  # the negatives' rows are candidates as their anchors' are
                 y["negative_weight"] = batch["weight"]
@@ -133,6 +159,23 @@ class EmbedderTask(Task):
 
         ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches)
         return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+    def call_model(self, model, x, training):
+        if WINDOW_TEXT not in x:
+            return model(x, training=training)
+        inputs = {name: x[name] for name in INPUT_NAMES}
+        # Each window's vector before any normalization: the text's is their weighted mean.
+        vectors = self.window_pooler(model.encoder(inputs, training=training)["sequence_output"], inputs["input_mask"])
+        return window_vectors(vectors, inputs["input_mask"], x[WINDOW_TEXT], tf.size(x[WINDOW_COUNT]), self.normalize)
+
+    def window_counts(self, data):
+        """`(windows, cut)` of each text of `data` (`features`' dict, every column in turn), int32
+        `[n]` each; None without windows."""
+        if self.pack is None or self.pack.windows is None:
+            return None
+        columns = [window_counts(data, self.pack.traced, keys=(k,)) for k in (ANCHOR, POSITIVE, NEGATIVE, TEXT)
+                   if k in data]
+        return tuple(np.concatenate([c[i] for c in columns]) for i in range(2))
 
     # -----------------------------------------------------------------------------------------
     # Loss and metrics
