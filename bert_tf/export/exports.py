@@ -74,7 +74,7 @@ class Export:
 
 
 def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=None, do_lower_case=None,
-         seq_length=None, max_query_length=None, serving=DEFAULT_SERVING):
+         seq_length=None, max_query_length=None, serving=DEFAULT_SERVING, **options):
     """The `Export` of `export_type` (one of EXPORT_TYPES). `init_checkpoint`: Google's checkpoint,
     ours (a run's folder or its ckpt-N), a .keras file or a Hugging Face folder (not read by the
     preprocessor); `bert_config_file`, `vocab_file`: default the bert_config.json (a Hugging Face
@@ -82,7 +82,9 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     `do_lower_case`, `seq_length`: None when not given: a task export takes its run's (a casing
     given must be the run's), the others True and PREPROCESSOR_SEQ_LENGTH. `max_query_length`:
     squad's, default the run's. `serving`: how a task export runs its model (`ServingOptions`); the
-    preprocessor takes its length_bucket alone, the encoder (ids in, any length) none of it."""
+    preprocessor takes its length_bucket alone, the encoder (ids in, any length) none of it.
+    `options`: the kind's exporter's own (`TaskKind.export_options`: the windows' `doc_stride`,
+    SQuAD's n-best settings), each default the run's or the exporter's where None."""
     if export_type not in registry.KINDS:  # no model run per request: of the options, the length bucket alone
         serving = serving.without_model(export_type, registry.KINDS)
     if export_type == "preprocessor":
@@ -93,9 +95,11 @@ def read(export_type, init_checkpoint=None, bert_config_file=None, vocab_file=No
     if export_type == "encoder":
         return _encoder(init_checkpoint, bert_config_file, vocab_file, do_lower_case)
     kind = registry.get(export_type)
-    if max_query_length is not None and "max_query_length" not in kind.record_fields:
-        raise ValueError(f"{shown.max_query_length} is not a setting of export_type={export_type}")
-    options = {"max_query_length": max_query_length} if max_query_length else {}
+    given = {"max_query_length": max_query_length, **options}
+    for name, value in given.items():
+        if value is not None and name not in kind.export_options():
+            raise ValueError(f"{shown(name)} is not a setting of export_type={export_type}")
+    options = {name: value for name, value in given.items() if value is not None}
     export = _task(kind, init_checkpoint, bert_config_file, vocab_file, do_lower_case, seq_length, options)
     return dataclasses.replace(export, serving=serving)
 

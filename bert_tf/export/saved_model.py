@@ -21,6 +21,10 @@ from bert_tf.runs import registry
 __all__ = ["Settings", "export_saved_model"]
 
 
+# The settings a task's exporter takes as its own options (`TaskKind.export_options`).
+EXPORT_OPTIONS = ("max_query_length", "doc_stride", "n_best_size", "max_answer_length", "null_score_diff_threshold")
+
+
 @settings_class
 class Settings(_Base):
     """export_saved_model.py's settings (its flags' names, defaults and help)."""
@@ -42,6 +46,13 @@ class Settings(_Base):
         128, "The packed sequence length of the preprocessor and of task exports (task exports: default the run's "
         "max_seq_length).")
     max_query_length: int = setting(None, "squad: question pieces kept (default: the run's, 64).", kind=int)
+    doc_stride: int = setting(None, "squad, and runs that read long texts as windows: the pieces between window starts "
+                              "(default: the run's; squad: else 128, as run_squad.py).", kind=int)
+    n_best_size: int = setting(None, "squad: the n-best list's entries, as run_squad.py's flag (default 20).", kind=int)
+    max_answer_length: int = setting(None, "squad: the longest answer, in pieces, as run_squad.py's flag (default 30).",
+                                     kind=int)
+    null_score_diff_threshold: float = setting(None, "squad v2.0: the null answer wins above this difference, as "
+                                               "run_squad.py's flag (default 0.0).", kind=float)
     length_bucket: int = setting(
         None, "Text-in exports pad a request to its longest sequence rounded up to a multiple of this (at most "
         "--seq_length). Default: 8 where the serving function is XLA-compiled (one program per shape), else 1 (the "
@@ -97,11 +108,15 @@ def _check(settings):
     warning = divergence.diverged_warning(s.init_checkpoint)
     if warning:
         logging.warning("--init_checkpoint: %s", warning)
-    # An export option of the kinds whose runs record it (SQuAD's question length).
-    asking = [kind.name for kind in registry.KINDS.values() if "max_query_length" in kind.record_fields]
-    if s.max_query_length is not None and s.export_type not in asking:
-        raise SettingError(f"--max_query_length is for --export_type={' or '.join(asking)}, not {s.export_type}",
-                           "max_query_length")
+    # The export options of the kinds whose exporters take them (SQuAD's question length and n-best
+    # list, the windows' stride).
+    for name in EXPORT_OPTIONS:
+        asking = [kind.name for kind in registry.KINDS.values() if name in kind.export_options()]
+        if getattr(s, name) is not None and s.export_type not in asking:
+            raise SettingError(f"--{name} is for --export_type={' or '.join(asking)}, not {s.export_type}", name)
+    for name in ("doc_stride", "n_best_size", "max_answer_length"):
+        if getattr(s, name) is not None and getattr(s, name) < 1:
+            raise SettingError(f"--{name}={getattr(s, name)} must be at least 1", name)
     if s.export_type == "preprocessor" and not s.vocab_file:
         raise SettingError("--export_type=preprocessor needs --vocab_file", "vocab_file")
     choice = None
@@ -147,7 +162,8 @@ def export_saved_model(settings):
         exports.check_casing(s.export_type, s.init_checkpoint, s.vocab_file, s.do_lower_case)
     with reported("--"):
         export = exports.read(s.export_type, s.init_checkpoint, s.bert_config_file, s.vocab_file,
-                              _given(s, "do_lower_case"), _given(s, "seq_length"), s.max_query_length, serving)
+                              _given(s, "do_lower_case"), _given(s, "seq_length"), serving=serving,
+                              **{name: getattr(s, name) for name in EXPORT_OPTIONS})
     with reported(flag_names=("length_bucket", "pad_to_max_seq_length", "seq_length")):
         exports.check_length_bucket(s.length_bucket, s.pad_to_max_seq_length, export.seq_length)
     if choice is not None:

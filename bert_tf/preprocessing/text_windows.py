@@ -56,19 +56,55 @@ def default_stride(seq_length):
     return max(1, seq_length // 2)
 
 
-def record_windows(record, seq_length):
+def record_windows(record, seq_length, doc_stride=None):
     """`(max_windows, stride)` of a run's record (its `max_windows` and `doc_stride` fields) for
-    windows of `seq_length`: the record's stride, else half of `seq_length`."""
-    stride = record.doc_stride if record.doc_stride is not None else default_stride(seq_length)
-    return record.max_windows, stride
+    windows of `seq_length`: `doc_stride` where given, else the record's, else half of
+    `seq_length`."""
+    stride = doc_stride if doc_stride is not None else record.doc_stride
+    return record.max_windows, stride if stride is not None else default_stride(seq_length)
 
 
-def _take(segment, rows, starts, lengths):
-    """int32 ragged `[windows, (pieces)]`: `segment[rows[w], starts[w]:starts[w] + lengths[w]]`."""
+def take_rows(segment, rows, starts, lengths):
+    """`segment[rows[w], starts[w]:starts[w] + lengths[w]]` for each w.
+
+    Args:
+        segment: A `tf.RaggedTensor [n, (values)]`.
+        rows, starts, lengths: int64 `[w]`: the row, first value and count of each slice.
+
+    Returns:
+        A `tf.RaggedTensor [w, (values)]` of the same dtype.
+    """
     first = tf.gather(tf.cast(segment.row_starts(), tf.int64), rows) + starts
     index = tf.ragged.range(first, first + lengths)
     values = tf.gather(segment.flat_values, index.flat_values)
     return tf.RaggedTensor.from_row_splits(values, index.row_splits, validate=False)
+
+
+def doc_spans(length, width, stride, max_windows=None):
+    """run_squad.py's doc spans of texts of `length` pieces, vectorized: each span holds up to
+    `width` pieces and starts `min(stride, width)` pieces after the one before; the last ends at
+    the text's end (or at `max_windows` spans).
+
+    Args:
+        length: int64 `[texts]`, each text's pieces.
+        width: int64 `[texts]` or a scalar: the pieces a span holds.
+        stride: The pieces between span starts (an int).
+        max_windows: The most spans a text takes; None: as many as it needs.
+
+    Returns:
+        `(text, start, span_length, count)`: int64 `[spans]` the text of each span (texts in
+        order), its first piece and its pieces; int64 `[texts]` each text's spans. A text of no
+        pieces has one span of none.
+    """
+    width = tf.broadcast_to(tf.cast(width, tf.int64), tf.shape(length))
+    step = tf.maximum(tf.minimum(tf.constant(stride, tf.int64), width), 1)
+    count = 1 + (tf.maximum(length - width, 0) + step - 1) // step  # the spans after the first, plus it
+    if max_windows is not None:
+        count = tf.minimum(count, max_windows)
+    text = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)
+    start = tf.ragged.range(count).flat_values * tf.gather(step, text)
+    span_length = tf.minimum(tf.gather(width, text), tf.gather(length, text) - start)
+    return text, start, span_length, count
 
 
 def window_segments(segments, seq_length, max_windows, stride):
@@ -93,30 +129,23 @@ def window_segments(segments, seq_length, max_windows, stride):
     len_b = tf.cast(segments[1].row_lengths(), tf.int64) if len(segments) == 2 else tf.zeros_like(len_a)
     pair = len_b > 0
     room = tf.where(pair, tf.constant(seq_length - 3, tf.int64), tf.constant(seq_length - 2, tf.int64))
-    fits = len_a + len_b <= room
     a_long = len_a >= len_b
     long_len = tf.where(a_long, len_a, len_b)
+    # The shorter segment whole when the pair fits (then the longer one fits beside it too).
     short_kept = tf.minimum(tf.where(a_long, len_b, len_a), room // 2)
     width = room - short_kept  # the longer segment's pieces in one window
+    text, long_start, long_length, count = doc_spans(long_len, width, stride, max_windows)
     step = tf.maximum(tf.minimum(tf.constant(stride, tf.int64), width), 1)
-    more = (tf.maximum(long_len - width, 0) + step - 1) // step  # windows after the first
-    count = tf.where(fits, tf.ones_like(len_a), tf.minimum(1 + more, max_windows))
-    cut = tf.logical_not(fits) & (long_len > (count - 1) * step + width)
+    cut = long_len > (count - 1) * step + width
 
-    text = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)  # [W]
-    k = tf.ragged.range(count).flat_values  # each window's place in its text
     at = lambda values: tf.gather(values, text)  # noqa: E731 - a text's value, per window
-    long_start = k * at(step)
-    long_length = tf.minimum(at(width), at(long_len) - long_start)
-    whole, windowed_a = at(fits), at(a_long)
-    zero = tf.zeros_like(k)
-    start_a = tf.where(whole | ~windowed_a, zero, long_start)
-    length_a = tf.where(whole, at(len_a), tf.where(windowed_a, long_length, at(short_kept)))
-    out = [_take(segments[0], text, start_a, length_a)]
+    windowed_a = at(a_long)
+    zero = tf.zeros_like(text)
+    out = [take_rows(segments[0], text, tf.where(windowed_a, long_start, zero),
+                     tf.where(windowed_a, long_length, at(short_kept)))]
     if len(segments) == 2:
-        start_b = tf.where(whole | windowed_a, zero, long_start)
-        length_b = tf.where(whole, at(len_b), tf.where(windowed_a, at(short_kept), long_length))
-        out.append(_take(segments[1], text, start_b, length_b))
+        out.append(take_rows(segments[1], text, tf.where(windowed_a, zero, long_start),
+                             tf.where(windowed_a, at(short_kept), long_length)))
     return out, tf.cast(text, tf.int32), tf.cast(count, tf.int32), cut
 
 

@@ -157,6 +157,18 @@ class TaskKind:
         """
         return _load(self.folder_files)(model, record, bert_config) if self.folder_files else {}
 
+    def export_options(self):
+        """The names of the options the kind's exporter takes beyond every exporter's (e.g. SQuAD's
+        `max_query_length`; a windowed run's `doc_stride`).
+
+        Returns:
+            A frozenset of argument names.
+        """
+        import inspect
+
+        common = {"model", "record", "vocab_file", "seq_length", "export_dir", "overwrite", "serving"}
+        return frozenset(inspect.signature(_load(self.exporter)).parameters) - common
+
     def export(self, model, record, **options):
         """Writes a fine-tuned model as a SavedModel, with the kind's exporter.
 

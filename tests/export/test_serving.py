@@ -137,7 +137,8 @@ def test_squad_outputs_the_requests_bucketed_length_and_the_fixed_exports_values
         # width) are the model's on zero vectors; without it, the fixed export's there too.
         real = fixed["tokens"][:, :width] != b"" if served == "dynamic" else np.ones((len(lengths[rows]), width), bool)
         assert not real.all() or served == "plain"  # the bucket leaves padding, as the test needs
-        for name, value in fixed.items():
+        for name in ("start_logits", "end_logits", "tokens", "input_type_ids"):  # the first window's
+            value = fixed[name]
             assert dynamic[name].shape == (value.shape[0], width), name
             if name.endswith("logits"):
                 np.testing.assert_allclose(dynamic[name][real], value[:, :width][real], atol=1e-5,
@@ -151,6 +152,8 @@ def test_squad_outputs_the_requests_bucketed_length_and_the_fixed_exports_values
     for out in (fixed, dynamic):
         out["best"] = np.argmax(np.where(out["input_type_ids"] == 1, out["start_logits"], -np.inf), axis=1)
     np.testing.assert_array_equal(dynamic["best"], fixed["best"])
+    # ... and so is the answer.
+    np.testing.assert_array_equal(dynamic["answer"], fixed["answer"])
 
 
 def test_the_preprocessors_default_call_pads_to_the_bucket_and_bert_pack_inputs_keeps_its_length(setup):
@@ -347,7 +350,10 @@ def test_every_task_serves_bf16_close_to_its_float_export(setup, kind, xla):
     run = model_runner(copy, ServingOptions(length_bucket=BUCKET, mixed_precision="bf16", jit_compile=xla))
     float32 = _call(setup.served[kind, "dynamic"], setup.requests[kind], slice(None))
     served = _call(setup.roots[kind](run).__call__, setup.requests[kind], slice(None))
-    floats = [name for name, want in float32.items() if want.dtype.kind == "f"]
+    # SQuAD's answer figures (its n-best list, the answer's score) follow the spans chosen, which
+    # bfloat16's rounding may reorder: its logits are compared.
+    floats = [name for name, want in float32.items() if want.dtype.kind == "f" and not name.startswith("nbest_")
+              and name not in ("score", "null_score_diff")]
     assert floats
     for name in floats:
         got, want = served[name], float32[name]

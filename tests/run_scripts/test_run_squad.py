@@ -334,3 +334,64 @@ def test_bad_lora_settings_fail_before_any_work(tmp_path, model_dir):
         "run_squad.py: error: --lora_alpha=4.0 is given without --lora_rank: LoRA is off",
     ]
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def _long_contexts(path, out, sizes, seed=0, version="1.1"):
+    """`path`'s paragraphs joined into contexts of `sizes` paragraphs each, one question each (the
+    first paragraph's; a v2.0 question keeps its impossibility)."""
+    paragraphs = [p for a in _json(path)["data"] for p in a["paragraphs"]]
+    rng = random.Random(seed)
+    joined = []
+    for i, size in enumerate(sizes):
+        chosen = rng.sample(paragraphs, size)
+        context = "\n\n".join(p["context"] for p in chosen)
+        qa = dict(chosen[0]["qas"][0], id=f"long{i}")
+        for key in ("answers", "plausible_answers"):
+            qa[key] = [{"text": a["text"], "answer_start": a["answer_start"]} for a in qa.get(key, [])]
+        joined.append({"context": context, "qas": [qa]})
+    out.write_text(json.dumps({"version": version, "data": [{"title": "long", "paragraphs": joined}]}))
+    return [(p["qas"][0]["id"], p["qas"][0]["question"], p["context"]) for p in joined]
+
+
+@pytest.mark.parametrize("version", ["1.1", "v2.0"])
+def test_the_export_answers_as_run_squad_does_on_contexts_of_any_length(tmp_path, model_dir, version):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 - its ops
+
+    v2 = version == "v2.0"
+    train = write_squad(tmp_path / "train.json", 64, seed=6, version=version)
+    dev = write_squad(tmp_path / "dev.json", 24, seed=7, version=version)
+    run = tmp_path / "run"
+    result = run_script("run_squad.py", *_flags(model_dir, run, do_train=True, train_file=train,
+                                                version_2_with_negative=v2))
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Contexts of 1 to 24 paragraphs (up to ~650 words): one window to a few dozen.
+    questions = _long_contexts(dev, tmp_path / "long.json", [1, 1, 2, 5, 12, 24], version=version)
+    predicted = tmp_path / "predicted"
+    result = run_script("run_squad.py", *_flags(model_dir, predicted, do_predict=True,
+                                                predict_file=tmp_path / "long.json", init_checkpoint=run,
+                                                version_2_with_negative=v2))
+    assert result.returncode == 0, result.stderr[-3000:]
+    export = tmp_path / "export"
+    # The script's n-best settings (_flags: 5 and 5); its doc stride (8) is the run's.
+    result = run_script("export_saved_model.py", "--export_type=squad", f"--init_checkpoint={run}",
+                        f"--export_dir={export}", "--n_best_size=5", "--max_answer_length=5")
+    assert result.returncode == 0, result.stderr[-3000:]
+    ids, question, context = zip(*questions, strict=True)
+    out = tf.saved_model.load(str(export)).signatures["serving_default"](question=tf.constant(question),
+                                                                         context=tf.constant(context))
+    predictions, nbest = _json(predicted / "predictions.json"), _json(predicted / "nbest_predictions.json")
+    answers = [a.decode() for a in out["answer"].numpy()]
+    assert answers == [predictions[i] for i in ids]
+    assert any(answers) and (not v2 or "" in answers)  # spans found (and, on v2.0, a null answer)
+    for row, qid in enumerate(ids):
+        size = int(out["nbest_size"][row])
+        assert [t.decode() for t in out["nbest_text"][row, :size].numpy()] == [e["text"] for e in nbest[qid]]
+        np.testing.assert_allclose(out["nbest_probability"][row, :size], [e["probability"] for e in nbest[qid]],
+                                   atol=1e-5)
+        if answers[row]:  # its characters in the context
+            start, end = int(out["start_char"][row]), int(out["end_char"][row])
+            assert " ".join(context[row][start:end].split()) == answers[row]
+    if v2:
+        odds = _json(predicted / "null_odds.json")
+        np.testing.assert_allclose(out["null_score_diff"].numpy(), [odds[i] for i in ids], atol=1e-4)

@@ -105,11 +105,13 @@ def export_classifier(model, labels, label_kind, pair, vocab_file, do_lower_case
     )
 
 
-def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False, serving=DEFAULT_SERVING):
+def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False, serving=DEFAULT_SERVING,
+               doc_stride=None):
     """The export of a run_classifier run: its `RunRecord` gives the labels, their kind, whether
-    text_b is read, the casing and the windows of long texts."""
+    text_b is read, the casing and the windows of long texts (`doc_stride`: another stride)."""
     return export_classifier(
         model, record.labels, record.label_kind, record.pair, vocab_file, record.do_lower_case, seq_length,
         export_dir, task=record.to_dict(), overwrite=overwrite, serving=serving,
-        windows=record_windows(record, seq_length) + (record.window_pooling,) if record.max_windows > 1 else None,
+        windows=(record_windows(record, seq_length, doc_stride) + (record.window_pooling,)
+                 if record.max_windows > 1 else None),
     )

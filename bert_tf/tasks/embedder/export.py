@@ -66,8 +66,10 @@ def export_embedder(model, vocab_file, do_lower_case, seq_length, export_dir, ta
         vocab_file, do_lower_case, seq_length, export_dir, task, overwrite, serving)
 
 
-def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False, serving=DEFAULT_SERVING):
-    """The export of a run_sentence_embedding run (its record's casing and windows)."""
+def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=False, serving=DEFAULT_SERVING,
+               doc_stride=None):
+    """The export of a run_sentence_embedding run (its record's casing and windows; `doc_stride`:
+    another stride)."""
     return export_embedder(model, vocab_file, record.do_lower_case, seq_length, export_dir, task=record.to_dict(),
                            overwrite=overwrite, serving=serving,
-                           windows=record_windows(record, seq_length) if record.max_windows > 1 else None)
+                           windows=record_windows(record, seq_length, doc_stride) if record.max_windows > 1 else None)
