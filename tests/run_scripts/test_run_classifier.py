@@ -551,3 +551,19 @@ def test_long_texts_are_read_as_windows_learnt_resumed_exported_and_served_at_an
         assert result.returncode == 0, result.stderr[-3000:]
         np.testing.assert_allclose(_probabilities(cut)[:3], probabilities[:3], atol=1e-6)
         assert line is None or line in result.stderr
+
+
+def test_long_texts_train_with_lora_in_a_search_whose_best_run_keeps_the_windows(tmp_path, model_dir):
+    data = tmp_path / "LONG"
+    write_long_sst2(data, n_train=24, n_dev=8, test_words=(3, 40))
+    out = tmp_path / "search"
+    flags = dict(task_name="SST-2", max_seq_length=12, max_windows=6, doc_stride=5, window_pooling="mean",
+                 num_train_epochs=2, train_batch_size=8, learning_rate="3e-3,1e-3", lora_rank=2, do_predict=True)
+    result = run_script("run_classifier.py", *_flags(model_dir, data, out, **flags))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "train: 24 texts in" in result.stderr and "Trainable parameters:" in result.stderr
+    best = out / "best"
+    record = json.loads((best / "fine_tuning_task.json").read_text())
+    assert (record["max_windows"], record["doc_stride"], record["window_pooling"], record["lora_rank"]) == (
+        6, 5, "mean", 2)
+    assert _probabilities(best).shape == (2, 2)
