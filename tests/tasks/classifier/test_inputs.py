@@ -133,3 +133,33 @@ def test_labels_are_encoded_or_named_when_wrong():
     assert multi["label"].tolist() == [[0, 1, 1], [0, 0, 0]]
     with pytest.raises(ValueError, match="label 'z'"):
         encode_examples([InputExample("m-3", "a", None, ["z"])], ["a"], "multi")
+
+
+def test_windowed_batches_keep_each_texts_windows_together_and_measure_a_text_over_all_of_them():
+    from bert_tf.preprocessing import text_preprocessing
+    from bert_tf.preprocessing.text_windows import WINDOW_COUNT, WINDOW_TEXT
+    from bert_tf.tasks.classifier.inputs import packed_lengths, window_counts
+
+    rng = np.random.default_rng(3)
+    texts = _texts(rng, 23)
+    examples = [InputExample(str(i), t, None, "0") for i, t in enumerate(texts)]
+    features = encode_examples(examples, ["0", "1"], "single")
+    tokenizer, packer = text_preprocessing(VOCAB, True, 8)
+    pack = TextPacker(tokenizer, packer, pair=False, windows=(3, 4))
+    full = FullTokenizer(VOCAB, do_lower_case=True)
+    pieces = [len(full.tokenize(t)) for t in texts]
+    # A text's windows (rule: tests/preprocessing/test_text_windows.py) and its tokens over them.
+    expected_windows = [1 if n <= 6 else min(3, 1 + -(-(n - 6) // 4)) for n in pieces]
+    windows, cut = window_counts(features, pack.traced)
+    assert windows.tolist() == expected_windows
+    assert cut.tolist() == [int(n > 6 + (w - 1) * 4) for n, w in zip(pieces, expected_windows, strict=True)]
+    covered = [min(n, 6 + (w - 1) * 4) for n, w in zip(pieces, expected_windows, strict=True)]
+    overlap = [sum(min(6, n - 4 * k) for k in range(w)) for n, w in zip(covered, expected_windows, strict=True)]
+    assert packed_lengths(features, pack.traced).tolist() == [o + 2 * w for o, w in zip(overlap, expected_windows,
+                                                                                       strict=True)]
+    for mode in ("train", "predict"):
+        for x, y in classifier_dataset(features, pack.traced, 5, mode, seed=0, length_bucket=1).take(3):
+            counts = x[WINDOW_COUNT].numpy()
+            assert len(counts) == len(y["label"]) == 5
+            assert x[WINDOW_TEXT].numpy().tolist() == [t for t, c in enumerate(counts) for _ in range(c)]
+            assert x["input_word_ids"].shape[0] == counts.sum()
