@@ -552,6 +552,16 @@ def test_long_texts_are_read_as_windows_learnt_resumed_exported_and_served_at_an
         np.testing.assert_allclose(_probabilities(cut)[:3], probabilities[:3], atol=1e-6)
         assert line is None or line in result.stderr
 
+    # Two replicas (the CPU split in two), each windowing its own texts: the same predictions.
+    mirrored = tmp_path / "mirrored"
+    result = run_script("run_classifier.py", *_flags(model_dir, data, mirrored, **{
+        **flags, "do_train": False, "init_checkpoint": checkpoint, "num_cpu_devices": 2,
+        "distribution_strategy": "mirrored", "eval_batch_size": 6, "predict_batch_size": 4}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "with 2 replica(s)" in result.stderr
+    assert float(_results(mirrored)["eval_accuracy"]) == pytest.approx(float(_results(straight)["eval_accuracy"]))
+    np.testing.assert_allclose(_probabilities(mirrored), probabilities, atol=1e-5)
+
 
 def test_long_texts_train_with_lora_in_a_search_whose_best_run_keeps_the_windows(tmp_path, model_dir):
     data = tmp_path / "LONG"
