@@ -70,6 +70,18 @@ def run_main_cases(script, cases, mock=0, prelude="", timeout=600):
     return json.loads(line[len("OUTCOMES "):])
 
 
+def served_export(export_type, run_dir, export_dir, *flags):
+    """`export_saved_model.py` of the run in `run_dir`, as a user runs it, and the export's loaded
+    `serving_default` (tensorflow_text imported first, for its ops)."""
+    result = run_script("export_saved_model.py", f"--export_type={export_type}", f"--init_checkpoint={run_dir}",
+                        f"--export_dir={export_dir}", *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 - its ops
+
+    return tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+
+
 def killed_and_rerun(script, flags, output_dir, timeout=300, marker="checkpoint"):
     """Runs `script` with `flags`, kill -9s it as soon as `marker` is in `output_dir` (by default
     its first checkpoint), then runs the same command again to the end; returns that second run."""

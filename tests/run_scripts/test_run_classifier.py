@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from tests.hf_folder import write_folder
-from tests.run_scripts.conftest import converted_to_original, killed_and_rerun, run_main_cases, run_script
+from tests.run_scripts.conftest import (
+    converted_to_original,
+    killed_and_rerun,
+    run_main_cases,
+    run_script,
+    served_export,
+)
 from tests.tasks.classifier.test_inputs import original_features
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import VOCAB, tiny_config, write_vocab
@@ -68,6 +74,15 @@ def _flags(model_dir, data_dir, out, **overrides):
     )
     values.update(overrides)
     return [f"--{k}={v}" for k, v in values.items() if v is not None] + ["--noprogress"]
+
+
+def _resumes_alike(model_dir, data, out, straight, flags):
+    """kill -9 mid-training into `out`, then the same command: it resumes and ends with
+    `straight`'s test_results.tsv, byte for byte."""
+    again = killed_and_rerun("run_classifier.py", _flags(model_dir, data, out, **flags), out)
+    assert "Training resumed from" in again.stderr
+    assert (out / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
+    return again
 
 
 def _results(out):
@@ -439,21 +454,14 @@ def test_lora_learns_resumes_exactly_after_kill_and_exports_merged(tmp_path, mod
     truth = [int("cat" in line.split("\t")[3].split()) for line in (data / "test.tsv").read_text().splitlines()[1:]]
     assert np.mean(probabilities.argmax(1) == truth) > 0.9
 
-    resumed = tmp_path / "resumed"
-    again = killed_and_rerun("run_classifier.py", _flags(model_dir, data, resumed, **flags), resumed)
-    assert "Training resumed from" in again.stderr
-    assert (resumed / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
+    _resumes_alike(model_dir, data, tmp_path / "resumed", straight, flags)
 
     # The export needs nothing of LoRA: plain weights, the run's predictions.
     served = tmp_path / "served"
-    result = run_script("export_saved_model.py", "--export_type=classifier", f"--init_checkpoint={straight}",
-                        f"--export_dir={served}")
-    assert result.returncode == 0, result.stderr[-3000:]
+    serve = served_export("classifier", straight, served)
     assert not [name for name, _ in tf.train.list_variables(str(served / "variables" / "variables")) if "lora" in name]
     rows = [line.split("\t") for line in (data / "test.tsv").read_text().splitlines()[1:]]
-    out = tf.saved_model.load(str(served)).signatures["serving_default"](
-        text_a=tf.constant([r[3] for r in rows]), text_b=tf.constant([r[4] for r in rows])
-    )
+    out = serve(text_a=tf.constant([r[3] for r in rows]), text_b=tf.constant([r[4] for r in rows]))
     np.testing.assert_allclose(out["probabilities"].numpy(), probabilities, atol=1e-5)
 
     # Bad LoRA settings: one line naming the flag, before any work.
@@ -527,17 +535,10 @@ def test_long_texts_are_read_as_windows_learnt_resumed_exported_and_served_at_an
     assert (record["max_windows"], record["doc_stride"], record["window_pooling"]) == (1000, 5, "max")
 
     # kill -9 mid-training, then the same command: it resumes and ends bit-identical.
-    resumed = tmp_path / "resumed"
-    again = killed_and_rerun("run_classifier.py", _flags(model_dir, data, resumed, **flags), resumed)
-    assert "Training resumed from" in again.stderr
-    assert (resumed / "test_results.tsv").read_text() == (straight / "test_results.tsv").read_text()
+    _resumes_alike(model_dir, data, tmp_path / "resumed", straight, flags)
 
     # The export reads texts of 1 to 5,000 words as the script did.
-    served = tmp_path / "served"
-    result = run_script("export_saved_model.py", "--export_type=classifier", f"--init_checkpoint={straight}",
-                        f"--export_dir={served}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = tf.saved_model.load(str(served)).signatures["serving_default"](text_a=tf.constant(test_texts))
+    out = served_export("classifier", straight, tmp_path / "served")(text_a=tf.constant(test_texts))
     np.testing.assert_allclose(out["probabilities"].numpy(), probabilities, atol=1e-5)
     assert out["windows"].numpy().tolist() == [1, 1, 1, 5, 59, 999]
 

@@ -15,7 +15,7 @@ import pytest
 from bert_tf import tokenization
 from bert_tf.checkpoints import sentence_transformers as st
 from tests.hf_folder import write_folder
-from tests.run_scripts.conftest import REPO, run_main_cases, run_script
+from tests.run_scripts.conftest import REPO, run_main_cases, run_script, served_export
 from tests.tf1_checkpoint import original_shapes, random_weights, write_tf1_checkpoint
 from tests.tiny import tiny_config, write_vocab
 
@@ -127,14 +127,9 @@ def test_learns_retrieval_writes_its_figures_and_embeddings_exports_them_and_a_s
     assert results["mrr_at_10"] == pytest.approx(mrr_10, abs=1e-6)
 
     # The export serves the same vectors from text, with TensorFlow and tensorflow-text alone.
-    export = tmp_path / "export"
-    result = run_script("export_saved_model.py", "--export_type=embedder", f"--init_checkpoint={out}",
-                        f"--export_dir={export}")
-    assert result.returncode == 0, result.stderr[-3000:]
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401 - its ops
 
-    served = tf.saved_model.load(str(export)).signatures["serving_default"](text_a=tf.constant(texts))
+    served = served_export("embedder", out, tmp_path / "export")(text_a=tf.constant(texts))
     np.testing.assert_allclose(served["embeddings"].numpy(), embeddings, atol=1e-5)
 
     # The same command again: the run is finished, nothing is trained; another pooling is refused,
@@ -477,7 +472,6 @@ def _long(rng, words, topic):
 
 def test_long_texts_are_embedded_over_windows_in_the_run_and_its_export(tmp_path, model_dir):
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401 - its ops
 
     rng = random.Random(5)
     data = tmp_path / "long"
@@ -502,11 +496,7 @@ def test_long_texts_are_embedded_over_windows_in_the_run_and_its_export(tmp_path
     np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
 
     # The export: the same vectors, from text of any length.
-    export = tmp_path / "export"
-    result = run_script("export_saved_model.py", "--export_type=embedder", f"--init_checkpoint={out}",
-                        f"--export_dir={export}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    served = tf.saved_model.load(str(export)).signatures["serving_default"](text_a=tf.constant(texts))
+    served = served_export("embedder", out, tmp_path / "export")(text_a=tf.constant(texts))
     np.testing.assert_allclose(served["embeddings"].numpy(), embeddings, atol=1e-5)
     assert served["windows"].numpy().tolist() == [1, 1, 1, 6, 100]
 

@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from tests.helpers import dead_owner_tag
-from tests.run_scripts.conftest import converted_to_original, killed_and_rerun, run_main_cases, run_script
+from tests.run_scripts.conftest import (
+    converted_to_original,
+    killed_and_rerun,
+    run_main_cases,
+    run_script,
+    served_export,
+)
 from tests.tiny import tiny_config, write_vocab
 
 pytestmark = pytest.mark.slow
@@ -356,7 +362,6 @@ def _long_contexts(path, out, sizes, seed=0, version="1.1"):
 @pytest.mark.parametrize("version", ["1.1", "v2.0"])
 def test_the_export_answers_as_run_squad_does_on_contexts_of_any_length(tmp_path, model_dir, version):
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401 - its ops
 
     v2 = version == "v2.0"
     train = write_squad(tmp_path / "train.json", 64, seed=6, version=version)
@@ -372,14 +377,10 @@ def test_the_export_answers_as_run_squad_does_on_contexts_of_any_length(tmp_path
                                                 predict_file=tmp_path / "long.json", init_checkpoint=run,
                                                 version_2_with_negative=v2))
     assert result.returncode == 0, result.stderr[-3000:]
-    export = tmp_path / "export"
     # The script's n-best settings (_flags: 5 and 5); its doc stride (8) is the run's.
-    result = run_script("export_saved_model.py", "--export_type=squad", f"--init_checkpoint={run}",
-                        f"--export_dir={export}", "--n_best_size=5", "--max_answer_length=5")
-    assert result.returncode == 0, result.stderr[-3000:]
+    serve = served_export("squad", run, tmp_path / "export", "--n_best_size=5", "--max_answer_length=5")
     ids, question, context = zip(*questions, strict=True)
-    out = tf.saved_model.load(str(export)).signatures["serving_default"](question=tf.constant(question),
-                                                                         context=tf.constant(context))
+    out = serve(question=tf.constant(question), context=tf.constant(context))
     predictions, nbest = _json(predicted / "predictions.json"), _json(predicted / "nbest_predictions.json")
     answers = [a.decode() for a in out["answer"].numpy()]
     assert answers == [predictions[i] for i in ids]
