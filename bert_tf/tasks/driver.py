@@ -15,6 +15,7 @@ from absl import logging
 
 from bert_tf.errors import SettingError, reported, written_as_flags
 from bert_tf.fields import RUN, SEARCH, field_meta, shared_fields
+from bert_tf.tasks.settings import Windows
 from bert_tf.training import prepare
 
 __all__ = ["FineTuningResult", "fine_tune"]
@@ -163,6 +164,11 @@ def check_fine_tuning(job, actions=("do_train", "do_eval", "do_predict")):
     if f.do_train:
         with reported(flag_names=("learning_rate", "num_train_epochs", "do_train")):
             settings.check_schedule(f.learning_rate, f.num_train_epochs)
+    if isinstance(f, Windows):  # the tasks that read long texts as windows
+        from bert_tf.preprocessing.text_windows import check_windows
+
+        with reported(flag_names=("max_windows", "doc_stride", "max_seq_length")):
+            check_windows(f.max_windows, f.window_stride(), f.max_seq_length)
     prepare.check_output_dir(f.output_dir)
     if not f.do_train:
         prepare.check_trained_model(f)

@@ -578,3 +578,14 @@ def test_long_texts_train_with_lora_in_a_search_whose_best_run_keeps_the_windows
     assert (record["max_windows"], record["doc_stride"], record["window_pooling"], record["lora_rank"]) == (
         6, 5, "mean", 2)
     assert _probabilities(best).shape == (2, 2)
+    # Bad window settings: one line naming the flag, before any work.
+    outcomes = _run_cases([_flags(model_dir, data, tmp_path / "bad", task_name="SST-2", max_windows=0),
+                           _flags(model_dir, data, tmp_path / "bad", task_name="SST-2", max_windows=2, doc_stride=0),
+                           _flags(model_dir, data, tmp_path / "bad", task_name="SST-2", max_windows=2,
+                                  max_seq_length=3)])
+    assert outcomes == [
+        "run_classifier.py: error: --max_windows=0 must be a whole number of at least 1",
+        "run_classifier.py: error: --doc_stride=0 must be a whole number of at least 1",
+        "run_classifier.py: error: --max_seq_length=3 leaves no room for windows of a pair: [CLS] A [SEP] B [SEP] "
+        "needs at least 4 positions"]
+    assert not (tmp_path / "bad").exists()
