@@ -172,7 +172,7 @@ def export_saved_model(settings):
         logging.warning("--%s", warning)
     replacing = os.path.isdir(s.export_dir) and bool(os.listdir(s.export_dir))  # an earlier export
     try:
-        with reported():
+        with reported(flag_names=EXPORT_OPTIONS):  # the kind's exporter checks its own options
             what = export.write(s.export_dir, s.overwrite)
     except FileExistsError as e:  # an export appeared at export_dir meanwhile
         raise SettingError(str(e), "export_dir") from None

@@ -64,6 +64,17 @@ def record_windows(record, seq_length, doc_stride=None):
     return record.max_windows, stride if stride is not None else default_stride(seq_length)
 
 
+def export_windows(record, seq_length, doc_stride=None):
+    """`record_windows` for a run that reads windows (`max_windows` above 1), else None (texts cut
+    to seq_length); a `doc_stride` given for a run that cuts is a ValueError."""
+    if record.max_windows > 1:
+        return record_windows(record, seq_length, doc_stride)
+    if doc_stride is not None:
+        raise ValueError(f"{shown.doc_stride}={doc_stride} is for a run that reads windows; this run cut its texts "
+                         f"(max_windows 1)")
+    return None
+
+
 def take_rows(segment, rows, starts, lengths):
     """`segment[rows[w], starts[w]:starts[w] + lengths[w]]` for each w.
 

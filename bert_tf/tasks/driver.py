@@ -165,14 +165,39 @@ def check_fine_tuning(job, actions=("do_train", "do_eval", "do_predict")):
         with reported(flag_names=("learning_rate", "num_train_epochs", "do_train")):
             settings.check_schedule(f.learning_rate, f.num_train_epochs)
     if isinstance(f, Windows):  # the tasks that read long texts as windows
-        from bert_tf.preprocessing.text_windows import check_windows
-
-        with reported(flag_names=("max_windows", "doc_stride", "max_seq_length")):
-            check_windows(f.max_windows, f.window_stride(), f.max_seq_length)
+        check_windows_settings(f)
     prepare.check_output_dir(f.output_dir)
     if not f.do_train:
         prepare.check_trained_model(f)
     return config
+
+
+def check_windows_settings(settings):
+    """The windows of long texts (`bert_tf.tasks.settings.Windows`): in range; not on a TPU, whose
+    programs take one shape (a batch's windows vary); logged where XLA compiles a program per
+    window count; and, for a run that only evaluates or predicts from a run that read other
+    windows, said."""
+    from bert_tf.preprocessing.text_windows import check_windows
+    from bert_tf.runs import record as run_record
+
+    f = settings
+    with reported(flag_names=("max_windows", "doc_stride", "max_seq_length")):
+        check_windows(f.max_windows, f.window_stride(), f.max_seq_length)
+    if f.max_windows == 1:
+        earlier = None
+        if not f.do_train and (f.init_checkpoint or f.output_dir):
+            folder = run_record.run_directory(f.init_checkpoint or f.output_dir)
+            earlier = run_record.read(folder) if os.path.isdir(folder) else None
+        if getattr(earlier, "max_windows", 1) > 1:
+            logging.warning("The run in %s read up to --max_windows=%d windows of a text; this run reads one and cuts "
+                            "longer texts (give --max_windows to read them as it did)", folder, earlier.max_windows)
+        return
+    if f.use_tpu:
+        raise SettingError(f"--max_windows={f.max_windows} is not offered with --use_tpu: a batch's windows vary in "
+                           "number, and a TPU program takes one shape", "max_windows")
+    if f.jit_compile:
+        logging.warning("--max_windows=%d with --jit_compile: XLA compiles a program for each number of windows a "
+                        "batch holds", f.max_windows)
 
 
 def check_run_output_dir(settings, record, same, config=None, training=None):

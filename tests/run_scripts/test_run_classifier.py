@@ -463,6 +463,13 @@ def test_lora_learns_resumes_exactly_after_kill_and_exports_merged(tmp_path, mod
     rows = [line.split("\t") for line in (data / "test.tsv").read_text().splitlines()[1:]]
     out = serve(text_a=tf.constant([r[3] for r in rows]), text_b=tf.constant([r[4] for r in rows]))
     np.testing.assert_allclose(out["probabilities"].numpy(), probabilities, atol=1e-5)
+    # A stride is for a run that reads windows; this one cut its texts.
+    result = run_script("export_saved_model.py", "--export_type=classifier", f"--init_checkpoint={straight}",
+                        f"--export_dir={tmp_path / 'strided'}", "--doc_stride=4")
+    assert result.returncode == 1 and not (tmp_path / "strided").exists()
+    assert result.stderr.strip().splitlines()[-1] == (
+        "export_saved_model.py: error: --doc_stride=4 is for a run that reads windows; this run cut its texts "
+        "(max_windows 1)")
 
     # Bad LoRA settings: one line naming the flag, before any work.
     cases = [
@@ -582,10 +589,19 @@ def test_long_texts_train_with_lora_in_a_search_whose_best_run_keeps_the_windows
     outcomes = _run_cases([_flags(model_dir, data, tmp_path / "bad", task_name="SST-2", max_windows=0),
                            _flags(model_dir, data, tmp_path / "bad", task_name="SST-2", max_windows=2, doc_stride=0),
                            _flags(model_dir, data, tmp_path / "bad", task_name="SST-2", max_windows=2,
-                                  max_seq_length=3)])
+                                  max_seq_length=3),
+                           _flags(model_dir, data, tmp_path / "bad", task_name="SST-2", max_windows=2, use_tpu=True)])
+    # Predicting from the windowed run with one window: said in the log.
+    result = run_script("run_classifier.py", *_flags(model_dir, data, tmp_path / "one", task_name="SST-2",
+                                                     do_train=False, do_eval=False, do_predict=True,
+                                                     init_checkpoint=best, max_seq_length=12))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "read up to --max_windows=6 windows of a text; this run reads one and cuts longer texts" in result.stderr
     assert outcomes == [
         "run_classifier.py: error: --max_windows=0 must be a whole number of at least 1",
         "run_classifier.py: error: --doc_stride=0 must be a whole number of at least 1",
         "run_classifier.py: error: --max_seq_length=3 leaves no room for windows of a pair: [CLS] A [SEP] B [SEP] "
-        "needs at least 4 positions"]
+        "needs at least 4 positions",
+        "run_classifier.py: error: --max_windows=2 is not offered with --use_tpu: a batch's windows vary in number, "
+        "and a TPU program takes one shape"]
     assert not (tmp_path / "bad").exists()

@@ -31,7 +31,7 @@ from bert_tf.export.common import (
     write_text_in_export,
 )
 from bert_tf.models.bert_encoder import INPUT_NAMES
-from bert_tf.preprocessing.text_windows import WINDOW_COUNT, WINDOW_TEXT, pool_windows, record_windows
+from bert_tf.preprocessing.text_windows import WINDOW_COUNT, WINDOW_TEXT, export_windows, pool_windows
 from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker
 from bert_tf.tasks.classifier.task import MULTI_LABEL_THRESHOLD
 
@@ -109,9 +109,9 @@ def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=Fals
                doc_stride=None):
     """The export of a run_classifier run: its `RunRecord` gives the labels, their kind, whether
     text_b is read, the casing and the windows of long texts (`doc_stride`: another stride)."""
+    windows = export_windows(record, seq_length, doc_stride)
     return export_classifier(
         model, record.labels, record.label_kind, record.pair, vocab_file, record.do_lower_case, seq_length,
         export_dir, task=record.to_dict(), overwrite=overwrite, serving=serving,
-        windows=(record_windows(record, seq_length, doc_stride) + (record.window_pooling,)
-                 if record.max_windows > 1 else None),
+        windows=windows and windows + (record.window_pooling,),
     )

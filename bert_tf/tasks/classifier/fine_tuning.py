@@ -40,7 +40,8 @@ class ClassifierFineTuning(FineTuning):
     def record(self, group_by_length):
         f = self.settings
         self.run_record = run.classifier_record(self.processor, self.inputs.pair, f.do_lower_case, f.max_seq_length,
-                                                group_by_length, max_windows=f.max_windows, doc_stride=f.doc_stride,
+                                                group_by_length, max_windows=f.max_windows,
+                                                doc_stride=f.window_stride() if f.max_windows > 1 else None,
                                                 window_pooling=f.window_pooling)
         return self.run_record
 

@@ -24,7 +24,7 @@ import tensorflow as tf
 from bert_tf.export.common import DEFAULT_SERVING, SavedModelRoot, as_float32, string_spec, write_text_in_export
 from bert_tf.models import BertSentenceEmbedder
 from bert_tf.models.bert_encoder import INPUT_NAMES
-from bert_tf.preprocessing.text_windows import WINDOW_COUNT, WINDOW_TEXT, record_windows
+from bert_tf.preprocessing.text_windows import WINDOW_COUNT, WINDOW_TEXT, export_windows
 from bert_tf.tasks.classifier.inputs import TextPacker
 from bert_tf.tasks.embedder.task import window_vectors
 
@@ -72,4 +72,4 @@ def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=Fals
     another stride)."""
     return export_embedder(model, vocab_file, record.do_lower_case, seq_length, export_dir, task=record.to_dict(),
                            overwrite=overwrite, serving=serving,
-                           windows=record_windows(record, seq_length, doc_stride) if record.max_windows > 1 else None)
+                           windows=export_windows(record, seq_length, doc_stride))

@@ -122,7 +122,7 @@ class EmbedderFineTuning(FineTuning):
                              "other's negatives, and grouping by length would make them alike", "group_by_length")
         f = self.settings
         return run.embedder_record(f.pooling, f.normalize, f.similarity_scale, f.do_lower_case, f.max_seq_length,
-                                   f.max_windows, f.doc_stride)
+                                   f.max_windows, f.window_stride() if f.max_windows > 1 else None)
 
     def fields_to_match(self, do_train):
         return run.fields_to_match(do_train)

@@ -289,9 +289,9 @@ def _chosen(nbest, score_null, null_score_diff_threshold):
            "end_char": pick(nbest["end_char"], best), "score": tf.cast(pick(nbest["probability"], best), tf.float32)}
     if score_null is None:
         return out
-    best_score = tf.cast(pick(nbest["start_logit"], best), tf.float64) + tf.cast(pick(nbest["end_logit"], best),
-                                                                                 tf.float64)
-    score_diff = score_null - best_score
+    # score_null - start - end, in that order, as the original's Python floats.
+    score_diff = (score_null - tf.cast(pick(nbest["start_logit"], best), tf.float64)
+                  - tf.cast(pick(nbest["end_logit"], best), tf.float64))
     null_wins = score_diff > null_score_diff_threshold
     minus_one = -tf.ones_like(out["start_char"])
     return {

@@ -27,9 +27,9 @@ unless said:
   "" on padding) and `input_type_ids` (int32: 1 on the context and its [SEP]).
 
 The n-best settings default to run_squad.py's: 20 entries, answers of at most 30 pieces, a
-null-score threshold of 0.0. Where the script's n-best starts or ends would include padding
-positions of its batch (their logits count there, as in the original), the script's n-best list
-can differ in its tail; the export reads the real positions only.
+null-score threshold of 0.0. The export takes a window's best starts and ends among its real
+positions; run_squad.py among all of a feature's, its padding's included (the original's rule).
+Where a padding position's logit is among the best, the two n-best lists can differ.
 """
 
 import tensorflow as tf
