@@ -46,8 +46,8 @@ def check_windows(max_windows, stride, seq_length):
         if not isinstance(stride, int) or stride < 1:
             raise ValueError(f"{shown.doc_stride}={stride} must be a whole number of at least 1")
         if seq_length < 4:
-            raise ValueError(f"{shown.max_seq_length}={seq_length} leaves no room for windows of a pair: "
-                             f"[CLS] A [SEP] B [SEP] needs at least 4 positions")
+            raise ValueError(f"{shown.max_seq_length}={seq_length}: windows need at least 4 positions, room for a "
+                             f"pair's [CLS] A [SEP] B [SEP]")
 
 
 def default_stride(seq_length):

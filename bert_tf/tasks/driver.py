@@ -184,6 +184,10 @@ def check_windows_settings(settings):
     with reported(flag_names=("max_windows", "doc_stride", "max_seq_length")):
         check_windows(f.max_windows, f.window_stride(), f.max_seq_length)
     if f.max_windows == 1:
+        idle = [name for name in ("doc_stride", "window_pooling") if name in f.given]
+        if idle:
+            logging.warning("%s: read only with --max_windows above 1; this run cuts its texts",
+                            " and ".join(f"--{name}" for name in idle))
         earlier = None
         if not f.do_train and (f.init_checkpoint or f.output_dir):
             folder = run_record.run_directory(f.init_checkpoint or f.output_dir)

@@ -597,11 +597,17 @@ def test_long_texts_train_with_lora_in_a_search_whose_best_run_keeps_the_windows
                                                      init_checkpoint=best, max_seq_length=12))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "read up to --max_windows=6 windows of a text; this run reads one and cuts longer texts" in result.stderr
+    # A window setting given without windows does nothing, and the log says so.
+    result = run_script("run_classifier.py", *_flags(model_dir, data, tmp_path / "idle", task_name="SST-2",
+                                                     do_train=False, do_eval=False, do_predict=True,
+                                                     init_checkpoint=best, max_seq_length=12, doc_stride=4))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "--doc_stride: read only with --max_windows above 1; this run cuts its texts" in result.stderr
     assert outcomes == [
         "run_classifier.py: error: --max_windows=0 must be a whole number of at least 1",
         "run_classifier.py: error: --doc_stride=0 must be a whole number of at least 1",
-        "run_classifier.py: error: --max_seq_length=3 leaves no room for windows of a pair: [CLS] A [SEP] B [SEP] "
-        "needs at least 4 positions",
+        "run_classifier.py: error: --max_seq_length=3: windows need at least 4 positions, room for a pair's [CLS] A "
+        "[SEP] B [SEP]",
         "run_classifier.py: error: --max_windows=2 is not offered with --use_tpu: a batch's windows vary in number, "
         "and a TPU program takes one shape"]
     assert not (tmp_path / "bad").exists()
