@@ -12,11 +12,11 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.preprocessing.text_windows import doc_spans, take_rows
+from bert_tf.tasks.squad.features import PARAGRAPH_WHITESPACE
+from bert_tf.tasks.squad.predictions import NO_ANSWER, NULL_SCORE_START
 
-# The original's is_whitespace for paragraphs: only these five characters split words.
-PARAGRAPH_WHITESPACE = "[ \t\r\n\u202f]+"
-# The original's answer when no span is left (its nonce n-best entry).
-NO_ANSWER = "empty"
+# The original's is_whitespace for paragraphs: only these characters split words.
+_WORD_BREAK = f"[{PARAGRAPH_WHITESPACE}]+"
 _SPACE = 32  # " ": the only character get_final_text strips
 
 
@@ -39,7 +39,7 @@ class Paragraphs:
     """
 
     def __init__(self, tokenizer, context):
-        words, begin, _ = tf_text.regex_split_with_offsets(context, PARAGRAPH_WHITESPACE)
+        words, begin, _ = tf_text.regex_split_with_offsets(context, _WORD_BREAK)
         rows = words.value_rowids()
         begin = tf.cast(begin.flat_values, tf.int32)
         prefix = tf.strings.substr(tf.gather(context, rows), tf.zeros_like(begin), begin)
@@ -196,16 +196,17 @@ class Spans:
 def _null_answers(logits, text, span_length, num_texts):
     """v2.0's null answer of each example: `(score_null, start_logit, end_logit)` of the first
     window with the smallest [CLS] start + end score; an example without a window of context
-    keeps the original's starting score, 1e6, and logits 0."""
+    keeps the original's starting score (NULL_SCORE_START) and logits 0."""
     start_logits, end_logits = logits
     score = tf.cast(start_logits[:, 0], tf.float64) + tf.cast(end_logits[:, 0], tf.float64)
-    score = tf.where(span_length > 0, score, tf.constant(1e6, tf.float64))
+    start_score = tf.constant(NULL_SCORE_START, tf.float64)
+    score = tf.where(span_length > 0, score, start_score)
     lowest = tf.math.unsorted_segment_min(score, text, num_texts)
     first = _segment_first(tf.equal(score, tf.gather(lowest, text)) & (span_length > 0), text, num_texts)
     has = first < tf.size(text, out_type=tf.int64)
     safe = tf.minimum(first, tf.maximum(tf.size(text, out_type=tf.int64) - 1, 0))
     zero = tf.zeros([num_texts], start_logits.dtype)
-    return (tf.where(has, lowest, 1e6), tf.where(has, tf.gather(start_logits[:, 0], safe), zero),
+    return (tf.where(has, lowest, start_score), tf.where(has, tf.gather(start_logits[:, 0], safe), zero),
             tf.where(has, tf.gather(end_logits[:, 0], safe), zero))
 
 

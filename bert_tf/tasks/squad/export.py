@@ -32,6 +32,8 @@ positions; run_squad.py among all of a feature's, its padding's included (the or
 Where a padding position's logit is among the best, the two n-best lists can differ.
 """
 
+import dataclasses
+
 import tensorflow as tf
 
 from bert_tf.errors import shown
@@ -42,31 +44,18 @@ from bert_tf.export.common import (
     write_text_in_export,
 )
 from bert_tf.tasks.squad.answers import answer_examples
+from bert_tf.tasks.squad.settings import Settings
 
-
-def keep_first(ids, lengths):
-    """The first `lengths` (int64 `[batch]`, possibly <= 0) ids of each row of `ids` `[batch, (n)]`."""
-    positions = tf.ragged.range(ids.row_lengths())
-    return tf.ragged.boolean_mask(ids, positions < tf.expand_dims(lengths, 1))
-
-
-def question_context_inputs(tokenizer, packer, question, context, max_query_length):
-    """The encoder's inputs for `question` and `context` (string `[batch]`), as run_squad.py's
-    first window: `[CLS] question[:max_query_length] [SEP] context[:room] [SEP]`."""
-    question_ids = tokenizer(question)[:, :max_query_length]  # [B, (Q)]
-    context_ids = tokenizer(context)  # [B, (C)]
-    room = packer.seq_length - 3 - question_ids.row_lengths()  # the original's max_tokens_for_doc
-    return packer([question_ids, keep_first(context_ids, room)])
-
-
-# run_squad.py's defaults of the settings its predictions take.
-N_BEST_SIZE, MAX_ANSWER_LENGTH, NULL_SCORE_DIFF_THRESHOLD = 20, 30, 0.0
+# run_squad.py's defaults (its settings') of the windows and of the settings its predictions take.
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Settings)}
+DOC_STRIDE, N_BEST_SIZE = _DEFAULTS["doc_stride"], _DEFAULTS["n_best_size"]
+MAX_ANSWER_LENGTH, NULL_SCORE_DIFF_THRESHOLD = _DEFAULTS["max_answer_length"], _DEFAULTS["null_score_diff_threshold"]
 
 
 class SpanLabelerSavedModel(SavedModelRoot):
     """Root object of a span-labeler export: `__call__(question, context)` = the signature."""
 
-    def __init__(self, model, tokenizer, packer, run_model, max_query_length, doc_stride=128,
+    def __init__(self, model, tokenizer, packer, run_model, max_query_length, doc_stride=DOC_STRIDE,
                  version_2_with_negative=False, n_best_size=N_BEST_SIZE, max_answer_length=MAX_ANSWER_LENGTH,
                  null_score_diff_threshold=NULL_SCORE_DIFF_THRESHOLD):
         super().__init__(model)
@@ -82,7 +71,8 @@ class SpanLabelerSavedModel(SavedModelRoot):
 
 
 def export_squad(model, vocab_file, do_lower_case, seq_length, max_query_length, export_dir,
-                 task=None, overwrite=False, serving=DEFAULT_SERVING, doc_stride=128, version_2_with_negative=False,
+                 task=None, overwrite=False, serving=DEFAULT_SERVING, doc_stride=DOC_STRIDE,
+                 version_2_with_negative=False,
                  n_best_size=N_BEST_SIZE, max_answer_length=MAX_ANSWER_LENGTH,
                  null_score_diff_threshold=NULL_SCORE_DIFF_THRESHOLD):
     """Writes a fine-tuned `BertSpanLabeler` to `export_dir` with a `serving_default` taking
@@ -117,7 +107,7 @@ def export_run(model, record, vocab_file, seq_length, export_dir, overwrite=Fals
     return export_squad(
         model, vocab_file, record.do_lower_case, seq_length, max_query_length or record.max_query_length,
         export_dir, task=record.to_dict(), overwrite=overwrite, serving=serving,
-        doc_stride=doc_stride or record.doc_stride or 128,
+        doc_stride=doc_stride or record.doc_stride or DOC_STRIDE,
         version_2_with_negative=bool(record.version_2_with_negative), n_best_size=n_best_size,
         max_answer_length=max_answer_length, null_score_diff_threshold=null_score_diff_threshold,
     )

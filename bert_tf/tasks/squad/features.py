@@ -23,7 +23,8 @@ from bert_tf.tokenization import FullTokenizer
 FIRST_UNIQUE_ID = 1000000000  # the original numbers features from here
 # The original's is_whitespace for paragraphs: only these five characters split words
 # (not e.g. U+00A0, which the tokenizer later treats as a space inside the word).
-_WORD = re.compile("[^ \t\r\n\u202f]+")
+PARAGRAPH_WHITESPACE = " \t\r\n\u202f"
+_WORD = re.compile(f"[^{PARAGRAPH_WHITESPACE}]+")
 _WORD_CACHE_SIZE = 32_768  # words per generation (~400 bytes each)
 _STAT_KEYS = ("articles", "paragraphs", "questions", "examples", "impossible", "skipped_answer_mismatch")
 

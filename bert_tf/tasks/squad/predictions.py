@@ -25,7 +25,9 @@ _Prelim = collections.namedtuple(
 _Entry = collections.namedtuple("_Entry", ["text", "start_logit", "end_logit"])
 
 # The original starts the search for the smallest null score here ("large and positive").
-_NULL_SCORE_START = 1000000
+NULL_SCORE_START = 1000000
+# The original's answer when no span is left (its nonce n-best entry).
+NO_ANSWER = "empty"
 
 
 def best_indexes(logits, n_best_size):
@@ -117,7 +119,7 @@ def _candidates(features_and_results, n_best_size, max_answer_length, version_2_
     score, the smallest [CLS] start + end score over the windows (v2.0); `null`, the null
     answer's `_Prelim` at the window with that score."""
     features, prelims = [], []
-    score_null, null = _NULL_SCORE_START, _Prelim(0, 0, 0, 0.0, 0.0)
+    score_null, null = NULL_SCORE_START, _Prelim(0, 0, 0, 0.0, 0.0)
     for feature_index, (feature, start_logits, end_logits) in enumerate(features_and_results):
         start_logits = [float(x) for x in start_logits]
         end_logits = [float(x) for x in end_logits]
@@ -193,7 +195,7 @@ def example_prediction(
     # The original's nonce entry when nothing valid is left. In v2.0 the original crashes when
     # the n-best list holds only the null answer; the same nonce stands in as the best span there.
     if not nbest or (version_2_with_negative and not any(entry.text for entry in nbest)):
-        nbest.append(_Entry("empty", 0.0, 0.0))
+        nbest.append(_Entry(NO_ANSWER, 0.0, 0.0))
 
     probs = compute_softmax([entry.start_logit + entry.end_logit for entry in nbest])
     nbest_json = [
