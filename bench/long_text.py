@@ -219,6 +219,9 @@ def main(argv):
         raise SystemExit(f"--min_pieces={FLAGS.min_pieces} is more than --max_pieces={FLAGS.max_pieces}")
     import tempfile
 
+    if FLAGS.workdir and os.path.isdir(FLAGS.workdir) and os.listdir(FLAGS.workdir):
+        # Its runs would resume as finished, and their training times would be no training's.
+        raise SystemExit(f"--workdir={FLAGS.workdir} is not empty: give a new folder (or none: a temporary one)")
     FLAGS.workdir = FLAGS.workdir or tempfile.mkdtemp(prefix="long_text_")
     pieces = write_sets(FLAGS.workdir)
     train, dev = pieces["long", "train"], pieces["long", "dev"]

@@ -57,11 +57,14 @@ def export_embedder(model, vocab_file, do_lower_case, seq_length, export_dir, ta
     if windows is None:
         return write_text_in_export(model, EmbedderSavedModel, vocab_file, do_lower_case, seq_length, export_dir,
                                     task, overwrite, serving)
-    # The windows' vectors are averaged before the text's is normalized: the export runs a twin of
-    # the model on the same encoder that does not normalize, and normalizes after pooling.
-    twin = BertSentenceEmbedder(model.encoder, model.pooling, normalize=False, name=model.name)
+    # The windows' vectors are averaged before the text's is normalized: a model that normalizes is
+    # run as a twin on the same encoder that does not, and the export normalizes after pooling.
+    if model.normalize:
+        model_run = BertSentenceEmbedder(model.encoder, model.pooling, normalize=False, name=model.name)
+    else:
+        model_run = model
     return write_text_in_export(
-        twin, lambda m, tokenizer, packer, run_model: EmbedderSavedModel(m, tokenizer, packer, run_model, windows,
+        model_run, lambda m, tokenizer, packer, run_model: EmbedderSavedModel(m, tokenizer, packer, run_model, windows,
                                                                           model.normalize),
         vocab_file, do_lower_case, seq_length, export_dir, task, overwrite, serving)
 
