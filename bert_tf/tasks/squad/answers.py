@@ -246,6 +246,52 @@ def _append(rows, extra, wanted):
             for k, v in extra.items()}
 
 
+def _ranked(example, score):
+    """The order of candidates by example, best score first, creation order among equals."""
+    order = tf.argsort(score, direction="DESCENDING", stable=True)
+    return tf.gather(order, tf.argsort(tf.gather(example, order), stable=True))
+
+
+def _distinct_texts(example, text, num_texts):
+    """int `[B]`: the distinct texts among each example's `text`."""
+    key = tf.strings.join([tf.strings.as_string(example), text], separator="\x1f")
+    unique = tf.unique(key).y
+    owner = tf.strings.to_number(tf.strings.split(unique, "\x1f").to_tensor(shape=[None, 1])[:, 0], tf.int64)
+    return tf.math.bincount(owner, minlength=num_texts, maxlength=num_texts, dtype=tf.int64)
+
+
+def _best_spans_with_texts(tokenizer, vocabulary, paragraphs, spans, num_texts, n_best_size):
+    """The spans that can reach each example's n-best list, best first, with their answer texts
+    and characters (`span_texts`): a dict of `[C']` fields (`example`, `text`, logits, `score`,
+    chars). Projecting a span's text reads all of its words' characters, and a context without
+    spaces (Chinese, Japanese) is one word: so the texts are projected for each example's best
+    spans only, 4 x n_best_size of them, doubled until they hold n_best_size distinct texts or all
+    of its spans. The n-best list drawn from them is the one drawn from all."""
+    order = _ranked(spans.text, spans.score)
+    ranked = {"example": spans.text, "start": spans.start, "end": spans.end, "start_logit": spans.start_logit,
+              "end_logit": spans.end_logit, "score": spans.score}
+    ranked = {k: tf.gather(v, order) for k, v in ranked.items()}
+    available = tf.math.bincount(ranked["example"], minlength=num_texts, maxlength=num_texts, dtype=tf.int64)
+    rank = tf.ragged.range(available).flat_values  # each span's place in its example's ranking
+
+    def best(k):
+        keep = tf.where(rank < k)[:, 0]
+        chosen = {name: tf.gather(v, keep) for name, v in ranked.items()}
+        text, start_char, end_char = span_texts(tokenizer, vocabulary, paragraphs, chosen["example"],
+                                                chosen["start"], chosen["end"])
+        return {**chosen, "text": text, "start_char": start_char, "end_char": end_char}
+
+    def too_few(k):
+        chosen = best(k)
+        distinct = _distinct_texts(chosen["example"], chosen["text"], num_texts)
+        return tf.reduce_any((distinct < n_best_size) & (available > k))
+
+    k = tf.while_loop(too_few, lambda k: [k * 2], [tf.constant(4 * n_best_size, tf.int64)])[0]
+    chosen = best(k)
+    return {name: chosen[name] for name in ("example", "text", "start_logit", "end_logit", "start_char", "end_char",
+                                            "score")}
+
+
 def _nbest_lists(entries, null, num_texts, n_best_size):
     """Each example's n-best list (ragged `[B, (entries)]` per field, with its `probability`), as
     `example_prediction` makes it from its candidates `entries` (`[C]` per field, `example` the
@@ -253,8 +299,7 @@ def _nbest_lists(entries, null, num_texts, n_best_size):
     example; else None): best score first, creation order among equals; the first n_best_size
     distinct texts; v2.0's null answer added to a list of spans alone; the "empty" nonce where
     nothing (v2.0: no span) is left; probabilities the softmax of start + end logits."""
-    order = tf.argsort(entries["score"], direction="DESCENDING", stable=True)
-    order = tf.gather(order, tf.argsort(tf.gather(entries["example"], order), stable=True))  # by example, stable
+    order = _ranked(entries["example"], entries["score"])
     entries = {k: tf.gather(v, order) for k, v in entries.items()}
     key = tf.strings.join([tf.strings.as_string(entries["example"]), entries["text"]], separator="\x1f")
     _, same = tf.unique(key)
@@ -344,10 +389,8 @@ def answer_examples(tokenizer, packer, run_model, vocabulary, question, context,
     piece_starts = tf.cast(paragraphs.pieces.row_starts(), tf.int64)
     spans = Spans(logits, real, text, start, span_length, query_length, n_best_size, max_answer_length,
                   piece_starts, tf.reduce_sum(pieces))
-    answer, start_char, end_char = span_texts(tokenizer, vocabulary, paragraphs, spans.text, spans.start, spans.end)
-    entries = {"text": answer, "start_logit": spans.start_logit, "end_logit": spans.end_logit,
-               "start_char": start_char, "end_char": end_char, "score": spans.score,
-               "null": tf.zeros_like(spans.text, tf.bool), "example": spans.text}
+    fields = _best_spans_with_texts(tokenizer, vocabulary, paragraphs, spans, num_texts, n_best_size)
+    entries = {**fields, "null": tf.zeros_like(fields["example"], tf.bool)}
     null = None
     if version_2_with_negative:  # the null answer competes, after every span of its score
         score_null, null_start, null_end = _null_answers(logits, text, span_length, num_texts)

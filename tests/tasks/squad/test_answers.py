@@ -83,3 +83,18 @@ def test_answers_and_nbest_lists_are_run_squads_at_any_length(setup, v2):
         assert start >= 0 and end > start
         found = contexts[i][start:end]
         assert " ".join(found.replace("\u202f", " ").split()) == text, (i, found, text)
+
+
+def test_a_context_of_one_word_repeated_gives_run_squads_nbest_list(setup):
+    """Most spans project to the same few texts: the texts are projected for more and more of the
+    best spans until n_best_size distinct ones are found, as the Python rule walks its list."""
+    vocab, model, tokenizer, packer = setup
+    contexts = ["cat " * 90, "the cat sat " * 30 + "mat", "cat"]
+    questions = ["where is the cat ?"] * len(contexts)
+    out = answer_examples(tokenizer, packer, lambda inputs: model(inputs, training=False),
+                          tf.constant(tokenizer.vocabulary), tf.constant(questions), tf.constant(contexts), QUERY,
+                          STRIDE, N_BEST, MAX_ANSWER, False)
+    for i, (text, nbest, _) in enumerate(_original(model, vocab, questions, contexts, False)):
+        assert out["answer"][i].numpy().decode() == text
+        size = int(out["nbest_size"][i])
+        assert [t.decode() for t in out["nbest_text"][i, :size].numpy()] == [e["text"] for e in nbest], i
