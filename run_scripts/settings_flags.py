@@ -63,6 +63,14 @@ def settings_from_flags(settings_class, flag_values=None):
     return settings_class(**values, given=frozenset(name for name in names if flag_values[name].present))
 
 
+def _from_teacher(values, name):
+    """Whether a distilled run takes setting `name` from its --teacher (`bert_tf.tasks.distillation`):
+    the vocabulary always, the config with --student_layers."""
+    if "teacher" not in values or not values.teacher:
+        return False
+    return name == "vocab_file" or (name == "bert_config_file" and bool(values.student_layers))
+
+
 def require_unless_hf_folder(names, flag_values=None):
     """`flags.mark_flag_as_required` for `names` (its check and message), but when --init_checkpoint
     is a Hugging Face folder or a sentence-transformers folder (it holds what they name), or has
@@ -71,7 +79,10 @@ def require_unless_hf_folder(names, flag_values=None):
     def given(value, name):  # the folder is looked at only when the flag is missing (the import loads TensorFlow)
         from bert_tf.checkpoints import hf, sentence_transformers, sources
 
-        folder = (flags.FLAGS if flag_values is None else flag_values).init_checkpoint
+        values = flags.FLAGS if flag_values is None else flag_values
+        folder = values.init_checkpoint
+        if value is None and _from_teacher(values, name):
+            return True
         return value is not None or hf.is_hf_folder(folder) or sentence_transformers.is_sentence_transformers_folder(
             folder) or bool(folder and sources.beside(folder, sources.FILES_BESIDE[name]))
 

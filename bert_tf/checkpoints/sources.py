@@ -91,6 +91,15 @@ def config_setting(bert_config_file, init_checkpoint):
     return f"{shown.init_checkpoint}={init_checkpoint}"
 
 
+def config_of(checkpoint, bert_config_file=None):
+    """`(config, warnings)`: `bert_config_file`'s, else the bert_config.json beside `checkpoint` or a
+    Hugging Face folder's config.json; `(None, ())` where there is none."""
+    if hf.is_hf_folder(checkpoint):
+        return hf_config(checkpoint, bert_config_file)
+    path = named_or_beside(bert_config_file, "bert_config_file", checkpoint, "bert_config.json")
+    return read_config(path, "bert_config_file") if path is not None else (None, ())
+
+
 def casing(checkpoint, do_lower_case):
     """The casing that goes with `checkpoint`'s vocabulary: a Hugging Face folder's or a fine-tuning
     run's (its record's: its inputs were tokenized so), where a `do_lower_case` given must be it;

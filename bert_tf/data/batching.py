@@ -11,6 +11,10 @@ that cutting each batch to its longest row (`bert_tf.data.lengths`) drops most o
 import numpy as np
 import tensorflow as tf
 
+# A training column (float32 `[n]`): 1 for a labelled row, 0 for one that has only a teacher's
+# targets (`bert_tf.training.distillation`); `array_dataset` gives it to training batches as `weight`.
+LABELED = "labeled"
+
 # Group-by-length sorts windows of this many batches of the shuffled stream: wide enough that each
 # batch is nearly uniform in length, narrow enough that the order stays random between windows.
 GROUP_WINDOW_BATCHES = 50
@@ -91,7 +95,8 @@ def array_dataset(features, mode, batch_size, input_context=None, seed=None, ski
 
     Returns:
         A `tf.data.Dataset` of dicts with the keys of `features` plus `weight` (float32
-        `[batch_size]`: 1 for a real row, 0 for padding).
+        `[batch_size]`: 1 for a real row, 0 for padding; in training, the `LABELED` column where
+        `features` has one, which it replaces).
 
     Raises:
         ValueError: `features` holds no example, or `mode` is not one of the three.
@@ -100,7 +105,8 @@ def array_dataset(features, mode, batch_size, input_context=None, seed=None, ski
     if not n:
         raise ValueError("no examples")
     if mode == "train":
-        columns = dict(features, weight=np.ones(n, np.float32))
+        columns = {k: v for k, v in features.items() if k != LABELED}
+        columns["weight"] = np.asarray(features[LABELED], np.float32) if LABELED in features else np.ones(n, np.float32)
         if lengths is not None:
             columns["length"] = np.asarray(lengths, np.int32)
         ds = tf.data.Dataset.from_tensor_slices(columns)

@@ -17,7 +17,7 @@ fault (`init_checkpoint=...: ...`); `write`'s name the file (the vocabulary, the
 import dataclasses
 
 from bert_tf import tokenization
-from bert_tf.checkpoints import hf, sources
+from bert_tf.checkpoints import sources
 from bert_tf.errors import shown
 from bert_tf.export.common import check_seq_length
 from bert_tf.export.encoder import export_encoder
@@ -126,13 +126,9 @@ def _preprocessor(vocab_file, do_lower_case, seq_length):
 def _config(init_checkpoint, bert_config_file):
     """`(config, warnings)`: the config named, else the bert_config.json beside the checkpoint or
     a Hugging Face folder's config.json; none for a .keras file without either (it carries its own)."""
-    if hf.is_hf_folder(init_checkpoint):
-        return sources.hf_config(init_checkpoint, bert_config_file)
-    path = sources.named_or_beside(bert_config_file, "bert_config_file", init_checkpoint, "bert_config.json")
-    if path is not None:
-        return sources.read_config(path, "bert_config_file")
-    if init_checkpoint.endswith(".keras"):
-        return None, ()
+    config, warnings = sources.config_of(init_checkpoint, bert_config_file)
+    if config is not None or init_checkpoint.endswith(".keras"):
+        return config, warnings
     raise ValueError(f"{shown.bert_config_file} is required (no bert_config.json beside {shown.init_checkpoint})")
 
 

@@ -68,6 +68,7 @@ class RunRecord:
         lora_alpha: Their alpha (the scale is lora_alpha / lora_rank); None: the rank's.
         group_by_length: Whether the run's training batches group examples of similar length.
             The length bucket is not kept: it changes where padding is cut, not the results.
+        distillation: A distilled run's teacher and distillation settings (name -> value); None.
         options: The kind's own fields, name -> value (as `fields` are given).
         **fields: The kind's own fields; a field not given takes the kind's default.
 
@@ -82,11 +83,13 @@ class RunRecord:
     lora_rank: int = 0
     lora_alpha: float | None = None
     group_by_length: bool = False
+    # A distilled run's teacher and settings (`bert_tf.tasks.distillation.recorded`); None: no teacher.
+    distillation: dict | None = dataclasses.field(default=None, hash=False)
     # The kind's own fields that are set (not None): name -> value, written flat into the file.
     options: dict = dataclasses.field(default_factory=dict, hash=False)
 
     def __init__(self, kind, task_name, do_lower_case=True, max_seq_length=128, lora_rank=0, lora_alpha=None,
-                 group_by_length=False, options=None, **fields):
+                 group_by_length=False, distillation=None, options=None, **fields):
         task_kind = registry.get(kind)
         given = {**(options or {}), **fields}
         defaults = task_kind.record_defaults
@@ -99,6 +102,7 @@ class RunRecord:
         values = dict(
             kind=task_kind.name, task_name=task_name, do_lower_case=do_lower_case, max_seq_length=max_seq_length,
             **lora_settings(lora_rank, lora_alpha), group_by_length=group_by_length,
+            distillation=dict(distillation) if distillation else None,
             options={name: tuple(v) if isinstance(v, list) else v for name, v in own.items() if v is not None},
         )
         for name, value in values.items():
@@ -136,6 +140,7 @@ class RunRecord:
         if "max_windows" in self.task_kind.record_defaults and self.max_windows == 1:
             names = tuple(name for name in names if name not in _WINDOWS)
         names += ("group_by_length",) if self.group_by_length else ()
+        names += ("distillation",) if self.distillation else ()
         values = {name: getattr(self, name, None) for name in names}
         return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items() if v is not None}
 

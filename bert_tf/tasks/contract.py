@@ -92,6 +92,10 @@ class FineTuning:
     loss_reads_padding = False
     kind = ""  # its registry kind
     num_train_examples = 0  # what `encode` returned (the driver sets it)
+    # Whether `read_inputs` reads `transfer_file` (unlabelled inputs: weight 0, the teacher's targets alone).
+    reads_transfer = False
+    num_transfer = 0  # the transfer inputs among the training examples (the task's `encode` sets it)
+    teacher = None  # the run's `bert_tf.tasks.distillation.Teacher` (the driver sets it)
 
     def __init__(self, settings):
         self.settings = settings
@@ -148,6 +152,15 @@ class FineTuning:
         """
         raise NotImplementedError
 
+    def teacher_fields(self):
+        """The record fields a teacher's run must share with this one (`bert_tf.tasks.distillation`):
+        by default those an evaluation of another run needs (`fields_to_match(False)`) but the task's name.
+
+        Returns:
+            The names.
+        """
+        return tuple(name for name in self.fields_to_match(False) if name != "task_name")
+
     def check_run(self, record):
         """Checks this run against the run already in output_dir, beyond `fields_to_match`.
 
@@ -184,8 +197,10 @@ class FineTuning:
         return f"Task {self.kind}"
 
     def training_examples(self):
-        """Returns the training log line's count, e.g. `120 examples`."""
-        return f"{self.num_train_examples} examples"
+        """Returns the training log line's count, e.g. `120 examples`, or `620 examples (120
+        labelled, 500 of --transfer_file)`."""
+        n, transfer = self.num_train_examples, self.num_transfer
+        return f"{n} examples" + (f" ({n - transfer} labelled, {transfer} of --transfer_file)" if transfer else "")
 
     def train_data(self):
         """What the Trainer trains on."""

@@ -15,6 +15,7 @@ from absl import logging
 
 from bert_tf.errors import SettingError, reported, written_as_flags
 from bert_tf.fields import RUN, SEARCH, field_meta, shared_fields
+from bert_tf.tasks import distillation
 from bert_tf.tasks.settings import Windows
 from bert_tf.training import prepare
 
@@ -78,6 +79,9 @@ def run_once(job):
 
     with reported():
         job.check_given()
+    if job.settings.transfer_file and not job.reads_transfer:
+        raise SettingError(f"--transfer_file is not offered for task kind {job.kind}: its transfer inputs are not "
+                           "read yet (give the teacher's targets on its training inputs alone)", "transfer_file")
     config = check_fine_tuning(job, job.actions)
     with reported():
         job.check(config)
@@ -86,7 +90,9 @@ def run_once(job):
     with reported():
         job.read_inputs(config)  # every input is read and checked before any training
     with reported():
-        record = job.record(group_by_length)
+        record = distillation.recorded(job.record(group_by_length), f, job.teacher)
+    if job.teacher is not None:
+        distillation.check_record(job.teacher, record, job.teacher_fields())
     training = resume_settings(f, type(job)) if f.do_train else None  # kept: a resumed run must give them again
     with reported():
         same = job.fields_to_match(f.do_train)
@@ -96,7 +102,7 @@ def run_once(job):
     strategy = prepare.strategy(f)  # before TensorFlow runs an op (a tokenizer's)
     prepare.check_batch_sizes(f, strategy.num_replicas_in_sync)
     with reported():
-        task = job.build_task(config, record, length_bucket)
+        task = distillation.distilled(job.build_task(config, record, length_bucket), f, job.teacher)
     with reported():
         job.num_train_examples = job.encode(task)
     settings, num_train_steps = fine_tuning_settings(f, job.num_train_examples, length_bucket, job.loss_reads_padding)
@@ -104,6 +110,8 @@ def run_once(job):
         trainer = Trainer(task, settings, strategy)
     logging.info("%s; strategy %s with %d replica(s)", job.describe(), prepare.strategy_name(f),
                  strategy.num_replicas_in_sync)
+    if distillation.describe(trainer):
+        logging.info("%s", distillation.describe(trainer))
     if f.do_train:
         logging.info("***** Running training: %s, batch size %d, %d steps *****", job.training_examples(),
                      f.train_batch_size, num_train_steps)
@@ -146,6 +154,8 @@ def check_fine_tuning(job, actions=("do_train", "do_eval", "do_predict")):
     with reported(setting="do_lower_case"):
         tokenization.validate_case_matches_checkpoint(f.do_lower_case, f.init_checkpoint)
     job.settings, config = prepare.resolve_sources(f)
+    job.settings, config, job.teacher = distillation.resolve(job.settings, config, job.kind,
+                                                             lambda name: name in f.given)
     f = job.settings
     config = config or prepare.load_config(f.bert_config_file)
     if f.max_seq_length < 3:  # BertPackInputs' floor, said before any input is read

@@ -10,7 +10,7 @@ padding; here, the data folder and tensorflow-datasets for the tasks that read t
 from bert_tf.fields import SEARCH, Settings, setting, settings_class
 from bert_tf.training.groups import Evaluation, Lora, Padding, RunSettings, Search, Sources, Tpu, Training
 
-__all__ = ["DataDir", "Evaluation", "FineTuningSettings", "RunSettings", "Tfds", "Windows"]
+__all__ = ["DataDir", "Distillation", "Evaluation", "FineTuningSettings", "RunSettings", "Tfds", "Windows"]
 
 
 @settings_class
@@ -47,8 +47,32 @@ class Windows(Settings):
         return self.doc_stride if self.doc_stride is not None else default_stride(self.max_seq_length)
 
 
+# Distillation's defaults (bench/distillation.py measured them; docs/distillation.md).
+DEFAULT_TEMPERATURE = 2.0
+DEFAULT_ALPHA = 0.5
+
+
 @settings_class
-class FineTuningSettings(Sources, RunSettings, Tpu, Training, Lora, Search, Padding):
+class Distillation(Settings):
+    """Training a student on a fine-tuned teacher's soft targets (`bert_tf.tasks.distillation`)."""
+
+    teacher: str = setting(None, "A fine-tuned run of this task (its output folder, a search's best/, or a Hugging "
+                           "Face folder with the task's head) whose outputs the student learns too.", kind=str,
+                           shared=SEARCH, path=True, order=20)
+    transfer_file: str = setting(None, "With --teacher, unlabelled inputs in the task's prediction layout (the "
+                                 "classifier's test.tsv columns): trained on the teacher's targets alone.", kind=str,
+                                 shared=SEARCH, path=True, order=20.1)
+    student_layers: str = setting(None, "With --teacher, the student is the teacher's embeddings, these of its "
+                                  "layers (comma-separated, from 0) and its head, e.g. 0,2,4 (DistilBERT's start).",
+                                  kind=str, shared=SEARCH, order=20.2)
+    distill_temperature: float = setting(DEFAULT_TEMPERATURE, "With --teacher, the softmax temperature of the "
+                                         "teacher's and student's logits.", shared=SEARCH, order=20.3)
+    distill_alpha: float = setting(DEFAULT_ALPHA, "With --teacher, the weight of the labels' loss; the teacher's "
+                                   "targets take 1 - it.", shared=SEARCH, order=20.4)
+
+
+@settings_class
+class FineTuningSettings(Sources, RunSettings, Tpu, Training, Lora, Search, Padding, Distillation):
     """The settings every fine-tuning task has; a task's class adds its groups and fields.
 
     A field marked `SEARCH` is shared by every run of a search and must be the same in a resumed

@@ -44,6 +44,13 @@ class Task(abc.ABC):
         (windows of long texts, which it pools into one row per text) says how."""
         return model(x, training=training)
 
+    def distillation_losses(self, inputs, labels, student, teacher, temperature):
+        """Each row's loss against a teacher's outputs (`bert_tf.training.distillation`): float32
+        `[rows]`, the rows of `labels["weight"]`, from the student's and the teacher's outputs on
+        the batch's inputs `inputs` (as `call_model` returns them) at softmax `temperature`. A task
+        that offers distillation says how; the default refuses."""
+        raise NotImplementedError(f"{type(self).__name__} offers no distillation")
+
     def normalizers(self, labels):
         """Per-batch values summed over the whole global batch (every replica and micro-batch)
         before the loss is computed: what the loss divides by."""

@@ -1,14 +1,19 @@
 """Sentence (pair) classification on the one fine-tuning driver (`bert_tf.tasks.contract`):
 run_classifier.py's steps."""
 
+import dataclasses
+
 from absl import logging
 
 from bert_tf.tasks.classifier import run
+from bert_tf.tasks.classifier.inputs import encode_examples
 from bert_tf.tasks.contract import FineTuning, UsageError, reported
 
 
 class ClassifierFineTuning(FineTuning):
     kind = "classifier"
+    reads_transfer = True
+    transfer = ()
 
     def check(self, config):  # after the common checks, as the original script's order was
         if not self.settings.data_dir and not self.settings.tfds_name:
@@ -36,6 +41,9 @@ class ClassifierFineTuning(FineTuning):
         with reported(setting="tfds_name" if f.tfds_name else "data_dir"):
             self.inputs = run.read_inputs(self.processor, splits, f.data_dir, f.tfds_name, f.tfds_data_dir,
                                           f.tfds_download)
+        if f.transfer_file and f.do_train:
+            with reported(flag_names=("transfer_file",)):
+                self.transfer = run.read_transfer(self.processor, f.transfer_file)
 
     def record(self, group_by_length):
         f = self.settings
@@ -53,12 +61,17 @@ class ClassifierFineTuning(FineTuning):
 
     def encode(self, task):
         self.features = run.encode_inputs(self.inputs)
+        if self.transfer:
+            transfer = encode_examples(self.transfer, self.processor.get_labels(), self.processor.label_kind,
+                                       "transfer")
+            self.features = dataclasses.replace(self.features, train=run.with_transfer(self.features.train, transfer))
         sets = {"train": self.features.train, **{f"dev {k}".strip(): v for k, v in self.features.dev.items()},
                 **{f"test {k}".strip(): v for k, v in self.features.test.items()}}
         for name, data in sets.items():
             if data is not None:
                 self.log_windows(name, task.window_counts(data))
-        return len(self.inputs.train or ())
+        self.num_transfer = len(self.transfer)
+        return len(self.inputs.train or ()) + self.num_transfer
 
     def describe(self):
         record = self.run_record

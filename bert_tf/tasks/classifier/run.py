@@ -13,6 +13,8 @@ import importlib.util
 import os
 import sys
 
+import numpy as np
+
 from bert_tf.errors import shown
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.classifier import catalog
@@ -93,6 +95,36 @@ def read_inputs(processor, splits, data_dir=None, tfds_name=None, tfds_data_dir=
         dev={"": dev, **dev_extra} if dev is not None else {},
         test={"": (processor.submission_name, test), **test_extra} if test is not None else {},
     )
+
+
+def read_transfer(processor, path):
+    """The unlabelled examples of `path`, a file in the layout of the task's test file (its columns,
+    header and quoting; read as `processor` reads its test set), their labels None. A ValueError or
+    FileNotFoundError naming the file otherwise."""
+    import tempfile
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{shown.transfer_file}={path}: no such file")
+    layout = getattr(processor, "test_file", None)
+    if layout is not None:  # a TsvTask: its test layout, read from the transfer file
+        folder, name = os.path.split(os.path.abspath(path))
+        examples = processor.read_examples(folder, layout.at(name), "transfer")
+    else:  # a processor written the original way reads its data folder's test.tsv
+        with tempfile.TemporaryDirectory() as folder:
+            os.symlink(os.path.abspath(path), os.path.join(folder, "test.tsv"))
+            examples = processor.get_test_examples(folder)
+    return [dataclasses.replace(e, label=None, guid=f"transfer-{i}") for i, e in enumerate(examples)]
+
+
+def with_transfer(train, transfer):
+    """`encode_examples`' dict of the training examples `train` followed by the transfer examples'
+    (`transfer`, the same dict), with the `LABELED` column (1, then 0)."""
+    from bert_tf.data.batching import LABELED
+
+    merged = {k: np.concatenate([train[k], transfer[k]]) for k in train}
+    merged[LABELED] = np.concatenate([np.ones(len(train["label"]), np.float32),
+                                      np.zeros(len(transfer["label"]), np.float32)])
+    return merged
 
 
 def classifier_record(processor, pair, do_lower_case, max_seq_length, group_by_length=False, **windows):

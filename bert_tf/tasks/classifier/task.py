@@ -12,6 +12,7 @@ are cut to their longest sequence (`length_bucket`); the outputs read the [CLS] 
 which attention over fewer padding positions leaves as it was.
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -28,6 +29,7 @@ from bert_tf.preprocessing.text_windows import (
 )
 from bert_tf.tasks.classifier import metrics
 from bert_tf.tasks.classifier.inputs import LABEL_KINDS, TextPacker, classifier_dataset, packed_lengths, window_counts
+from bert_tf.training.distillation import soft_target_kl
 from bert_tf.training.settings import padding_settings
 from bert_tf.training.task import Task
 
@@ -135,6 +137,17 @@ class ClassifierTask(Task):
             loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(target, logits), axis=-1)
             correct = tf.reduce_all(tf.equal(tf.cast(logits > 0.0, tf.float32), target), axis=-1)
         return loss, tf.cast(correct, tf.float32)
+
+    def distillation_losses(self, inputs, labels, student, teacher, temperature):
+        # Regression: the squared distance of the scores (no distribution to soften); multi-label:
+        # each label's sigmoid softened as a two-way softmax, the labels' mean.
+        student, teacher = tf.cast(student, tf.float32), tf.cast(teacher, tf.float32)
+        if self.label_kind == "regression":
+            return keras.losses.mean_squared_error(teacher, student)
+        if self.label_kind == "multi":
+            soft = tf.sigmoid(teacher / temperature)
+            return keras.losses.binary_crossentropy(soft, student / temperature, from_logits=True) * temperature**2
+        return soft_target_kl(student, teacher, temperature)
 
     def normalizers(self, labels):
         return {"examples": tf.reduce_sum(labels["weight"])}

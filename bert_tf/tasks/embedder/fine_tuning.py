@@ -127,6 +127,9 @@ class EmbedderFineTuning(FineTuning):
     def fields_to_match(self, do_train):
         return run.fields_to_match(do_train)
 
+    def teacher_fields(self):
+        return ("kind",)  # the vectors are compared: the teacher may pool and normalize as it was trained to
+
     def build_task(self, config, record, length_bucket):
         self.task = run.build_task(config, record, self.settings.vocab_file, length_bucket)
         return self.task

@@ -15,6 +15,7 @@ in-batch loss over eval batches, which depends on their size); on scored pairs, 
 `pearson` of the pairs' cosine similarities with their scores. Prediction: one vector per text.
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -199,6 +200,12 @@ class EmbedderTask(Task):
         loss = tf.reduce_logsumexp(scores, axis=-1) - right
         correct = tf.equal(tf.argmax(scores, axis=-1, output_type=tf.int32), tf.range(tf.shape(scores)[0]))
         return loss, tf.cast(correct, tf.float32)
+
+    def distillation_losses(self, inputs, labels, student, teacher, temperature):
+        # sentence-transformers' MSE distillation: the squared distance of the vectors, the mean over
+        # their dimensions; an anchor's row holds the mean of its texts' (anchor, positive, negative).
+        per_text = keras.losses.mean_squared_error(tf.cast(teacher, tf.float32), tf.cast(student, tf.float32))
+        return tf.reduce_mean(tf.reshape(per_text, [-1, tf.shape(labels["weight"])[0]]), axis=0)  # [B]
 
     def normalizers(self, labels):
         return {"examples": tf.reduce_sum(labels["weight"])}

@@ -25,6 +25,7 @@ from bert_tf.models.bert_feature_tagger import LSTM_UNITS, feature_layer_indices
 from bert_tf.tasks.classifier.task import ClassifierTask
 from bert_tf.tasks.ner import conlleval
 from bert_tf.tasks.ner.inputs import encode_sentences, tags_of
+from bert_tf.training.distillation import soft_target_kl
 
 
 class NerTask(ClassifierTask):
@@ -94,6 +95,13 @@ class NerTask(ClassifierTask):
         lengths = data["input_mask"].sum(axis=1) if mode == "train" and self.group_by_length else None
         ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches, lengths)
         return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+    def distillation_losses(self, inputs, labels, student, teacher, temperature):
+        # Every real token's tag distribution (a transfer sentence has no first sub-tokens marked),
+        # the mean over the sentence's window.
+        per_token = soft_target_kl(student, teacher, temperature)  # [B, S]
+        mask = tf.cast(inputs["input_mask"], tf.float32)
+        return tf.reduce_sum(per_token * mask, axis=-1) / tf.maximum(tf.reduce_sum(mask, axis=-1), 1.0)
 
     def predict_outputs(self, outputs):
         predicted = tf.argmax(outputs, axis=-1, output_type=tf.int32)  # [batch, seq]

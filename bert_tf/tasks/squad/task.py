@@ -19,6 +19,7 @@ import tensorflow as tf
 from bert_tf.data.batching import pad_positions
 from bert_tf.models import BertEncoder, BertSpanLabeler
 from bert_tf.tasks.squad.inputs import record_lengths, squad_dataset
+from bert_tf.training.distillation import soft_target_kl
 from bert_tf.training.settings import padding_settings
 from bert_tf.training.task import Task
 
@@ -58,6 +59,11 @@ class SquadTask(Task):
             losses.append(tf.nn.sparse_softmax_cross_entropy_with_logits(positions, logits))
             correct.append(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), positions), tf.float32))
         return (losses[0] + losses[1]) / 2.0, correct[0], correct[1]
+
+    def distillation_losses(self, inputs, labels, student, teacher, temperature):
+        # The start and the end distributions over the sequence's positions, as the loss averages them.
+        return sum(soft_target_kl(student[name], teacher[name], temperature) for name in ("start_logits",
+                                                                                          "end_logits")) / 2.0
 
     def normalizers(self, labels):
         return {"examples": tf.reduce_sum(labels["weight"])}

@@ -1,0 +1,178 @@
+"""Knowledge distillation as a task of the one loop (TensorFlow): a student learns its task's labels
+and a fine-tuned teacher's outputs on the same batches (Hinton et al., 2015; the second step of
+"Well-Read Students Learn Better", Turc et al., 2019).
+
+`DistilledTask` wraps the task the student fine-tunes on. In a training step it runs the teacher
+(frozen, without dropout) on the batch the student reads, and adds the task's soft-target loss
+(`Task.distillation_losses`: the temperature-softened distribution over labels, choices, tags or
+span positions; the vectors' mean squared error for sentence embeddings) to the labels' loss:
+
+    loss = alpha * labels' loss + (1 - alpha) * the mean soft-target loss over the global batch
+
+Rows without a label (transfer text: their `weight` is 0) count in the second term alone.
+Evaluation and prediction are the task's own: the student's outputs, its labels' loss.
+
+The teacher runs in the step rather than from a cache of its outputs: a cache would have to follow
+every task's batching (windows, lengths, shuffling); docs/distillation.md gives the step's cost.
+A resumed run recomputes nothing: the teacher is read again from its folder, and is not in the
+student's checkpoints.
+"""
+
+import typing
+
+import keras
+import tensorflow as tf
+
+from bert_tf.training.task import Task
+
+__all__ = ["Distilled", "DistilledTask", "copy_from_teacher", "soft_target_kl"]
+
+_DISTILL_SUM, _DISTILL_ROWS = "distill_sum", "distill_rows"
+
+
+class Distilled(typing.NamedTuple):
+    """A training step's outputs: the student's, the teacher's (no gradient) and the batch's inputs."""
+
+    student: typing.Any
+    teacher: typing.Any
+    inputs: dict
+
+
+def soft_target_kl(student_logits, teacher_logits, temperature):
+    """Hinton's soft-target loss: `T^2 KL(softmax(teacher / T) || softmax(student / T))` over the
+    last axis (Keras' `kl_divergence`, as `keras.distillation.LogitsDistillation` computes it, per
+    row instead of its batch mean: the loop sums rows over replicas and micro-batches).
+
+    Args:
+        student_logits: float tensor `[..., classes]`.
+        teacher_logits: float tensor of the same shape.
+        temperature: The softmax temperature T.
+
+    Returns:
+        float32 `[...]`: the loss of each row.
+    """
+    t = tf.nn.softmax(tf.cast(teacher_logits, tf.float32) / temperature, axis=-1)
+    s = tf.nn.softmax(tf.cast(student_logits, tf.float32) / temperature, axis=-1)
+    return keras.losses.kl_divergence(t, s) * (temperature**2)
+
+
+def _floor(value):
+    # A normalizer of 0 (a batch of transfer rows only) has a sum of 0 over it: the term is 0, not NaN.
+    return tf.maximum(value, 1e-12) if tf.is_tensor(value) else max(value, 1e-12)
+
+
+def copy_from_teacher(student, teacher, layers):
+    """Gives `student` the teacher's weights: its embeddings, its transformer `layers` in order (the
+    student's layer i is the teacher's layers[i], as DistilBERT starts its student from every other
+    layer of BERT), its pooler and its head.
+
+    Args:
+        student: A task model whose encoder has `len(layers)` transformer layers.
+        teacher: The same kind of model, with the same widths.
+        layers: The teacher's layer indices, one per student layer.
+
+    Raises:
+        ValueError: The models differ in anything but the number of layers.
+    """
+    s_layers, t_layers = student.encoder.transformer_layers, teacher.encoder.transformer_layers
+    if len(s_layers) != len(layers):
+        raise ValueError(f"the student has {len(s_layers)} layers, not the {len(layers)} named")
+    pairs = list(zip(s_layers, [t_layers[i] for i in layers], strict=True))
+    in_layers = {id(v) for layer in (*s_layers, *t_layers) for v in layer.weights}
+    rest = [[v for v in model.weights if id(v) not in in_layers] for model in (student, teacher)]
+    variables = [(s, t) for a, b in pairs for s, t in zip(a.weights, b.weights, strict=True)]
+    if len(rest[0]) != len(rest[1]):
+        raise ValueError(f"the student holds {len(rest[0])} weights beside its layers, the teacher {len(rest[1])}")
+    variables += list(zip(*rest, strict=True))
+    for s, t in variables:
+        if tuple(s.shape) != tuple(t.shape):
+            raise ValueError(f"the student's {s.path} is {tuple(s.shape)}, the teacher's {t.path} {tuple(t.shape)}")
+    for s, t in variables:
+        s.assign(t)
+
+
+class DistilledTask(Task):
+    """`task` trained on its labels and on `teacher`'s outputs (module docstring).
+
+    Args:
+        task: The student's Task (its data, model, loss and figures; its `distillation_losses`).
+        teacher: A callable returning the teacher model, called once under the strategy's scope
+            when the student is built.
+        temperature: The softmax temperature of both models' logits.
+        alpha: The labels' loss weight; the teacher's targets take 1 - alpha.
+        student_layers: None, or the teacher's layers the student starts from: restoring from
+            `teacher_path` then copies them (`copy_from_teacher`).
+        teacher_path: The teacher's folder (the `init_checkpoint` that means "from the teacher").
+    """
+
+    def __init__(self, task, teacher, temperature, alpha, student_layers=None, teacher_path=None):
+        if not temperature > 0:
+            raise ValueError(f"the distillation temperature must be positive, got {temperature}")
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"the labels' loss weight alpha must be between 0 and 1, got {alpha}")
+        self.task, self._teacher, self.teacher = task, teacher, None
+        self.temperature, self.alpha = float(temperature), float(alpha)
+        self.student_layers, self.teacher_path = student_layers, teacher_path
+        self.sum_names = (*task.sum_names, _DISTILL_SUM, _DISTILL_ROWS)
+
+    def __getattr__(self, name):  # the student task's own methods (window_counts, encode, ...)
+        if name == "task":
+            raise AttributeError(name)
+        return getattr(self.task, name)
+
+    def build_model(self):
+        student = self.task.build_model()
+        self.teacher = self._teacher()
+        self.teacher.trainable = False
+        return student
+
+    def restore(self, model, path):
+        if self.student_layers is not None and path == self.teacher_path:
+            copy_from_teacher(model, self.teacher, self.student_layers)
+            return None
+        return self.task.restore(model, path)
+
+    def num_examples(self, data):
+        return self.task.num_examples(data)
+
+    def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
+        return self.task.dataset(data, mode, batch_size, input_context, seed, skip_batches)
+
+    def call_model(self, model, x, training):
+        student = self.task.call_model(model, x, training)
+        if not training:
+            return student
+        teacher = tf.nest.map_structure(tf.stop_gradient, self.task.call_model(self.teacher, x, False))
+        return Distilled(student, teacher, x)
+
+    def normalizers(self, labels):
+        rows = tf.cast(tf.shape(labels["weight"])[0], tf.float32)  # every row of a training batch is real
+        return {**self.task.normalizers(labels), _DISTILL_ROWS: rows}
+
+    def sums(self, labels, outputs):
+        if not isinstance(outputs, Distilled):  # evaluation: the student alone
+            zero = tf.zeros([], tf.float32)
+            return {**self.task.sums(labels, outputs), _DISTILL_SUM: zero, _DISTILL_ROWS: zero}
+        losses = self.task.distillation_losses(outputs.inputs, labels, outputs.student, outputs.teacher,
+                                               self.temperature)  # [rows]
+        rows = tf.cast(tf.shape(losses)[0], tf.float32)
+        return {**self.task.sums(labels, outputs.student), _DISTILL_SUM: tf.reduce_sum(losses), _DISTILL_ROWS: rows}
+
+    def loss(self, sums, normalizers):
+        labels = self.task.loss(sums, {name: _floor(value) for name, value in normalizers.items()})
+        if not tf.is_tensor(sums[_DISTILL_SUM]) and not sums[_DISTILL_ROWS]:
+            return labels  # an evaluation batch: no teacher ran
+        soft = sums[_DISTILL_SUM] / _floor(normalizers[_DISTILL_ROWS])
+        return self.alpha * labels + (1.0 - self.alpha) * soft
+
+    def train_logs(self, sums):
+        return {**self.task.train_logs(sums), "distill_loss": sums[_DISTILL_SUM] / max(sums[_DISTILL_ROWS], 1e-12)}
+
+    def eval_outputs(self, labels, outputs):
+        return self.task.eval_outputs(labels, outputs)
+
+    def eval_results(self, sums, gathered, batch_losses):
+        return self.task.eval_results(sums, gathered, batch_losses)
+
+    def predict_outputs(self, outputs):
+        return self.task.predict_outputs(outputs)

@@ -1,0 +1,124 @@
+"""Distillation as a user runs it (`--teacher`): run_classifier.py's student cut from its teacher's
+layers, taught by it on the labels and on unlabelled transfer text, resumed exactly after kill -9,
+exported; the refusals of a teacher that cannot teach the student, before any work."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.run_scripts.conftest import killed_and_rerun, run_main_cases, run_script, served_export
+from tests.run_scripts.test_run_classifier import _flags, _probabilities, _results, write_mrpc
+from tests.tiny import VOCAB, tiny_config, write_vocab
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def teacher(tmp_path_factory):
+    """A 2-layer MRPC teacher, trained to learn the task, and its data and model folders."""
+    root = tmp_path_factory.mktemp("teacher")
+    model = root / "model"
+    model.mkdir()
+    (model / "bert_config.json").write_text(json.dumps(tiny_config().to_dict()))
+    write_vocab(model / "vocab.txt", VOCAB)
+    data = root / "data"
+    write_mrpc(data)
+    out = root / "run"
+    result = run_script("run_classifier.py", *_flags(model, data, out, do_predict=False))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert float(_results(out)["eval_accuracy"]) > 0.9
+    return {"model": model, "data": data, "run": out}
+
+
+def _student(folders, out, **overrides):
+    """A student of one layer (the teacher's second), taught on MRPC and on its test file as transfer text."""
+    values = dict(teacher=folders["run"], student_layers="1", transfer_file=folders["data"] / "test.tsv",
+                  vocab_file=None, bert_config_file=None, learning_rate=2e-3, num_train_epochs=6)
+    values.update(overrides)
+    return _flags(folders["model"], values.pop("data_dir", folders["data"]), out, **values)
+
+
+def test_a_student_from_the_teachers_layers_learns_from_it_on_transfer_text_resumes_and_exports(tmp_path, teacher):
+    out = tmp_path / "student"
+    result = run_script("run_classifier.py", *_student(teacher, out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = result.stderr
+    # Both kinds of input counted; both models' sizes; the start from the teacher's layers.
+    assert "157 examples (128 labelled, 29 of --transfer_file)" in log
+    assert "Student: " in log and f"teacher {teacher['run']}: " in log
+    counts = [int(n.replace(",", "")) for n in __import__("re").findall(r"([\d,]+) parameters", log)[:2]]
+    assert counts[0] < counts[1]
+    assert f"Training initialised from {teacher['run']}; now at step" in log
+    assert float(_results(out)["eval_accuracy"]) > 0.9
+    config = json.loads((out / "bert_config.json").read_text())
+    assert config["num_hidden_layers"] == 1 and config["hidden_size"] == tiny_config().hidden_size
+    record = json.loads((out / "fine_tuning_task.json").read_text())
+    assert record["distillation"] == {
+        "teacher": str(teacher["run"]), "distill_temperature": 2.0, "distill_alpha": 0.5, "student_layers": [1],
+        "transfer_file": str(teacher["data"] / "test.tsv"),
+    }
+    training = json.loads((out / "training_settings.json").read_text())
+    assert training["teacher"] == str(teacher["run"]) and training["student_layers"] == "1"
+
+    # kill -9 mid-training, the same command again: the same predictions, byte for byte.
+    again_dir = tmp_path / "again"
+    again = killed_and_rerun("run_classifier.py", _student(teacher, again_dir), again_dir)
+    assert "Training resumed from" in again.stderr
+    assert (again_dir / "test_results.tsv").read_text() == (out / "test_results.tsv").read_text()
+
+    # A resume with another temperature is refused: its steps were taken with this one.
+    changed = run_script("run_classifier.py", *_student(teacher, out, distill_temperature=4.0, num_train_epochs=7))
+    assert changed.returncode != 0 and "distill_temperature" in changed.stderr.splitlines()[-1]
+
+    # The student exports as any classifier: its served probabilities are the script's.
+    serve = served_export("classifier", out, tmp_path / "export")
+    rows = [line.split("\t") for line in (teacher["data"] / "test.tsv").read_text().splitlines()[1:]]
+    import tensorflow as tf
+
+    served = serve(text_a=tf.constant([r[3] for r in rows]), text_b=tf.constant([r[4] for r in rows]))
+    np.testing.assert_allclose(served["probabilities"].numpy(), _probabilities(out), atol=1e-5)
+
+
+def test_a_teacher_that_cannot_teach_the_student_is_refused_before_any_work(tmp_path, teacher):
+    other_vocab = tmp_path / "vocab.txt"
+    write_vocab(other_vocab, list(reversed(VOCAB)))
+    stsb = tmp_path / "stsb"
+    stsb.mkdir()
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+    for name in ("train", "dev", "test"):
+        (stsb / f"{name}.tsv").write_text(header + "0\tmain\tx\t2012\t1\tnone\tnone\tthe cat .\tthe dog .\t3.5\n")
+    cases = {
+        "no teacher": _student(teacher, tmp_path / "a", teacher=tmp_path / "nothing"),
+        "vocab": _student(teacher, tmp_path / "b", vocab_file=other_vocab),
+        "layers": _student(teacher, tmp_path / "c", student_layers="0,2"),
+        "order": _student(teacher, tmp_path / "d", student_layers="1,0"),
+        "init": _student(teacher, tmp_path / "e", init_checkpoint=teacher["run"]),
+        "alpha": _student(teacher, tmp_path / "f", distill_alpha=1.5),
+        "temperature": _student(teacher, tmp_path / "g", distill_temperature=0.0),
+        "without teacher": _flags(teacher["model"], teacher["data"], tmp_path / "h", transfer_file="x.tsv"),
+        "labels": _student(teacher, tmp_path / "i", task_name="STS-B", data_dir=stsb, transfer_file=None),
+        "casing": _student(teacher, tmp_path / "j", do_lower_case=False),
+        "transfer": _student(teacher, tmp_path / "k", transfer_file=tmp_path / "missing.tsv"),
+        "positions": _student(teacher, tmp_path / "l", max_seq_length=64),
+    }
+    outcomes = dict(zip(cases, run_main_cases("run_classifier", list(cases.values())), strict=True))
+    expected = {
+        "no teacher": f"--teacher={tmp_path / 'nothing'}: no such folder or file",
+        "vocab": f"--vocab_file={other_vocab}",
+        "layers": "--student_layers=0,2: expected distinct indices in increasing order, each from 0 to 1 (the "
+                  "teacher has 2 layers)",
+        "order": "--student_layers=1,0: expected distinct indices",
+        "init": "--student_layers builds the student from the teacher's layers: --init_checkpoint is not read",
+        "alpha": "--distill_alpha=1.5 must be between 0 and 1",
+        "temperature": "--distill_temperature=0.0 must be positive",
+        "without teacher": "--transfer_file is read only with --teacher",
+        "labels": f"--teacher={teacher['run']} has label_kind single, this run regression",
+        "casing": "--do_lower_case=False, but the teacher",
+        "transfer": f"--transfer_file={tmp_path / 'missing.tsv'}: no such file",
+        "positions": "--max_seq_length=64: the teacher",
+    }
+    for name, text in expected.items():
+        assert text in outcomes[name], (name, outcomes[name])
+    for name in cases:  # nothing written before the refusal
+        assert not (tmp_path / "abcdefghijkl"[list(cases).index(name)] / "fine_tuning_task.json").exists()
