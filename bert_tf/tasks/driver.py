@@ -115,7 +115,8 @@ def run_once(job):
     if f.do_train:
         logging.info("***** Running training: %s, batch size %d, %d steps *****", job.training_examples(),
                      f.train_batch_size, num_train_steps)
-    train_or_restore(trainer, f, job.train_data(), record, config, job.progress_fields, training)
+    fields = {**job.progress_fields, **({"distill": "distill_loss"} if job.teacher else {})}
+    train_or_restore(trainer, f, job.train_data(), record, config, fields, training)
     results = None
     if "do_eval" in job.actions and f.do_eval:
         results = job.evaluate(trainer)

@@ -3,6 +3,7 @@ layers, taught by it on the labels and on unlabelled transfer text, resumed exac
 exported; the refusals of a teacher that cannot teach the student, before any work."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -47,7 +48,7 @@ def test_a_student_from_the_teachers_layers_learns_from_it_on_transfer_text_resu
     # Both kinds of input counted; both models' sizes; the start from the teacher's layers.
     assert "157 examples (128 labelled, 29 of --transfer_file)" in log
     assert "Student: " in log and f"teacher {teacher['run']}: " in log
-    counts = [int(n.replace(",", "")) for n in __import__("re").findall(r"([\d,]+) parameters", log)[:2]]
+    counts = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) parameters", log)[:2]]
     assert counts[0] < counts[1]
     assert f"Training initialised from {teacher['run']}; now at step" in log
     assert float(_results(out)["eval_accuracy"]) > 0.9
@@ -122,3 +123,67 @@ def test_a_teacher_that_cannot_teach_the_student_is_refused_before_any_work(tmp_
         assert text in outcomes[name], (name, outcomes[name])
     for name in cases:  # nothing written before the refusal
         assert not (tmp_path / "abcdefghijkl"[list(cases).index(name)] / "fine_tuning_task.json").exists()
+
+
+def _task_flags(kind, tmp_path):
+    """`(script, flags(out, **overrides))` of a short run of each other task on its tests' data."""
+    if kind == "ner":
+        from tests.run_scripts import test_run_ner as t
+
+        model, data = t.write_model(tmp_path / "model", t.VOCAB), tmp_path / "data"
+        t.write_conll(data)
+        return "run_ner.py", lambda out, **o: t._flags(model, data, out, num_train_epochs=2, **o)
+    if kind == "squad":
+        from tests.run_scripts import test_run_squad as t
+
+        model = tmp_path / "model"
+        model.mkdir()
+        config = tiny_config(vocab_size=len(t.VOCAB), max_position_embeddings=64)
+        (model / "bert_config.json").write_text(json.dumps(config.to_dict()))
+        write_vocab(model / "vocab.txt", t.VOCAB)
+        train = t.write_squad(tmp_path / "train.json", 48, seed=1)
+        dev = t.write_squad(tmp_path / "dev.json", 12, seed=2)
+        files = dict(do_train=True, train_file=train, do_predict=True, predict_file=dev, num_train_epochs=2)
+        return "run_squad.py", lambda out, **o: t._flags(model, out, **{**files, **o})
+    if kind == "swag":
+        from tests.run_scripts import test_run_swag as t
+
+        model, data = t.write_model(tmp_path / "model", t.VOCAB), tmp_path / "data"
+        t.write_swag(data)
+        return "run_swag.py", lambda out, **o: t._flags(model, data, out, num_train_epochs=2, **o)
+    from tests.run_scripts import test_run_sentence_embedding as t
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "bert_config.json").write_text(json.dumps(t.CONFIG.to_dict()))
+    write_vocab(model / "vocab.txt", t.VOCAB)
+    data = tmp_path / "data"
+    t.write_pairs(data)
+    return "run_sentence_embedding.py", lambda out, **o: t._flags(model, data, out, num_train_epochs=3, **o)
+
+
+@pytest.mark.parametrize("kind", ["ner", "squad", "swag", "embedder"])
+def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tmp_path, kind):
+    script, flags = _task_flags(kind, tmp_path)
+    teacher = tmp_path / "teacher"
+    result = run_script(script, *flags(teacher))
+    assert result.returncode == 0, result.stderr[-3000:]
+    student = tmp_path / "student"
+    given = [f for f in flags(student, teacher=teacher, student_layers="0", distill_temperature=3.0,
+                                 iterations_per_loop=2)
+             if not f.startswith("--bert_config_file=")]  # the config is the teacher's, cut to one layer
+    result = run_script(script, *given)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Training initialised from {teacher}; now at step" in result.stderr
+    counts = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) parameters", result.stderr.split("Student: ")[1])]
+    assert counts[0] < counts[1]
+    losses = [float(v) for v in re.findall(r"'distill_loss': ([\d.e-]+)", result.stderr)]
+    assert losses and all(np.isfinite(losses)) and losses[0] > 0
+    assert json.loads((student / "bert_config.json").read_text())["num_hidden_layers"] == 1
+    record = json.loads((student / "fine_tuning_task.json").read_text())
+    assert record["distillation"]["student_layers"] == [0] and record["distillation"]["distill_temperature"] == 3.0
+    # A transfer file is the classifier's alone so far: refused in one line, nothing written.
+    refused = run_script(script, *given[:-1], f"--output_dir={tmp_path / 'other'}",
+                         f"--transfer_file={tmp_path / 'x.tsv'}", "--noprogress")
+    assert refused.returncode != 0 and "--transfer_file is not offered for task kind" in refused.stderr
+    assert not (tmp_path / "other").exists()

@@ -1,0 +1,141 @@
+"""Distillation's losses against numpy statements of Hinton's soft targets and of each task's rule,
+the loss a step takes with labelled and transfer rows, the student cut from its teacher's layers,
+and the run record that names the teacher."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.models import BertClassifier, BertEncoder
+from bert_tf.runs.record import RunRecord
+from bert_tf.tasks.classifier.task import ClassifierTask
+from bert_tf.tasks.embedder.task import EmbedderTask
+from bert_tf.tasks.ner.task import NerTask
+from bert_tf.tasks.squad.task import SquadTask
+from bert_tf.training.distillation import Distilled, DistilledTask, copy_from_teacher, soft_target_kl
+from tests.tiny import tiny_config
+
+RNG = np.random.default_rng(0)
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _kl(student, teacher, t):
+    """T^2 KL(softmax(teacher/T) || softmax(student/T)) per row, in float64."""
+    p, q = _softmax(teacher / t), _softmax(student / t)
+    return t * t * (p * (np.log(p) - np.log(q))).sum(-1)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 2.0, 5.0])
+def test_the_soft_target_loss_is_hintons_and_keras_logits_distillations_per_row(temperature):
+    student, teacher = RNG.normal(size=(6, 4)) * 3, RNG.normal(size=(6, 4)) * 3
+    got = soft_target_kl(tf.constant(student, tf.float32), tf.constant(teacher, tf.float32), temperature).numpy()
+    np.testing.assert_allclose(got, _kl(student, teacher, temperature), rtol=1e-4, atol=1e-6)
+    # With a KLDivergence object: Keras 3.15's default string "kl_divergence" compares the logits
+    # themselves, unsoftened.
+    keras_mean = keras.distillation.LogitsDistillation(temperature, keras.losses.KLDivergence()).compute_loss(
+        tf.constant(teacher, tf.float32), tf.constant(student, tf.float32))
+    np.testing.assert_allclose(got.mean(), float(keras_mean), rtol=1e-4)
+
+
+def test_each_task_states_its_soft_targets_as_the_rule_says():
+    config, t = tiny_config(), 2.0
+    s, te = RNG.normal(size=(3, 5)), RNG.normal(size=(3, 5))
+
+    def losses(task, student, teacher, inputs=None, labels=None):
+        cast = lambda v: tf.nest.map_structure(lambda a: tf.constant(a, tf.float32), v)  # noqa: E731
+        labels = labels or {"weight": tf.ones([3])}
+        return task.distillation_losses(inputs, labels, cast(student), cast(teacher), t).numpy()
+
+    single = ClassifierTask(config, ["a", "b", "c", "d", "e"], max_seq_length=16)
+    np.testing.assert_allclose(losses(single, s, te), _kl(s, te, t), rtol=1e-4)
+    regression = ClassifierTask(config, [], "regression", max_seq_length=16)
+    np.testing.assert_allclose(losses(regression, s[:, :1], te[:, :1]), (s[:, 0] - te[:, 0]) ** 2, rtol=1e-5)
+    multi = ClassifierTask(config, list("abcde"), "multi", max_seq_length=16)
+    p, z = 1 / (1 + np.exp(-te / t)), s / t  # each label a two-way softmax at T
+    bce = -(p * np.log(1 / (1 + np.exp(-z))) + (1 - p) * np.log(1 - 1 / (1 + np.exp(-z))))
+    np.testing.assert_allclose(losses(multi, s, te), t * t * bce.mean(-1), rtol=1e-4)
+
+    # NER: each real token's tags, the mean over the row's real tokens.
+    ner = NerTask(config, ["O", "B-X", "I-X"], max_seq_length=16)
+    s3, t3 = RNG.normal(size=(3, 4, 3)), RNG.normal(size=(3, 4, 3))
+    mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]])
+    expected = (_kl(s3, t3, t) * mask).sum(-1) / mask.sum(-1)
+    np.testing.assert_allclose(losses(ner, s3, t3, {"input_mask": tf.constant(mask)}), expected, rtol=1e-4)
+
+    # SQuAD: the start's and the end's, averaged.
+    squad = SquadTask(config, max_seq_length=8)
+    start, end = [RNG.normal(size=(3, 8)) for _ in range(2)]
+    t_start, t_end = [RNG.normal(size=(3, 8)) for _ in range(2)]
+    got = losses(squad, {"start_logits": start, "end_logits": end}, {"start_logits": t_start, "end_logits": t_end})
+    np.testing.assert_allclose(got, (_kl(start, t_start, t) + _kl(end, t_end, t)) / 2, rtol=1e-4)
+
+    # Sentence embeddings: each text's squared distance (mean over dimensions); an anchor's row the
+    # mean of its anchor's, positive's and negative's.
+    embedder = EmbedderTask(config, max_seq_length=16)
+    v, tv = RNG.normal(size=(9, 4)), RNG.normal(size=(9, 4))
+    per_text = ((v - tv) ** 2).mean(-1)
+    np.testing.assert_allclose(losses(embedder, v, tv), per_text.reshape(3, 3).mean(0), rtol=1e-5)
+
+
+def test_a_steps_loss_weighs_labels_and_soft_targets_and_transfer_rows_count_in_the_second_alone():
+    config, alpha, t = tiny_config(), 0.3, 2.0
+    inner = ClassifierTask(config, ["a", "b"], max_seq_length=16)
+    task = DistilledTask(inner, lambda: None, t, alpha)
+    student, teacher = RNG.normal(size=(4, 2)), RNG.normal(size=(4, 2))
+    labels = {"label": tf.constant([0, 1, 0, 0]), "weight": tf.constant([1.0, 1.0, 0.0, 0.0])}  # 2 of transfer
+    outputs = Distilled(tf.constant(student, tf.float32), tf.constant(teacher, tf.float32), {})
+    loss = float(task.loss(task.sums(labels, outputs), task.normalizers(labels)))
+    ce = -np.log(_softmax(student)[[0, 1], [0, 1]])
+    np.testing.assert_allclose(loss, alpha * ce.mean() + (1 - alpha) * _kl(student, teacher, t).mean(), rtol=1e-4)
+
+    # A batch of transfer rows only: the labels' term is 0, not NaN.
+    transfer = {"label": tf.zeros([4], tf.int32), "weight": tf.zeros([4])}
+    loss = float(task.loss(task.sums(transfer, outputs), task.normalizers(transfer)))
+    np.testing.assert_allclose(loss, (1 - alpha) * _kl(student, teacher, t).mean(), rtol=1e-4)
+
+    # Evaluation (no teacher ran; Python floats, as the loop adds them): the labels' loss alone.
+    sums = {k: float(v) for k, v in task.sums(labels, outputs.student).items()}
+    normalizers = {k: float(v) for k, v in task.normalizers(labels).items()}
+    np.testing.assert_allclose(task.loss(sums, normalizers), ce.mean(), rtol=1e-4)
+    assert set(task.train_logs(sums)) == {"loss", "accuracy", "distill_loss"}
+
+    with pytest.raises(ValueError, match="alpha must be between 0 and 1"):
+        DistilledTask(inner, lambda: None, t, 1.5)
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        DistilledTask(inner, lambda: None, 0.0, 0.5)
+
+
+def test_a_student_starts_from_its_teachers_embeddings_chosen_layers_pooler_and_head():
+    teacher = BertClassifier(BertEncoder.from_bert_config(tiny_config(num_hidden_layers=2)), num_classes=3)
+    for v in teacher.weights:  # weights no initializer would give twice
+        v.assign(RNG.normal(size=v.shape).astype("float32"))
+    student = BertClassifier(BertEncoder.from_bert_config(tiny_config(num_hidden_layers=1)), num_classes=3)
+    copy_from_teacher(student, teacher, (1,))
+    pairs = [(student.encoder.embeddings, teacher.encoder.embeddings),
+             (student.encoder.transformer_layers[0], teacher.encoder.transformer_layers[1]),
+             (student.encoder.pooler_dense, teacher.encoder.pooler_dense), (student.classifier, teacher.classifier)]
+    for mine, theirs in pairs:
+        for a, b in zip(mine.weights, theirs.weights, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert len(student.weights) == sum(len(m.weights) for m, _ in pairs)
+
+    wider = BertClassifier(BertEncoder.from_bert_config(tiny_config(num_hidden_layers=1, hidden_size=64)), 3)
+    with pytest.raises(ValueError, match="the student's .* is"):
+        copy_from_teacher(wider, teacher, (0,))
+    with pytest.raises(ValueError, match="the student has 1 layers, not the 2 named"):
+        copy_from_teacher(student, teacher, (0, 1))
+
+
+def test_the_run_record_names_the_teacher_and_reads_back():
+    distillation = {"teacher": "/runs/teacher", "distill_temperature": 2.0, "distill_alpha": 0.5,
+                    "student_layers": [0, 2], "transfer_file": "/data/unlabelled.tsv"}
+    record = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), distillation=distillation)
+    written = record.to_dict()
+    assert written["distillation"] == distillation
+    assert RunRecord.from_dict(written) == record and RunRecord.from_dict(written).distillation == distillation
+    assert "distillation" not in RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1")).to_dict()
