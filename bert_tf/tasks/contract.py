@@ -35,6 +35,8 @@ new settings (`dataclasses.replace`); settings are frozen and never changed in p
     read_inputs(config)                 every input read and checked, before anything is written
     record(group_by_length)             the run record (fine_tuning_task.json)
     fields_to_match(do_train)           which of its fields an earlier run in output_dir must share
+    teacher_fields()                    with --teacher: the record fields its run must share
+                                        (`bert_tf.tasks.distillation`)
     check_run(record)                   checks against that earlier run
     [the driver: the earlier run checked; the strategy; the batch sizes against its replicas]
     build_task(config, record, length_bucket)
@@ -50,6 +52,11 @@ new settings (`dataclasses.replace`); settings are frozen and never changed in p
                                         to eval_results.txt; the driver logs them
     predict(trainer)                    do_predict: the test outputs written (the chief writes);
                                         a task that evaluates by predicting returns its figures
+
+A run with a teacher (`bert_tf.tasks.distillation`) is the same run: the driver reads the teacher
+with the sources, adds it to the record and wraps the task; a task whose `read_inputs` reads the
+transfer inputs sets `reads_transfer`, gives them a `LABELED` column of 0
+(`bert_tf.data.batching`) and counts them in `num_transfer`.
 
 The class attributes say the rest: `actions` (the action settings the task has), `evaluation`
 (the action whose figures choose a search's best run), `progress_fields`, `loss_reads_padding`

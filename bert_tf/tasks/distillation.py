@@ -20,7 +20,7 @@ from absl import logging
 
 from bert_tf.errors import SettingError, reported, shown
 
-__all__ = ["Teacher", "distilled", "read_teacher", "recorded", "resolve", "student_layers"]
+__all__ = ["Teacher", "read_teacher", "student_layers"]
 
 # The settings that mean nothing without a teacher.
 _WITH_TEACHER = ("transfer_file", "student_layers", "distill_temperature", "distill_alpha")
@@ -43,7 +43,11 @@ class Teacher:
     vocab_file: str
 
     def model(self):
-        """The teacher's fine-tuned model, its weights restored (build it under the strategy's scope)."""
+        """The teacher's fine-tuned model (build it under the strategy's scope).
+
+        Returns:
+            The model of its run's kind, its weights restored (a LoRA run's merged).
+        """
         from bert_tf.checkpoints import sources
 
         with sources.prefixed(f"{shown.teacher}={self.path}: "):
@@ -51,8 +55,18 @@ class Teacher:
 
 
 def student_layers(text, num_layers):
-    """The teacher's layers a student keeps: `text` ("0,2,4") as a tuple of distinct indices in
-    increasing order below `num_layers`, else a ValueError naming `student_layers`."""
+    """The teacher's layers a student keeps.
+
+    Args:
+        text: The indices, comma-separated ("0,2,4").
+        num_layers: The teacher's layers.
+
+    Returns:
+        A tuple of ints.
+
+    Raises:
+        ValueError: Not distinct indices in increasing order below `num_layers` (naming `student_layers`).
+    """
     try:
         layers = tuple(int(part) for part in text.split(","))
     except ValueError:
@@ -65,8 +79,19 @@ def student_layers(text, num_layers):
 
 
 def read_teacher(path, kind):
-    """The teacher in `path`, of task kind `kind`; a ValueError or FileNotFoundError naming `teacher`
-    when it is none."""
+    """Reads a teacher's run.
+
+    Args:
+        path: Its folder (or checkpoint), as `teacher` gives it.
+        kind: The task kind it must be of.
+
+    Returns:
+        A `Teacher`.
+
+    Raises:
+        ValueError, FileNotFoundError: `path` holds no fine-tuned run of `kind` with its config and
+            vocabulary (the message names `teacher`).
+    """
     from bert_tf.checkpoints import sources
 
     if not os.path.exists(path):

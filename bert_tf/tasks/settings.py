@@ -47,7 +47,8 @@ class Windows(Settings):
         return self.doc_stride if self.doc_stride is not None else default_stride(self.max_seq_length)
 
 
-# Distillation's defaults (bench/distillation.py measured them; docs/distillation.md).
+# Distillation's defaults: Hinton's usual temperature, and the labels' and the teacher's losses
+# weighed alike (docs/distillation.md).
 DEFAULT_TEMPERATURE = 2.0
 DEFAULT_ALPHA = 0.5
 

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from bert_tf.training.task import Task
 
-__all__ = ["Distilled", "DistilledTask", "copy_from_teacher", "soft_target_kl"]
+__all__ = ["copy_from_teacher", "soft_target_kl"]
 
 _DISTILL_SUM, _DISTILL_ROWS = "distill_sum", "distill_rows"
 
