@@ -168,6 +168,14 @@ class FineTuning:
         """
         return tuple(name for name in self.fields_to_match(False) if name != "task_name")
 
+    def check_teacher(self, config, teacher):
+        """Checks the student's config against its teacher's beyond the record (`teacher_fields`).
+
+        Args:
+            config: The student's BertConfig.
+            teacher: The run's `bert_tf.tasks.distillation.Teacher`.
+        """
+
     def check_run(self, record):
         """Checks this run against the run already in output_dir, beyond `fields_to_match`.
 

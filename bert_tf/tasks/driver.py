@@ -175,6 +175,8 @@ def check_fine_tuning(job, actions=("do_train", "do_eval", "do_predict")):
     if f.do_train:
         with reported(flag_names=("learning_rate", "num_train_epochs", "do_train")):
             settings.check_schedule(f.learning_rate, f.num_train_epochs)
+    if job.teacher is not None:
+        job.check_teacher(config, job.teacher)
     if isinstance(f, Windows):  # the tasks that read long texts as windows
         check_windows_settings(f)
     prepare.check_output_dir(f.output_dir)

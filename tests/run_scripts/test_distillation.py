@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.run_scripts.conftest import killed_and_rerun, run_main_cases, run_script, served_export
+from tests.run_scripts.fine_tuning_helpers import write_model
 from tests.run_scripts.test_run_classifier import _flags, _probabilities, _results, write_mrpc
 from tests.tiny import VOCAB, tiny_config, write_vocab
 
@@ -19,10 +20,7 @@ pytestmark = pytest.mark.slow
 def teacher(tmp_path_factory):
     """A 2-layer MRPC teacher, trained to learn the task, and its data and model folders."""
     root = tmp_path_factory.mktemp("teacher")
-    model = root / "model"
-    model.mkdir()
-    (model / "bert_config.json").write_text(json.dumps(tiny_config().to_dict()))
-    write_vocab(model / "vocab.txt", VOCAB)
+    model = write_model(root / "model", VOCAB)
     data = root / "data"
     write_mrpc(data)
     out = root / "run"
@@ -187,3 +185,10 @@ def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tm
                          f"--transfer_file={tmp_path / 'x.tsv'}", "--noprogress")
     assert refused.returncode != 0 and "--transfer_file is not offered for task kind" in refused.stderr
     assert not (tmp_path / "other").exists()
+    if kind == "embedder":  # a student of another width cannot match the teacher's vectors: refused first
+        wide = tmp_path / "wide.json"
+        wide.write_text(json.dumps({**json.loads((student / "bert_config.json").read_text()), "hidden_size": 64}))
+        refused = run_script(script, *flags(tmp_path / "wide", teacher=teacher, bert_config_file=wide))
+        assert refused.returncode != 0 and refused.stderr.strip().splitlines()[-1].endswith(
+            "gives vectors of 32 dimensions, the student 64: the vectors' squared distance needs one width")
+        assert not (tmp_path / "wide").exists()

@@ -130,6 +130,11 @@ class EmbedderFineTuning(FineTuning):
     def teacher_fields(self):
         return ("kind",)  # the vectors are compared: the teacher may pool and normalize as it was trained to
 
+    def check_teacher(self, config, teacher):
+        if config.hidden_size != teacher.config.hidden_size:
+            raise UsageError(f"--teacher={teacher.path} gives vectors of {teacher.config.hidden_size} dimensions, the "
+                             f"student {config.hidden_size}: the vectors' squared distance needs one width", "teacher")
+
     def build_task(self, config, record, length_bucket):
         self.task = run.build_task(config, record, self.settings.vocab_file, length_bucket)
         return self.task
