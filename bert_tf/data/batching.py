@@ -72,6 +72,22 @@ def pad_rows(features, multiple):
     return out
 
 
+def with_unlabelled(features, unlabelled):
+    """Training rows with a teacher's targets alone added (`bert_tf.training.distillation`).
+
+    Args:
+        features: A dict of numpy arrays, one row per labelled example.
+        unlabelled: The same dict (their labels placeholders) of the unlabelled examples.
+
+    Returns:
+        The rows of `features` then those of `unlabelled`, with the `LABELED` column: 1, then 0.
+    """
+    n, m = (len(next(iter(d.values()))) for d in (features, unlabelled))
+    merged = {k: np.concatenate([features[k], unlabelled[k]]) for k in features}
+    merged[LABELED] = np.concatenate([np.ones(n, np.float32), np.zeros(m, np.float32)])
+    return merged
+
+
 def array_dataset(features, mode, batch_size, input_context=None, seed=None, skip_batches=0, lengths=None):
     """Batches examples held as numpy arrays for training, evaluation or prediction.
 

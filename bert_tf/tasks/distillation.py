@@ -35,12 +35,14 @@ class Teacher:
         record: Its run's RunRecord (a Hugging Face folder's, as `sources.run_record_for` reads it).
         config: Its BertConfig.
         vocab_file: Its vocabulary.
+        layers: The layers a student cut from it keeps (`student_layers`); None: the student is its own.
     """
 
     path: str
     record: object
     config: object
     vocab_file: str
+    layers: tuple | None = None
 
     def model(self):
         """The teacher's fine-tuned model (build it under the strategy's scope).
@@ -138,10 +140,10 @@ def resolve(settings, config, kind, given):
                                f"--do_lower_case={teacher.record.do_lower_case}", "do_lower_case")
         changes["do_lower_case"] = teacher.record.do_lower_case
     if f.vocab_file:
-        from bert_tf.checkpoints import hf
+        from bert_tf.checkpoints import sources
 
         with reported(flag_names=("vocab_file",), setting="teacher"):
-            hf.check_same_vocab(f.vocab_file, os.path.dirname(teacher.vocab_file))
+            sources.check_own_vocab(f.vocab_file, teacher.path)
     else:
         changes["vocab_file"] = teacher.vocab_file
     if f.student_layers:
@@ -150,8 +152,9 @@ def resolve(settings, config, kind, given):
             raise SettingError(f"--student_layers builds the student from the teacher's layers: --{clash[0]} is not "
                                "read with it", clash[0])
         with reported(flag_names=("student_layers",)):
-            layers = student_layers(f.student_layers, teacher.config.num_hidden_layers)
-        config = dataclasses.replace(teacher.config, num_hidden_layers=len(layers))
+            teacher = dataclasses.replace(teacher, layers=student_layers(f.student_layers,
+                                                                         teacher.config.num_hidden_layers))
+        config = dataclasses.replace(teacher.config, num_hidden_layers=len(teacher.layers))
         changes["init_checkpoint"] = teacher.path  # the student's start: restoring it copies the layers
     positions = teacher.config.max_position_embeddings
     if f.max_seq_length > positions:
@@ -191,8 +194,8 @@ def recorded(record, settings, teacher):
     f = settings
     distillation = {"teacher": os.path.abspath(teacher.path), "distill_temperature": f.distill_temperature,
                     "distill_alpha": f.distill_alpha}
-    if f.student_layers:
-        distillation["student_layers"] = list(student_layers(f.student_layers, teacher.config.num_hidden_layers))
+    if teacher.layers is not None:
+        distillation["student_layers"] = list(teacher.layers)
     if f.transfer_file:
         distillation["transfer_file"] = os.path.abspath(f.transfer_file)
     return dataclasses.replace(record, distillation=distillation)
@@ -205,8 +208,7 @@ def distilled(task, settings, teacher):
     f = settings
     if teacher is None or not f.do_train:
         return task
-    layers = student_layers(f.student_layers, teacher.config.num_hidden_layers) if f.student_layers else None
-    return DistilledTask(task, teacher.model, f.distill_temperature, f.distill_alpha, layers, teacher.path)
+    return DistilledTask(task, teacher.model, f.distill_temperature, f.distill_alpha, teacher.layers, teacher.path)
 
 
 def describe(trainer):
@@ -214,5 +216,5 @@ def describe(trainer):
     task = trainer.task
     if getattr(task, "teacher", None) is None:
         return None
-    return (f"Student: {trainer.model.count_params():,} parameters; teacher {task.teacher_path or ''}: "
+    return (f"Student: {trainer.model.count_params():,} parameters; teacher {task.teacher_path}: "
             f"{task.teacher.count_params():,} parameters")

@@ -110,8 +110,9 @@ def run_once(job):
         trainer = Trainer(task, settings, strategy)
     logging.info("%s; strategy %s with %d replica(s)", job.describe(), prepare.strategy_name(f),
                  strategy.num_replicas_in_sync)
-    if distillation.describe(trainer):
-        logging.info("%s", distillation.describe(trainer))
+    models = distillation.describe(trainer)
+    if models:
+        logging.info("%s", models)
     if f.do_train:
         logging.info("***** Running training: %s, batch size %d, %d steps *****", job.training_examples(),
                      f.train_batch_size, num_train_steps)

@@ -119,8 +119,8 @@ def test_a_teacher_that_cannot_teach_the_student_is_refused_before_any_work(tmp_
     }
     for name, text in expected.items():
         assert text in outcomes[name], (name, outcomes[name])
-    for name in cases:  # nothing written before the refusal
-        assert not (tmp_path / "abcdefghijkl"[list(cases).index(name)] / "fine_tuning_task.json").exists()
+    for out in "abcdefghijkl":  # each case's output_dir: nothing written before the refusal
+        assert not (tmp_path / out / "fine_tuning_task.json").exists()
 
 
 def _task_flags(kind, tmp_path):

@@ -5,6 +5,7 @@ import dataclasses
 
 from absl import logging
 
+from bert_tf.data.batching import with_unlabelled
 from bert_tf.tasks.classifier import run
 from bert_tf.tasks.classifier.inputs import encode_examples
 from bert_tf.tasks.contract import FineTuning, UsageError, reported
@@ -64,7 +65,7 @@ class ClassifierFineTuning(FineTuning):
         if self.transfer:
             transfer = encode_examples(self.transfer, self.processor.get_labels(), self.processor.label_kind,
                                        "transfer")
-            self.features = dataclasses.replace(self.features, train=run.with_transfer(self.features.train, transfer))
+            self.features = dataclasses.replace(self.features, train=with_unlabelled(self.features.train, transfer))
         sets = {"train": self.features.train, **{f"dev {k}".strip(): v for k, v in self.features.dev.items()},
                 **{f"test {k}".strip(): v for k, v in self.features.test.items()}}
         for name, data in sets.items():

@@ -13,8 +13,6 @@ import importlib.util
 import os
 import sys
 
-import numpy as np
-
 from bert_tf.errors import shown
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.classifier import catalog
@@ -114,17 +112,6 @@ def read_transfer(processor, path):
             os.symlink(os.path.abspath(path), os.path.join(folder, "test.tsv"))
             examples = processor.get_test_examples(folder)
     return [dataclasses.replace(e, label=None, guid=f"transfer-{i}") for i, e in enumerate(examples)]
-
-
-def with_transfer(train, transfer):
-    """`encode_examples`' dict of the training examples `train` followed by the transfer examples'
-    (`transfer`, the same dict), with the `LABELED` column (1, then 0)."""
-    from bert_tf.data.batching import LABELED
-
-    merged = {k: np.concatenate([train[k], transfer[k]]) for k in train}
-    merged[LABELED] = np.concatenate([np.ones(len(train["label"]), np.float32),
-                                      np.zeros(len(transfer["label"]), np.float32)])
-    return merged
 
 
 def classifier_record(processor, pair, do_lower_case, max_seq_length, group_by_length=False, **windows):
