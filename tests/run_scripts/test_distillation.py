@@ -160,6 +160,11 @@ def _task_flags(kind, tmp_path):
     return "run_sentence_embedding.py", lambda out, **o: t._flags(model, data, out, num_train_epochs=3, **o)
 
 
+# Each task's transfer file (made in the test's folder) and the line counting its inputs.
+TRANSFER = {"embedder": lambda tmp_path: tmp_path / "data" / "test.tsv"}  # its test texts, an empty one among them
+TRANSFER_COUNTS = {"embedder": "64 pairs with hard negatives (8 texts of --transfer_file)"}
+
+
 @pytest.mark.parametrize("kind", ["ner", "squad", "swag", "embedder"])
 def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tmp_path, kind):
     script, flags = _task_flags(kind, tmp_path)
@@ -170,6 +175,9 @@ def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tm
     given = [f for f in flags(student, teacher=teacher, student_layers="0", distill_temperature=3.0,
                                  iterations_per_loop=2)
              if not f.startswith("--bert_config_file=")]  # the config is the teacher's, cut to one layer
+    transfer = TRANSFER.get(kind)
+    if transfer:  # texts in the task's prediction layout, their only targets the teacher's
+        given.append(f"--transfer_file={transfer(tmp_path)}")
     result = run_script(script, *given)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Training initialised from {teacher}; now at step" in result.stderr
@@ -180,11 +188,14 @@ def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tm
     assert json.loads((student / "bert_config.json").read_text())["num_hidden_layers"] == 1
     record = json.loads((student / "fine_tuning_task.json").read_text())
     assert record["distillation"]["student_layers"] == [0] and record["distillation"]["distill_temperature"] == 3.0
-    # A transfer file is the classifier's alone so far: refused in one line, nothing written.
-    refused = run_script(script, *given[:-1], f"--output_dir={tmp_path / 'other'}",
-                         f"--transfer_file={tmp_path / 'x.tsv'}", "--noprogress")
-    assert refused.returncode != 0 and "--transfer_file is not offered for task kind" in refused.stderr
-    assert not (tmp_path / "other").exists()
+    if transfer:
+        assert TRANSFER_COUNTS[kind] in result.stderr
+        assert record["distillation"]["transfer_file"] == str(transfer(tmp_path))
+    else:  # refused in one line, nothing written
+        refused = run_script(script, *given[:-1], f"--output_dir={tmp_path / 'other'}",
+                             f"--transfer_file={tmp_path / 'x.tsv'}", "--noprogress")
+        assert refused.returncode != 0 and "--transfer_file is not offered for task kind" in refused.stderr
+        assert not (tmp_path / "other").exists()
     if kind == "embedder":  # a student of another width cannot match the teacher's vectors: refused first
         wide = tmp_path / "wide.json"
         wide.write_text(json.dumps({**json.loads((student / "bert_config.json").read_text()), "hidden_size": 64}))

@@ -82,6 +82,8 @@ def run_settings(settings):
 
 class EmbedderFineTuning(FineTuning):
     kind = "embedder"
+    reads_transfer = True
+    transfer = ()
     progress_fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
 
     def check_given(self):
@@ -108,6 +110,9 @@ class EmbedderFineTuning(FineTuning):
             self.train = run.read_split(f.data_dir, "train", f.do_lower_case) if f.do_train else None
             self.dev = run.read_split(f.data_dir, "dev", f.do_lower_case) if f.do_eval else None
             self.test = run.read_split(f.data_dir, "test", f.do_lower_case) if f.do_predict else None
+        if f.transfer_file and f.do_train:
+            with reported(flag_names=("transfer_file",)):
+                self.transfer = run.read_transfer(f.transfer_file)
         if self.train is not None and len(self.train) < 2:
             raise UsageError(f"--data_dir={f.data_dir}: train.tsv has {len(self.train)} pair; in-batch negatives "
                              "need at least 2", "data_dir")
@@ -143,7 +148,10 @@ class EmbedderFineTuning(FineTuning):
         for name, data in (("train", self.train), ("dev", self.dev), ("test", self.test)):
             if data is not None:
                 self.log_windows(name, task.window_counts(run.features(data)))
-        return len(self.train) if self.train is not None else 0
+        if self.transfer:
+            self.log_windows("transfer", task.window_counts(run.features(self.transfer)))
+        self.num_transfer = len(self.transfer)
+        return (len(self.train) if self.train is not None else 0) + self.num_transfer
 
     def describe(self):
         t = self.task
@@ -152,10 +160,15 @@ class EmbedderFineTuning(FineTuning):
 
     def training_examples(self):
         negatives = self.train is not None and self.train.negative is not None
-        return f"{self.num_train_examples} pairs{' with hard negatives' if negatives else ''}"
+        transfer = f" ({self.num_transfer} texts of --transfer_file)" if self.num_transfer else ""
+        return (f"{self.num_train_examples - self.num_transfer} pairs{' with hard negatives' if negatives else ''}"
+                f"{transfer}")
 
     def train_data(self):
-        return run.features(self.train) if self.train is not None else None
+        if self.train is None:
+            return None
+        data = run.features(self.train)
+        return run.with_transfer(data, self.transfer) if self.transfer else data
 
     def evaluate(self, trainer):
         unit = "scored pairs" if isinstance(self.dev, ScoredPairs) else "pairs"

@@ -9,7 +9,9 @@ import numpy as np
 from absl import logging
 
 from bert_tf.checkpoints import sentence_transformers as st
+from bert_tf.data.batching import with_unlabelled
 from bert_tf.data.text_files import split_file
+from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
@@ -66,6 +68,23 @@ def read_split(data_dir, split, do_lower_case=True):
     elif isinstance(pairs, Pairs):
         check_retrieval_repeats(path, pairs, do_lower_case)
     return pairs
+
+
+def read_transfer(path):
+    """The texts of `path`, a transfer file in test.tsv's layout (a header `text`, one text per row);
+    a FileNotFoundError or ValueError naming the file otherwise."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{shown.transfer_file}={path}: no such file")
+    return read_texts(path)
+
+
+def with_transfer(data, texts):
+    """Training rows (`features` of the train pairs) with `texts` added as rows of weight 0: each
+    text in every column (anchor, positive and negative alike), so that it is embedded once per
+    column as the pairs' texts are, its only target the teacher's vector (a weight-0 row is no
+    anchor and no candidate of the in-batch loss)."""
+    column = np.array(list(texts), dtype=object)
+    return with_unlabelled(data, {k: column for k in data})
 
 
 def embedder_record(pooling, normalize, similarity_scale, do_lower_case, max_seq_length, max_windows=1,
