@@ -79,6 +79,51 @@ def test_a_student_from_the_teachers_layers_learns_from_it_on_transfer_text_resu
     np.testing.assert_allclose(served["probabilities"].numpy(), _probabilities(out), atol=1e-5)
 
 
+def test_a_distilled_run_is_a_run_like_any_other(tmp_path, teacher):
+    """A Hugging Face folder as the teacher; a search with restarts over LoRA students cut from it; the
+    search's best/ as the teacher of a student from its own --init_checkpoint; the students
+    converted to Hugging Face folders that predict what the runs predicted."""
+    teacher_hf = tmp_path / "teacher_hf"
+    converted = run_script("convert_checkpoint.py", "--direction=to_hf", f"--checkpoint_to_convert={teacher['run']}",
+                           f"--converted_checkpoint_path={teacher_hf}")
+    assert converted.returncode == 0, converted.stderr[-3000:]
+    search = tmp_path / "search"
+    result = run_script("run_classifier.py", *_student(teacher, search, teacher=teacher_hf, lora_rank=2,
+                                                       learning_rate="3e-3,1e-3", restarts=2, num_train_epochs=3))
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = (search / "search_results.csv").read_text().splitlines()
+    assert len(table) == 1 + 4, table  # two rates, two restarts each
+    best = search / "best"
+    record = json.loads((best / "fine_tuning_task.json").read_text())
+    assert record["lora_rank"] == 2 and record["distillation"]["teacher"] == str(teacher_hf)
+    assert record["distillation"]["student_layers"] == [1]
+
+    # A student of its own start (a one-layer model of random weights) taught by the search's best.
+    small = write_model(tmp_path / "small", VOCAB)
+    config = json.loads((small / "bert_config.json").read_text())
+    (small / "bert_config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
+    own = tmp_path / "own"
+    result = run_script("run_classifier.py", *_flags(small, teacher["data"], own, teacher=best,
+                                                     transfer_file=teacher["data"] / "test.tsv", num_train_epochs=6))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Training initialised from" not in result.stderr  # random weights, as without a teacher
+    assert f"teacher {best}: " in result.stderr
+    assert "student_layers" not in json.loads((own / "fine_tuning_task.json").read_text())["distillation"]
+
+    # Each student converts to a Hugging Face folder that predicts what its run predicted.
+    for run in (best, own):
+        folder = tmp_path / f"{run.name}_hf"
+        converted = run_script("convert_checkpoint.py", "--direction=to_hf", f"--checkpoint_to_convert={run}",
+                               f"--converted_checkpoint_path={folder}")
+        assert converted.returncode == 0, converted.stderr[-3000:]
+        again = tmp_path / f"{run.name}_again"
+        result = run_script("run_classifier.py", *_flags(teacher["model"], teacher["data"], again, do_train=False,
+                                                         do_eval=False, init_checkpoint=folder, vocab_file=None,
+                                                         bert_config_file=None))
+        assert result.returncode == 0, result.stderr[-3000:]
+        np.testing.assert_allclose(_probabilities(again), _probabilities(run), atol=1e-5)
+
+
 def test_a_teacher_that_cannot_teach_the_student_is_refused_before_any_work(tmp_path, teacher):
     other_vocab = tmp_path / "vocab.txt"
     write_vocab(other_vocab, list(reversed(VOCAB)))
