@@ -165,6 +165,23 @@ def resolve(settings, config, kind, given):
     return dataclasses.replace(f, **changes), config, teacher
 
 
+def transfer_path(path):
+    """`path`, a transfer file that exists (a task's reader reads it in its prediction layout).
+
+    Args:
+        path: The `transfer_file` setting.
+
+    Returns:
+        `path`.
+
+    Raises:
+        FileNotFoundError: No file is there (the message names `transfer_file`).
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{shown.transfer_file}={path}: no such file")
+    return path
+
+
 def check_range(temperature, alpha):
     """A ValueError naming the setting unless the temperature is positive and alpha in [0, 1]."""
     if not temperature > 0:

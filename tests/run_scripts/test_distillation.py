@@ -206,8 +206,12 @@ def _task_flags(kind, tmp_path):
 
 
 # Each task's transfer file (made in the test's folder) and the line counting its inputs.
-TRANSFER = {"embedder": lambda tmp_path: tmp_path / "data" / "test.tsv"}  # its test texts, an empty one among them
-TRANSFER_COUNTS = {"embedder": "64 pairs with hard negatives (8 texts of --transfer_file)"}
+TRANSFER = {"embedder": lambda tmp_path: tmp_path / "data" / "test.tsv",  # its texts, an empty one among them
+            "swag": lambda tmp_path: tmp_path / "data" / "test.csv",
+            "ner": lambda tmp_path: tmp_path / "data" / "test.txt"}  # tagged: its tags are not read
+TRANSFER_COUNTS = {"embedder": "64 pairs with hard negatives (8 texts of --transfer_file)",
+                   "swag": "173 examples (160 labelled, 13 of --transfer_file)",
+                   "ner": "160 sentences and 24 of --transfer_file ("}
 
 
 @pytest.mark.parametrize("kind", ["ner", "squad", "swag", "embedder"])

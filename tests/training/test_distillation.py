@@ -139,3 +139,27 @@ def test_the_run_record_names_the_teacher_and_reads_back():
     assert written["distillation"] == distillation
     assert RunRecord.from_dict(written) == record and RunRecord.from_dict(written).distillation == distillation
     assert "distillation" not in RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1")).to_dict()
+
+
+def test_transfer_rows_join_the_training_rows_with_no_label_to_learn():
+    from bert_tf.data.batching import LABELED
+    from bert_tf.tasks.embedder import run as embedder_run
+    from bert_tf.tasks.ner import run as ner_run
+
+    # Sentence embeddings: each text in every column, at weight 0.
+    pairs = {"anchor": np.array(["a", "b"], object), "positive": np.array(["c", "d"], object),
+             "negative": np.array(["e", "f"], object)}
+    merged = embedder_run.with_transfer(pairs, ["x", "y", "z"])
+    for column in ("anchor", "positive", "negative"):
+        assert list(merged[column][2:]) == ["x", "y", "z"]
+    assert list(merged[LABELED]) == [1, 1, 0, 0, 0]
+    # NER: the transfer windows' tokens weigh nothing, and their sentences are numbered after the training ones.
+    windows = {"input_word_ids": np.ones((3, 4), np.int32), "label_weights": np.ones((3, 4), np.float32),
+               "sentence": np.array([0, 1, 1], np.int32)}
+    transfer = {"input_word_ids": np.full((2, 4), 2, np.int32), "label_weights": np.ones((2, 4), np.float32),
+                "sentence": np.array([0, 1], np.int32)}
+    merged = ner_run.with_transfer(windows, transfer)
+    np.testing.assert_array_equal(merged["label_weights"].sum(-1), [4, 4, 4, 0, 0])
+    np.testing.assert_array_equal(merged["sentence"], [0, 1, 1, 2, 3])
+    np.testing.assert_array_equal(merged["input_word_ids"][3:], transfer["input_word_ids"])
+    assert transfer["label_weights"].sum() == 8  # the caller's arrays are left as they were

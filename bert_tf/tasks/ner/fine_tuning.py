@@ -10,6 +10,8 @@ from bert_tf.tasks.ner import run
 
 class NerFineTuning(FineTuning):
     kind = "ner"
+    reads_transfer = True
+    transfer = ()
 
     def check_given(self):
         if not self.settings.data_dir and not self.settings.tfds_name:
@@ -58,6 +60,9 @@ class NerFineTuning(FineTuning):
         self.tags = tags
         self.dev = self._read("dev", tags.labels) if f.do_eval else []
         self.test = self._read("test", tags.labels) if f.do_predict else []
+        if f.transfer_file and f.do_train:
+            with reported(flag_names=("transfer_file",)):
+                self.transfer = run.read_transfer(f.transfer_file)
 
     def record(self, group_by_length):
         f = self.settings
@@ -78,6 +83,10 @@ class NerFineTuning(FineTuning):
 
     def encode(self, task):
         self.features = run.encode_splits(task, {"train": self.train, "dev": self.dev, "test": self.test})
+        if self.train and self.transfer:
+            transfer = run.encode_splits(task, {"transfer": self.transfer})["transfer"]
+            self.num_transfer = len(transfer["sentence"])
+            self.features["train"] = run.with_transfer(self.features["train"], transfer)
         # Steps count windows, the examples the model sees (as many as sentences, but for long ones).
         return len(self.features["train"]["sentence"]) if self.train else 0
 
@@ -85,7 +94,8 @@ class NerFineTuning(FineTuning):
         return f"Task ner ({len(self.tags.labels)} tags)"
 
     def training_examples(self):
-        return f"{len(self.train)} sentences ({self.num_train_examples} windows)"
+        transfer = f" and {len(self.transfer)} of --transfer_file" if self.num_transfer else ""
+        return f"{len(self.train)} sentences{transfer} ({self.num_train_examples} windows)"
 
     def train_data(self):
         return self.features.get("train")

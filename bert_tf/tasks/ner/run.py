@@ -11,12 +11,14 @@ import typing
 import numpy as np
 
 from bert_tf.checkpoints import hf
+from bert_tf.data.batching import with_unlabelled
 from bert_tf.data.text_files import split_file
 from bert_tf.errors import shown
 from bert_tf.io_utils import atomic_write
 from bert_tf.models.bert_feature_tagger import LSTM_UNITS
 from bert_tf.runs import record as run_record
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
+from bert_tf.tasks.distillation import transfer_path
 from bert_tf.tasks.ner import conll, conlleval
 from bert_tf.tasks.ner.inputs import tags_of
 from bert_tf.tasks.ner.task import NerTask
@@ -125,6 +127,22 @@ def build_task(bert_config, record: RunRecord, vocab_file, length_bucket=None):
         feature_based=record.feature_based, lstm_units=record.lstm_units or LSTM_UNITS,
         length_bucket=length_bucket, group_by_length=record.group_by_length,
     )
+
+
+def read_transfer(path):
+    """The sentences of `path`, a transfer file in the test file's layout (CoNLL, tags optional:
+    any there are not read); a FileNotFoundError or ValueError naming the file otherwise."""
+    return [dataclasses.replace(s, tags=None) for s in conll.read_conll(transfer_path(path), None, tagged=False)]
+
+
+def with_transfer(train, transfer):
+    """The training windows (`encode_splits`' arrays) with the transfer sentences' windows added,
+    their tokens' label weights 0 (the teacher's tag distributions their only targets) and their
+    sentence numbers after the training sentences'."""
+    unlabelled = dict(transfer)
+    unlabelled["label_weights"] = np.zeros_like(transfer["label_weights"])
+    unlabelled["sentence"] = transfer["sentence"] + int(train["sentence"].max()) + 1
+    return with_unlabelled(train, unlabelled)
 
 
 def encode_splits(task: NerTask, splits):

@@ -2,6 +2,7 @@
 
 from absl import logging
 
+from bert_tf.data.batching import with_unlabelled
 from bert_tf.tasks.contract import FineTuning, UsageError, reported
 from bert_tf.tasks.swag import run
 from bert_tf.tasks.swag.reader import encode_examples
@@ -9,6 +10,8 @@ from bert_tf.tasks.swag.reader import encode_examples
 
 class SwagFineTuning(FineTuning):
     kind = "swag"
+    reads_transfer = True
+    transfer = ()
 
     def check_given(self):
         if not self.settings.data_dir:
@@ -20,6 +23,9 @@ class SwagFineTuning(FineTuning):
             self.train = run.read_split(f.data_dir, "train") if f.do_train else []
             self.dev = run.read_split(f.data_dir, "dev") if f.do_eval else []
             self.test = run.read_split(f.data_dir, "test") if f.do_predict else []
+        if f.transfer_file and f.do_train:
+            with reported(flag_names=("transfer_file",)):
+                self.transfer = run.read_transfer(f.transfer_file)
 
     def record(self, group_by_length):
         return run.swag_record(self.settings.do_lower_case, self.settings.max_seq_length, group_by_length)
@@ -32,13 +38,17 @@ class SwagFineTuning(FineTuning):
         return self.task
 
     def encode(self, task):
-        return len(self.train)
+        self.num_transfer = len(self.transfer)
+        return len(self.train) + self.num_transfer
 
     def describe(self):
         return f"Task swag ({self.task.num_choices} choices)"
 
     def train_data(self):
-        return encode_examples(self.train) if self.train else None
+        if not self.train:
+            return None
+        data = encode_examples(self.train)
+        return with_unlabelled(data, encode_examples(self.transfer)) if self.transfer else data
 
     def evaluate(self, trainer):
         self.announce("evaluation", len(self.dev))
