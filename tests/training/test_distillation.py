@@ -91,12 +91,17 @@ def test_a_steps_loss_weighs_labels_and_soft_targets_and_transfer_rows_count_in_
     outputs = Distilled(tf.constant(student, tf.float32), tf.constant(teacher, tf.float32), {})
     loss = float(task.loss(task.sums(labels, outputs), task.normalizers(labels)))
     ce = -np.log(_softmax(student)[[0, 1], [0, 1]])
-    np.testing.assert_allclose(loss, alpha * ce.mean() + (1 - alpha) * _kl(student, teacher, t).mean(), rtol=1e-4)
+    # Each row's loss, their mean: alpha * its label's loss (labelled rows) + (1 - alpha) * its soft targets'.
+    kl = _kl(student, teacher, t)
+    np.testing.assert_allclose(loss, (alpha * ce.sum() + (1 - alpha) * kl.sum()) / 4, rtol=1e-4)
+    # A row is labelled when any of its weights is (NER weighs tokens).
+    tokens = {"weight": tf.constant([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]])}
+    assert float(task.normalizers(tokens)["labelled_rows"]) == 2
 
     # A batch of transfer rows only: the labels' term is 0, not NaN.
     transfer = {"label": tf.zeros([4], tf.int32), "weight": tf.zeros([4])}
     loss = float(task.loss(task.sums(transfer, outputs), task.normalizers(transfer)))
-    np.testing.assert_allclose(loss, (1 - alpha) * _kl(student, teacher, t).mean(), rtol=1e-4)
+    np.testing.assert_allclose(loss, (1 - alpha) * kl.mean(), rtol=1e-4)
 
     # Evaluation (no teacher ran; Python floats, as the loop adds them): the labels' loss alone.
     sums = {k: float(v) for k, v in task.sums(labels, outputs.student).items()}
