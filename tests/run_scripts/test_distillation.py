@@ -54,7 +54,7 @@ def test_a_student_from_the_teachers_layers_learns_from_it_on_transfer_text_resu
     assert config["num_hidden_layers"] == 1 and config["hidden_size"] == tiny_config().hidden_size
     record = json.loads((out / "fine_tuning_task.json").read_text())
     assert record["distillation"] == {
-        "teacher": str(teacher["run"]), "distill_temperature": 2.0, "distill_alpha": 0.5, "student_layers": [1],
+        "teacher": str(teacher["run"]), "distill_temperature": 2.0, "distill_alpha": 0.0, "student_layers": [1],
         "transfer_file": str(teacher["data"] / "test.tsv"),
     }
     training = json.loads((out / "training_settings.json").read_text())
@@ -218,7 +218,9 @@ TRANSFER_COUNTS = {"embedder": "64 pairs with hard negatives (8 texts of --trans
 def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tmp_path, kind):
     script, flags = _task_flags(kind, tmp_path)
     teacher = tmp_path / "teacher"
-    result = run_script(script, *flags(teacher))
+    # An embedder's pooling and normalization are its head: a student cut from it takes them.
+    head = dict(pooling="cls", normalize=True) if kind == "embedder" else {}
+    result = run_script(script, *flags(teacher, **head))
     assert result.returncode == 0, result.stderr[-3000:]
     student = tmp_path / "student"
     given = [f for f in flags(student, teacher=teacher, student_layers="0", distill_temperature=3.0,
@@ -237,6 +239,8 @@ def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tm
     assert json.loads((student / "bert_config.json").read_text())["num_hidden_layers"] == 1
     record = json.loads((student / "fine_tuning_task.json").read_text())
     assert record["distillation"]["student_layers"] == [0] and record["distillation"]["distill_temperature"] == 3.0
+    for name, value in head.items():
+        assert record[name] == value, record
     if transfer:
         assert TRANSFER_COUNTS[kind] in result.stderr
         assert record["distillation"]["transfer_file"] == str(transfer(tmp_path))

@@ -137,7 +137,7 @@ def test_a_student_starts_from_its_teachers_embeddings_chosen_layers_pooler_and_
 
 
 def test_the_run_record_names_the_teacher_and_reads_back():
-    distillation = {"teacher": "/runs/teacher", "distill_temperature": 2.0, "distill_alpha": 0.5,
+    distillation = {"teacher": "/runs/teacher", "distill_temperature": 2.0, "distill_alpha": 0.0,
                     "student_layers": [0, 2], "transfer_file": "/data/unlabelled.tsv"}
     record = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"), distillation=distillation)
     written = record.to_dict()

@@ -139,6 +139,10 @@ class EmbedderFineTuning(FineTuning):
         if config.hidden_size != teacher.config.hidden_size:
             raise UsageError(f"--teacher={teacher.path} gives vectors of {teacher.config.hidden_size} dimensions, the "
                              f"student {config.hidden_size}: the vectors' squared distance needs one width", "teacher")
+        if teacher.layers is not None:  # cut from the teacher: its pooling and normalization too, unless given
+            recorded = teacher.record.settings_values()
+            self.settings = dataclasses.replace(self.settings, **{
+                name: recorded[name] for name in ("pooling", "normalize") if not given(self.settings, name)})
 
     def build_task(self, config, record, length_bucket):
         self.task = run.build_task(config, record, self.settings.vocab_file, length_bucket)
