@@ -241,6 +241,20 @@ def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tm
     assert record["distillation"]["student_layers"] == [0] and record["distillation"]["distill_temperature"] == 3.0
     for name, value in head.items():
         assert record[name] == value, record
+    if kind == "embedder":  # converted to a sentence-transformers folder, it embeds what the run did
+        folder = tmp_path / "student_st"
+        converted = run_script("convert_checkpoint.py", "--direction=to_hf", f"--checkpoint_to_convert={student}",
+                               f"--converted_checkpoint_path={folder}")
+        assert converted.returncode == 0, converted.stderr[-3000:]
+        assert json.loads((folder / "1_Pooling" / "config.json").read_text())["pooling_mode_cls_token"]
+        assert (folder / "2_Normalize").is_dir()
+        again = tmp_path / "again"
+        predicted = run_script(script, "--do_predict", f"--data_dir={tmp_path / 'data'}",
+                               f"--init_checkpoint={folder}", f"--output_dir={again}", "--max_seq_length=16",
+                               "--noprogress")
+        assert predicted.returncode == 0, predicted.stderr[-3000:]
+        np.testing.assert_allclose(np.load(again / "test_embeddings.npy"), np.load(student / "test_embeddings.npy"),
+                                   atol=1e-5)
     if transfer:
         assert TRANSFER_COUNTS[kind] in result.stderr
         assert record["distillation"]["transfer_file"] == str(transfer(tmp_path))
