@@ -175,8 +175,10 @@ def transfer_path(path):
         `path`.
 
     Raises:
-        FileNotFoundError: No file is there (the message names `transfer_file`).
+        FileNotFoundError: No file is there, or a folder (the message names `transfer_file`).
     """
+    if os.path.isdir(path):
+        raise FileNotFoundError(f"{shown.transfer_file}={path} is a folder: give the file of unlabelled inputs")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{shown.transfer_file}={path}: no such file")
     return path

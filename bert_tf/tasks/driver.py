@@ -81,7 +81,8 @@ def run_once(job):
         job.check_given()
     if job.settings.transfer_file and not job.reads_transfer:
         raise SettingError(f"--transfer_file is not offered for task kind {job.kind}: its transfer inputs are not "
-                           "read yet (give the teacher's targets on its training inputs alone)", "transfer_file")
+                           "read yet (drop --transfer_file: --teacher alone distills on the training inputs)",
+                           "transfer_file")
     config = check_fine_tuning(job, job.actions)
     with reported():
         job.check(config)

@@ -145,6 +145,7 @@ def test_a_teacher_that_cannot_teach_the_student_is_refused_before_any_work(tmp_
         "casing": _student(teacher, tmp_path / "j", do_lower_case=False),
         "transfer": _student(teacher, tmp_path / "k", transfer_file=tmp_path / "missing.tsv"),
         "positions": _student(teacher, tmp_path / "l", max_seq_length=64),
+        "folder": _student(teacher, tmp_path / "m", transfer_file=stsb),
     }
     outcomes = dict(zip(cases, run_main_cases("run_classifier", list(cases.values())), strict=True))
     expected = {
@@ -161,10 +162,11 @@ def test_a_teacher_that_cannot_teach_the_student_is_refused_before_any_work(tmp_
         "casing": "--do_lower_case=False, but the teacher",
         "transfer": f"--transfer_file={tmp_path / 'missing.tsv'}: no such file",
         "positions": "--max_seq_length=64: the teacher",
+        "folder": f"--transfer_file={stsb} is a folder: give the file of unlabelled inputs",
     }
     for name, text in expected.items():
         assert text in outcomes[name], (name, outcomes[name])
-    for out in "abcdefghijkl":  # each case's output_dir: nothing written before the refusal
+    for out in "abcdefghijklm":  # each case's output_dir: nothing written before the refusal
         assert not (tmp_path / out / "fine_tuning_task.json").exists()
 
 
@@ -209,7 +211,7 @@ def _task_flags(kind, tmp_path):
 TRANSFER = {"embedder": lambda tmp_path: tmp_path / "data" / "test.tsv",  # its texts, an empty one among them
             "swag": lambda tmp_path: tmp_path / "data" / "test.csv",
             "ner": lambda tmp_path: tmp_path / "data" / "test.txt"}  # tagged: its tags are not read
-TRANSFER_COUNTS = {"embedder": "64 pairs with hard negatives (8 texts of --transfer_file)",
+TRANSFER_COUNTS = {"embedder": "64 pairs with hard negatives and 8 texts of --transfer_file (72 rows)",
                    "swag": "173 examples (160 labelled, 13 of --transfer_file)",
                    "ner": "160 sentences and 24 of --transfer_file ("}
 

@@ -164,9 +164,10 @@ class EmbedderFineTuning(FineTuning):
 
     def training_examples(self):
         negatives = self.train is not None and self.train.negative is not None
-        transfer = f" ({self.num_transfer} texts of --transfer_file)" if self.num_transfer else ""
-        return (f"{self.num_train_examples - self.num_transfer} pairs{' with hard negatives' if negatives else ''}"
-                f"{transfer}")
+        pairs = f"{self.num_train_examples - self.num_transfer} pairs{' with hard negatives' if negatives else ''}"
+        if not self.num_transfer:
+            return pairs
+        return f"{pairs} and {self.num_transfer} texts of --transfer_file ({self.num_train_examples} rows)"
 
     def train_data(self):
         if self.train is None:
