@@ -55,7 +55,7 @@ new settings (`dataclasses.replace`); settings are frozen and never changed in p
 
 A run with a teacher (`bert_tf.tasks.distillation`) is the same run: the driver reads the teacher
 with the sources, adds it to the record and wraps the task; a task whose `read_inputs` reads the
-transfer inputs sets `reads_transfer`, gives them a `LABELED` column of 0
+transfer inputs (`read_transfer`) sets `reads_transfer`, gives them a `LABELED` column of 0
 (`bert_tf.data.batching`) and counts them in `num_transfer`.
 
 The class attributes say the rest: `actions` (the action settings the task has), `evaluation`
@@ -101,6 +101,7 @@ class FineTuning:
     num_train_examples = 0  # what `encode` returned (the driver sets it)
     # Whether `read_inputs` reads `transfer_file` (unlabelled inputs: weight 0, the teacher's targets alone).
     reads_transfer = False
+    transfer = ()  # the transfer inputs as the task's reader gave them (`read_transfer`)
     num_transfer = 0  # the transfer inputs among the training examples (the task's `encode` sets it)
     teacher = None  # the run's `bert_tf.tasks.distillation.Teacher` (the driver sets it)
 
@@ -158,6 +159,20 @@ class FineTuning:
             the model's shape when only evaluating or predicting.
         """
         raise NotImplementedError
+
+    def read_transfer(self, read):
+        """Reads `transfer_file` into `transfer` when the run trains with one (`read_inputs` calls it).
+
+        Args:
+            read: `read(path)`, the task's reader of its test file's layout: the unlabelled inputs.
+                Its errors, and a file that is not there, name `transfer_file`.
+        """
+        from bert_tf.tasks.distillation import transfer_path
+
+        f = self.settings
+        if f.transfer_file and f.do_train:
+            with reported(flag_names=("transfer_file",)):
+                self.transfer = read(transfer_path(f.transfer_file))
 
     def teacher_fields(self):
         """The record fields a teacher's run must share with this one (`bert_tf.tasks.distillation`):

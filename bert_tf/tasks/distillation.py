@@ -166,7 +166,8 @@ def resolve(settings, config, kind, given):
 
 
 def transfer_path(path):
-    """`path`, a transfer file that exists (a task's reader reads it in its prediction layout).
+    """`path`, a transfer file that exists (a task's reader reads it in its test file's layout:
+    `FineTuning.read_transfer`).
 
     Args:
         path: The `transfer_file` setting.

@@ -14,7 +14,6 @@ from bert_tf.tasks.contract import FineTuning, UsageError, reported
 class ClassifierFineTuning(FineTuning):
     kind = "classifier"
     reads_transfer = True
-    transfer = ()
 
     def check(self, config):  # after the common checks, as the original script's order was
         if not self.settings.data_dir and not self.settings.tfds_name:
@@ -42,9 +41,7 @@ class ClassifierFineTuning(FineTuning):
         with reported(setting="tfds_name" if f.tfds_name else "data_dir"):
             self.inputs = run.read_inputs(self.processor, splits, f.data_dir, f.tfds_name, f.tfds_data_dir,
                                           f.tfds_download)
-        if f.transfer_file and f.do_train:
-            with reported(flag_names=("transfer_file",)):
-                self.transfer = run.read_transfer(self.processor, f.transfer_file)
+        self.read_transfer(lambda path: run.read_transfer(self.processor, path))
 
     def record(self, group_by_length):
         f = self.settings

@@ -101,9 +101,6 @@ def read_transfer(processor, path):
     FileNotFoundError naming the file otherwise."""
     import tempfile
 
-    from bert_tf.tasks.distillation import transfer_path
-
-    transfer_path(path)
     layout = getattr(processor, "test_file", None)
     if layout is not None:  # a TsvTask: its test layout, read from the transfer file
         folder, name = os.path.split(os.path.abspath(path))

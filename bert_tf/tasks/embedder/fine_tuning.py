@@ -83,7 +83,6 @@ def run_settings(settings):
 class EmbedderFineTuning(FineTuning):
     kind = "embedder"
     reads_transfer = True
-    transfer = ()
     progress_fields = {"loss": "loss", "acc": "accuracy", "ex_per_s": "examples_per_second"}
 
     def check_given(self):
@@ -110,9 +109,7 @@ class EmbedderFineTuning(FineTuning):
             self.train = run.read_split(f.data_dir, "train", f.do_lower_case) if f.do_train else None
             self.dev = run.read_split(f.data_dir, "dev", f.do_lower_case) if f.do_eval else None
             self.test = run.read_split(f.data_dir, "test", f.do_lower_case) if f.do_predict else None
-        if f.transfer_file and f.do_train:
-            with reported(flag_names=("transfer_file",)):
-                self.transfer = run.read_transfer(f.transfer_file)
+        self.read_transfer(run.read_transfer)
         if self.train is not None and len(self.train) < 2:
             raise UsageError(f"--data_dir={f.data_dir}: train.tsv has {len(self.train)} pair; in-batch negatives "
                              "need at least 2", "data_dir")

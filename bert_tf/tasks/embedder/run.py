@@ -14,7 +14,6 @@ from bert_tf.data.text_files import split_file
 from bert_tf.io_utils import atomic_write
 from bert_tf.models.bert_sentence_embedder import SIMILARITY_SCALE
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
-from bert_tf.tasks.distillation import transfer_path
 from bert_tf.tasks.embedder.reader import Pairs, check_retrieval_repeats, check_training_repeats, read_pairs, read_texts
 from bert_tf.tasks.embedder.task import EmbedderTask, features
 
@@ -72,8 +71,8 @@ def read_split(data_dir, split, do_lower_case=True):
 
 def read_transfer(path):
     """The texts of `path`, a transfer file in test.tsv's layout (a header `text`, one text per row);
-    a FileNotFoundError or ValueError naming the file otherwise."""
-    return read_texts(transfer_path(path))
+    a ValueError naming the file otherwise."""
+    return read_texts(path)
 
 
 def with_transfer(data, texts):

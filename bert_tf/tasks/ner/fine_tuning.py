@@ -11,7 +11,6 @@ from bert_tf.tasks.ner import run
 class NerFineTuning(FineTuning):
     kind = "ner"
     reads_transfer = True
-    transfer = ()
 
     def check_given(self):
         if not self.settings.data_dir and not self.settings.tfds_name:
@@ -60,9 +59,7 @@ class NerFineTuning(FineTuning):
         self.tags = tags
         self.dev = self._read("dev", tags.labels) if f.do_eval else []
         self.test = self._read("test", tags.labels) if f.do_predict else []
-        if f.transfer_file and f.do_train:
-            with reported(flag_names=("transfer_file",)):
-                self.transfer = run.read_transfer(f.transfer_file)
+        self.read_transfer(run.read_transfer)
 
     def record(self, group_by_length):
         f = self.settings

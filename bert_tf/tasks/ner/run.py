@@ -18,7 +18,6 @@ from bert_tf.io_utils import atomic_write
 from bert_tf.models.bert_feature_tagger import LSTM_UNITS
 from bert_tf.runs import record as run_record
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
-from bert_tf.tasks.distillation import transfer_path
 from bert_tf.tasks.ner import conll, conlleval
 from bert_tf.tasks.ner.inputs import tags_of
 from bert_tf.tasks.ner.task import NerTask
@@ -131,8 +130,8 @@ def build_task(bert_config, record: RunRecord, vocab_file, length_bucket=None):
 
 def read_transfer(path):
     """The sentences of `path`, a transfer file in the test file's layout (CoNLL, tags optional:
-    any there are not read); a FileNotFoundError or ValueError naming the file otherwise."""
-    return [dataclasses.replace(s, tags=None) for s in conll.read_conll(transfer_path(path), None, tagged=False)]
+    any there must be well formed, and are not learned from); a ValueError naming the file otherwise."""
+    return [dataclasses.replace(s, tags=None) for s in conll.read_conll(path, None, tagged=False)]
 
 
 def with_transfer(train, transfer):

@@ -11,7 +11,6 @@ from bert_tf.tasks.swag.reader import encode_examples
 class SwagFineTuning(FineTuning):
     kind = "swag"
     reads_transfer = True
-    transfer = ()
 
     def check_given(self):
         if not self.settings.data_dir:
@@ -23,9 +22,7 @@ class SwagFineTuning(FineTuning):
             self.train = run.read_split(f.data_dir, "train") if f.do_train else []
             self.dev = run.read_split(f.data_dir, "dev") if f.do_eval else []
             self.test = run.read_split(f.data_dir, "test") if f.do_predict else []
-        if f.transfer_file and f.do_train:
-            with reported(flag_names=("transfer_file",)):
-                self.transfer = run.read_transfer(f.transfer_file)
+        self.read_transfer(run.read_transfer)
 
     def record(self, group_by_length):
         return run.swag_record(self.settings.do_lower_case, self.settings.max_seq_length, group_by_length)

@@ -8,7 +8,6 @@ import os
 from bert_tf.data.text_files import split_file
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.classifier.task import write_submission, write_test_results
-from bert_tf.tasks.distillation import transfer_path
 from bert_tf.tasks.swag.reader import NUM_CHOICES, SPLIT_FILES, encode_examples, read_swag
 from bert_tf.tasks.swag.task import SwagTask
 
@@ -26,9 +25,9 @@ def read_split(data_dir, split):
 
 
 def read_transfer(path):
-    """The examples of `path`, a transfer file in test.csv's layout (a label column, if any, is not
-    read); a FileNotFoundError or ValueError naming the file otherwise."""
-    return read_swag(transfer_path(path), "transfer", labelled=False)
+    """The examples of `path`, a transfer file in test.csv's layout (a label column, if any, is
+    checked as the test file's is, and not learned from); a ValueError naming the file otherwise."""
+    return read_swag(path, "transfer", labelled=False)
 
 
 def swag_record(do_lower_case, max_seq_length, group_by_length=False):
