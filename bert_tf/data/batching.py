@@ -15,6 +15,10 @@ import tensorflow as tf
 # targets (`bert_tf.training.distillation`); `array_dataset` gives it to training batches as `weight`.
 LABELED = "labeled"
 
+# Training columns of this prefix (a teacher's cached outputs: `bert_tf.training.distillation`)
+# travel with their rows through the shuffle and the batching into a batch's labels (`carried`).
+CARRIED = "teacher/"
+
 # Group-by-length sorts windows of this many batches of the shuffled stream: wide enough that each
 # batch is nearly uniform in length, narrow enough that the order stays random between windows.
 GROUP_WINDOW_BATCHES = 50
@@ -86,6 +90,11 @@ def with_unlabelled(features, unlabelled):
     merged = {k: np.concatenate([features[k], unlabelled[k]]) for k in features}
     merged[LABELED] = np.concatenate([np.ones(n, np.float32), np.zeros(m, np.float32)])
     return merged
+
+
+def carried(batch):
+    """The `CARRIED` columns of a batch (a dict of its columns), for its labels."""
+    return {name: value for name, value in batch.items() if name.startswith(CARRIED)}
 
 
 def array_dataset(features, mode, batch_size, input_context=None, seed=None, skip_batches=0, lengths=None):

@@ -23,7 +23,7 @@ from bert_tf.errors import SettingError, reported, shown
 __all__ = ["Teacher", "read_teacher", "student_layers"]
 
 # The settings that mean nothing without a teacher.
-_WITH_TEACHER = ("transfer_file", "student_layers", "distill_temperature", "distill_alpha")
+_WITH_TEACHER = ("transfer_file", "student_layers", "distill_temperature", "distill_alpha", "teacher_outputs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,17 +218,33 @@ def recorded(record, settings, teacher):
         distillation["student_layers"] = list(teacher.layers)
     if f.transfer_file:
         distillation["transfer_file"] = os.path.abspath(f.transfer_file)
+    distillation["teacher_outputs"] = "cached" if f.caches_teacher(f.num_train_epochs) else "in_step"
     return dataclasses.replace(record, distillation=distillation)
 
 
-def distilled(task, settings, teacher):
-    """The run's Task with its teacher (`DistilledTask`); `task` itself without one, or without training."""
-    from bert_tf.training.distillation import DistilledTask
+def distilled(task, settings, teacher, record=None):
+    """The run's Task with its teacher (`DistilledTask`); `task` itself without one, or without
+    training. Its teacher's outputs are cached in `output_dir` where `teacher_outputs` says so
+    (`caches_teacher`), the cache made for the run's `record`."""
+    from bert_tf.training.distillation import DistilledTask, TeacherCache
 
     f = settings
     if teacher is None or not f.do_train:
         return task
-    return DistilledTask(task, teacher.model, f.distill_temperature, f.distill_alpha, teacher.layers, teacher.path)
+    cache = None
+    if f.caches_teacher(f.num_train_epochs):
+        cache = TeacherCache(f.output_dir, f.train_batch_size, repr(record))
+    return DistilledTask(task, teacher.model, f.distill_temperature, f.distill_alpha, teacher.layers, teacher.path,
+                         cache)
+
+
+def train_data(trainer, data):
+    """The training data of a run: with its teacher's outputs where it caches them
+    (`DistilledTask.with_teacher_outputs`; the chief writes the cache), `data` itself otherwise."""
+    task = trainer.task
+    if getattr(task, "cache", None) is None:
+        return data
+    return task.with_teacher_outputs(data, write=trainer.is_chief)
 
 
 def describe(trainer):

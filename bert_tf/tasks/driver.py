@@ -103,7 +103,7 @@ def run_once(job):
     strategy = prepare.strategy(f)  # before TensorFlow runs an op (a tokenizer's)
     prepare.check_batch_sizes(f, strategy.num_replicas_in_sync)
     with reported():
-        task = distillation.distilled(job.build_task(config, record, length_bucket), f, job.teacher)
+        task = distillation.distilled(job.build_task(config, record, length_bucket), f, job.teacher, record)
     with reported():
         job.num_train_examples = job.encode(task)
     settings, num_train_steps = fine_tuning_settings(f, job.num_train_examples, length_bucket, job.loss_reads_padding)
@@ -118,7 +118,9 @@ def run_once(job):
         logging.info("***** Running training: %s, batch size %d, %d steps *****", job.training_examples(),
                      f.train_batch_size, num_train_steps)
     fields = {**job.progress_fields, **({"distill": "distill_loss"} if job.teacher else {})}
-    train_or_restore(trainer, f, job.train_data(), record, config, fields, training)
+    with reported():
+        data = distillation.train_data(trainer, job.train_data()) if f.do_train else None
+    train_or_restore(trainer, f, data, record, config, fields, training)
     results = None
     if "do_eval" in job.actions and f.do_eval:
         results = job.evaluate(trainer)

@@ -54,6 +54,11 @@ class Windows(Settings):
 # sentences). T 2: 0.992 dev accuracy at alpha 0, against 0.965 at T 1 and 0.995 at T 4.
 DEFAULT_TEMPERATURE = 2.0
 DEFAULT_ALPHA = 0.0
+# "auto" caches the teacher's outputs from this many epochs on and runs it in the step below: the
+# cache costs one prediction pass over the training rows, the step one forward pass per epoch
+# (bench/distillation.py --teacher_outputs; docs/distillation.md).
+CACHE_FROM_EPOCHS = 2.0
+TEACHER_OUTPUTS = ("auto", "cached", "in_step")
 
 
 @settings_class
@@ -73,6 +78,16 @@ class Distillation(Settings):
                                          "teacher's and student's logits.", shared=SEARCH, order=20.3)
     distill_alpha: float = setting(DEFAULT_ALPHA, "With --teacher, the weight of the labels' loss; the teacher's "
                                    "targets take 1 - it.", shared=SEARCH, order=20.4)
+    teacher_outputs: str = setting("auto", "With --teacher: cached (computed once before training, kept in "
+                                   "--output_dir), in_step (the teacher runs in every step), or auto (cached from "
+                                   f"{CACHE_FROM_EPOCHS:g} epochs on, the faster there).", kind=str,
+                                   choices=TEACHER_OUTPUTS, shared=SEARCH, order=20.5)
+
+    def caches_teacher(self, epochs):
+        """Whether a run of `epochs` epochs caches its teacher's outputs (`teacher_outputs`)."""
+        if self.teacher_outputs == "auto":
+            return epochs >= CACHE_FROM_EPOCHS
+        return self.teacher_outputs == "cached"
 
 
 @settings_class

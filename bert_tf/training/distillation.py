@@ -18,20 +18,39 @@ with 3,000 transfer sentences, the student's soft-target loss then stayed at its
 accuracy at chance.) Without transfer rows the share is 1.
 Evaluation and prediction are the task's own: the student's outputs, its labels' loss.
 
-The teacher runs in the step rather than from a cache of its outputs: a cache would have to follow
-every task's batching (windows, lengths, shuffling); docs/distillation.md gives the step's cost.
-A resumed run recomputes nothing: the teacher is read again from its folder, and is not in the
-student's checkpoints.
+The teacher's outputs come from one of two places. Computed in the step, the teacher runs on
+every training batch. Cached (`TeacherCache`), they are computed once before training, in one
+prediction pass over the training rows (`teacher_targets`), and kept in the run's folder; each
+row's outputs then travel with the row through the shuffle and the batching (the task's
+`teacher_targets` columns, `bert_tf.data.batching.CARRIED`), and the step reads them from the
+batch's labels. The cache costs one epoch of the teacher's forward pass, the step one per epoch:
+docs/distillation.md gives the measured choice. A resumed run reads the cache again and computes
+nothing; a cache of other training rows, another teacher or another run record is computed anew.
+The teacher is not in the student's checkpoints.
 """
 
+import dataclasses
+import hashlib
+import io
+import os
+import time
 import typing
+import uuid
 
 import keras
+import numpy as np
 import tensorflow as tf
+from absl import logging
 
+from bert_tf.data.batching import CARRIED
+from bert_tf.io_utils import owner_tag, remove_stale_temporaries
 from bert_tf.training.task import Task
 
-__all__ = ["copy_from_teacher", "soft_target_kl"]
+__all__ = ["TeacherCache", "copy_from_teacher", "soft_target_kl", "teacher_targets"]
+
+# The cache's file in the run's folder.
+TEACHER_OUTPUTS = "teacher_outputs.npz"
+_FINGERPRINT = "__fingerprint__"
 
 _DISTILL_SUM, _DISTILL_ROWS, _LABELLED_ROWS = "distill_sum", "distill_rows", "labelled_rows"
 
@@ -97,6 +116,95 @@ def copy_from_teacher(student, teacher, layers):
         s.assign(t)
 
 
+@dataclasses.dataclass(frozen=True)
+class TeacherCache:
+    """Where and how a run caches its teacher's outputs.
+
+    Attributes:
+        folder: The run's folder; the cache is its `teacher_outputs.npz`.
+        batch_size: The batch of the prediction pass that computes it.
+        identity: What else the outputs depend on (the run's record: lengths, windows, pooling),
+            as text; a cache made under another is computed anew.
+    """
+
+    folder: str
+    batch_size: int
+    identity: str = ""
+
+    @property
+    def path(self):
+        return os.path.join(self.folder, TEACHER_OUTPUTS)
+
+
+def teacher_targets(task, teacher, data, batch_size):
+    """The teacher's outputs on every row of `data`, as the columns `task.teacher_targets` gives.
+
+    Args:
+        task: The student's Task (its prediction batches, `call_model` and `teacher_targets`).
+        teacher: The teacher model.
+        data: The training data, as `task.dataset` reads it.
+        batch_size: The prediction batch.
+
+    Returns:
+        A dict of numpy arrays `[rows, ...]`, one row per example of `data`, in order.
+    """
+
+    @tf.function(reduce_retracing=True)
+    def targets(x, weight):
+        return task.teacher_targets(task.call_model(teacher, x, False), tf.shape(weight)[0])
+
+    parts = [{k: v.numpy() for k, v in targets(x, y["weight"]).items()}
+             for x, y in task.dataset(data, "predict", batch_size)]
+    n = task.num_examples(data)
+    return {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
+
+
+def fingerprint(data, teacher, identity):
+    """A digest of what a teacher's cached outputs depend on: the training rows (a dict of arrays,
+    or records in a file at `data.path`), the teacher's weights and `identity`."""
+    digest = hashlib.sha256(identity.encode())
+    if isinstance(data, dict):
+        for name in sorted(data):
+            value = np.asarray(data[name])
+            digest.update(name.encode() + str(value.shape).encode())
+            digest.update(repr(value.tolist()).encode() if value.dtype == object else value.tobytes())
+    else:
+        digest.update(repr(data).encode())
+        with tf.io.gfile.GFile(data.path, "rb") as f:
+            while chunk := f.read(1 << 24):
+                digest.update(chunk)
+    for weight in teacher.weights:
+        digest.update(keras.ops.convert_to_numpy(weight).tobytes())
+    return digest.hexdigest()
+
+
+def _read_cache(path, key):
+    if not tf.io.gfile.exists(path):
+        return None, "none yet"
+    with tf.io.gfile.GFile(path, "rb") as f, np.load(io.BytesIO(f.read())) as stored:
+        if _FINGERPRINT not in stored.files or str(stored[_FINGERPRINT]) != key:
+            return None, "made for other rows, another teacher or another run record"
+        return {k: stored[k] for k in stored.files if k != _FINGERPRINT}, None
+
+
+def _write_cache(path, columns, key):
+    # Complete or absent, as the run's other files: a temporary name in the folder, then renamed.
+    directory, base = os.path.dirname(path), os.path.basename(path)
+    tf.io.gfile.makedirs(directory)
+    remove_stale_temporaries(directory, base)
+    temporary = os.path.join(directory, f".{base}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        buffer = io.BytesIO()  # zip needs a seekable file: gfile's (gs://) is not
+        np.savez(buffer, **columns, **{_FINGERPRINT: np.array(key)})
+        with tf.io.gfile.GFile(temporary, "wb") as f:
+            f.write(buffer.getvalue())
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+    except BaseException:
+        if tf.io.gfile.exists(temporary):
+            tf.io.gfile.remove(temporary)
+        raise
+
+
 class DistilledTask(Task):
     """`task` trained on its labels and on `teacher`'s outputs (module docstring).
 
@@ -109,16 +217,18 @@ class DistilledTask(Task):
         student_layers: None, or the teacher's layers the student starts from: restoring from
             `teacher_path` then copies them (`copy_from_teacher`).
         teacher_path: The teacher's folder (the `init_checkpoint` that means "from the teacher").
+        cache: None (the teacher runs in the step), or the `TeacherCache` of its outputs: training
+            then reads data prepared by `with_teacher_outputs`.
     """
 
-    def __init__(self, task, teacher, temperature, alpha, student_layers=None, teacher_path=None):
+    def __init__(self, task, teacher, temperature, alpha, student_layers=None, teacher_path=None, cache=None):
         if not temperature > 0:
             raise ValueError(f"the distillation temperature must be positive, got {temperature}")
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"the labels' loss weight alpha must be between 0 and 1, got {alpha}")
         self.task, self._teacher, self.teacher = task, teacher, None
         self.temperature, self.alpha = float(temperature), float(alpha)
-        self.student_layers, self.teacher_path = student_layers, teacher_path
+        self.student_layers, self.teacher_path, self.cache = student_layers, teacher_path, cache
         self.sum_names = (*task.sum_names, _DISTILL_SUM, _DISTILL_ROWS)
 
     def __getattr__(self, name):  # the student task's own methods (window_counts, encode, ...)
@@ -141,6 +251,32 @@ class DistilledTask(Task):
     def num_examples(self, data):
         return self.task.num_examples(data)
 
+    def with_teacher_outputs(self, data, write=True):
+        """`data` with the teacher's outputs on each of its rows (the task's `with_columns`), read
+        from the cache's file, or computed (`teacher_targets`) and written there. Without a cache,
+        `data` itself. Call it once the model is built (`build_model`: the teacher with it);
+        `write`: whether this process writes the file (the chief), or keeps the outputs in memory.
+
+        Raises:
+            ValueError: The teacher is not built yet.
+        """
+        if self.cache is None:
+            return data
+        if self.teacher is None:
+            raise ValueError("the teacher is built with the student (build_model) before its outputs are cached")
+        key = fingerprint(data, self.teacher, self.cache.identity)
+        columns, why = _read_cache(self.cache.path, key)
+        if columns is not None:
+            logging.info("The teacher's outputs: read from %s", self.cache.path)
+        else:
+            start = time.perf_counter()
+            columns = teacher_targets(self.task, self.teacher, data, self.cache.batch_size)
+            if write:
+                _write_cache(self.cache.path, columns, key)
+            logging.info("The teacher's outputs: computed on %d rows in %.1f s and cached in %s (%s there)",
+                         self.num_examples(data), time.perf_counter() - start, self.cache.path, why)
+        return self.task.with_columns(data, {CARRIED + name: value for name, value in columns.items()})
+
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         return self.task.dataset(data, mode, batch_size, input_context, seed, skip_batches)
 
@@ -148,6 +284,8 @@ class DistilledTask(Task):
         student = self.task.call_model(model, x, training)
         if not training:
             return student
+        if self.cache is not None:  # the batch's labels hold the teacher's outputs
+            return Distilled(student, None, x)
         teacher = tf.nest.map_structure(tf.stop_gradient, self.task.call_model(self.teacher, x, False))
         return Distilled(student, teacher, x)
 
@@ -162,7 +300,14 @@ class DistilledTask(Task):
         if not isinstance(outputs, Distilled):  # evaluation: the student alone
             zero = tf.zeros([], tf.float32)
             return {**self.task.sums(labels, outputs), _DISTILL_SUM: zero, _DISTILL_ROWS: zero}
-        losses = self.task.distillation_losses(outputs.inputs, labels, outputs.student, outputs.teacher,
+        teacher = outputs.teacher
+        if teacher is None:
+            cached = {name[len(CARRIED):]: value for name, value in labels.items() if name.startswith(CARRIED)}
+            if not cached:
+                raise ValueError("a training batch without the teacher's cached outputs: train on the data "
+                                 "that with_teacher_outputs returns")
+            teacher = self.task.teacher_outputs(cached, outputs.student)
+        losses = self.task.distillation_losses(outputs.inputs, labels, outputs.student, teacher,
                                                self.temperature)  # [rows]
         rows = tf.cast(tf.shape(losses)[0], tf.float32)
         return {**self.task.sums(labels, outputs.student), _DISTILL_SUM: tf.reduce_sum(losses), _DISTILL_ROWS: rows}

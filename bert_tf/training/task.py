@@ -8,6 +8,8 @@ several replicas and gradient accumulation then give the same updates).
 
 import abc
 
+import tensorflow as tf
+
 
 class Task(abc.ABC):
     """The pieces of a task. `data` below is whatever the task reads (files, examples)."""
@@ -51,6 +53,28 @@ class Task(abc.ABC):
         that offers distillation says how; the default refuses."""
         raise NotImplementedError(f"{type(self).__name__} offers no distillation")
 
+    def with_columns(self, data, columns):
+        """`data` with per-row `columns` (numpy `[rows, ...]`, in the order of its rows) that its
+        training batches carry into their labels (`bert_tf.data.batching.CARRIED`). The default
+        adds them to a dict of arrays."""
+        return {**data, **columns}
+
+    def teacher_targets(self, outputs, rows):
+        """A teacher's outputs on a prediction batch of `rows` rows (as `call_model` returns them) as the columns
+        its cache keeps (`bert_tf.training.distillation`): a dict of float32 tensors `[rows, ...]`
+        of fixed shape past the rows, one row per row of the task's data. The default keeps a
+        tensor as `outputs` and a dict as it is; a task whose outputs are per token (cut to each
+        batch's length) or not one per row (several texts per row) says how."""
+        if isinstance(outputs, dict):
+            return {name: _float32(value) for name, value in outputs.items()}
+        return {"outputs": _float32(outputs)}
+
+    def teacher_outputs(self, targets, student):
+        """`teacher_targets`' columns of a training batch -> the teacher's outputs as `call_model`
+        returns them, shaped as the student's outputs `student` on that batch (the inverse of
+        `teacher_targets`)."""
+        return dict(targets) if isinstance(student, dict) else targets["outputs"]
+
     def normalizers(self, labels):
         """Per-batch values summed over the whole global batch (every replica and micro-batch)
         before the loss is computed: what the loss divides by."""
@@ -85,3 +109,7 @@ class Task(abc.ABC):
     def predict_outputs(self, outputs):
         """Per-example tensors to return from prediction."""
         return outputs
+
+
+def _float32(value):
+    return tf.cast(value, tf.float32)

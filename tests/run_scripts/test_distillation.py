@@ -55,16 +55,34 @@ def test_a_student_from_the_teachers_layers_learns_from_it_on_transfer_text_resu
     record = json.loads((out / "fine_tuning_task.json").read_text())
     assert record["distillation"] == {
         "teacher": str(teacher["run"]), "distill_temperature": 2.0, "distill_alpha": 0.0, "student_layers": [1],
-        "transfer_file": str(teacher["data"] / "test.tsv"),
+        "transfer_file": str(teacher["data"] / "test.tsv"), "teacher_outputs": "cached",
     }
     training = json.loads((out / "training_settings.json").read_text())
     assert training["teacher"] == str(teacher["run"]) and training["student_layers"] == "1"
+    # Six epochs: the teacher's outputs computed once, on every training row, and kept in the run's folder.
+    assert "The teacher's outputs: computed on 157 rows" in log and (out / "teacher_outputs.npz").is_file()
 
-    # kill -9 mid-training, the same command again: the same predictions, byte for byte.
+    # kill -9 mid-training, the same command again: the cache read, not made again; the same
+    # predictions, byte for byte.
     again_dir = tmp_path / "again"
     again = killed_and_rerun("run_classifier.py", _student(teacher, again_dir), again_dir)
     assert "Training resumed from" in again.stderr
+    assert f"The teacher's outputs: read from {again_dir / 'teacher_outputs.npz'}" in again.stderr
+    assert "The teacher's outputs: computed" not in again.stderr
     assert (again_dir / "test_results.tsv").read_text() == (out / "test_results.tsv").read_text()
+
+    # The teacher run in every step instead: its outputs are the cache's (each row's own), so the
+    # student learns the same. (A cache whose rows were out of order left this student at chance.)
+    in_step = tmp_path / "in_step"
+    result = run_script("run_classifier.py", *_student(teacher, in_step, teacher_outputs="in_step"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "The teacher's outputs" not in result.stderr and not (in_step / "teacher_outputs.npz").exists()
+    assert json.loads((in_step / "fine_tuning_task.json").read_text())["distillation"]["teacher_outputs"] == "in_step"
+    np.testing.assert_allclose(_probabilities(in_step), _probabilities(out), atol=1e-5)
+    # A resume that asks the other way is refused: the run's steps were taken with its cache.
+    changed = run_script("run_classifier.py", *_student(teacher, in_step, teacher_outputs="cached",
+                                                        num_train_epochs=7))
+    assert changed.returncode != 0 and "teacher_outputs" in changed.stderr.splitlines()[-1]
 
     # A resume with another temperature is refused: its steps were taken with this one.
     changed = run_script("run_classifier.py", *_student(teacher, out, distill_temperature=4.0, num_train_epochs=7))

@@ -168,3 +168,91 @@ def test_transfer_rows_join_the_training_rows_with_no_label_to_learn():
     np.testing.assert_array_equal(merged["sentence"], [0, 1, 1, 2, 3])
     np.testing.assert_array_equal(merged["input_word_ids"][3:], transfer["input_word_ids"])
     assert transfer["label_weights"].sum() == 8  # the caller's arrays are left as they were
+
+
+SEQ = 12
+
+
+def _ner_windows(n, seed):
+    """NER windows of random lengths and ids, every real token tagged."""
+    rng = np.random.default_rng(seed)
+    mask = (np.arange(SEQ)[None, :] < rng.integers(2, SEQ + 1, n)[:, None]).astype(np.int32)
+    return {"input_word_ids": mask * rng.integers(5, 25, (n, SEQ)).astype(np.int32), "input_mask": mask,
+            "input_type_ids": np.zeros_like(mask), "label_ids": np.zeros_like(mask),
+            "label_weights": mask.astype(np.float32), "sentence": np.arange(n, dtype=np.int32)}
+
+
+def _squad_records(path, n, seed):
+    """A file of `n` SQuAD training features (the original's record layout) of random lengths."""
+    from bert_tf.tasks.squad.inputs import SquadRecords
+
+    windows = _ner_windows(n, seed)
+    ints = lambda values: tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))  # noqa: E731
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(n):
+            feature = {"unique_ids": ints([i]), "input_ids": ints(windows["input_word_ids"][i]),
+                       "input_mask": ints(windows["input_mask"][i]), "segment_ids": ints(windows["input_type_ids"][i]),
+                       "start_positions": ints([1]), "end_positions": ints([1]), "is_impossible": ints([0])}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    return SquadRecords(str(path), n, SEQ, True)
+
+
+@pytest.mark.parametrize("kind", ["ner", "squad", "embedder"])
+def test_cached_teacher_outputs_reach_each_training_batchs_own_rows(tmp_path, kind, monkeypatch):
+    """The cache's columns through the shuffle, the grouping by length and the cut to each batch's
+    length: on every training batch, the teacher's outputs the labels carry are the teacher's own on
+    that batch's inputs (per token, per span position, per text of each column)."""
+    from bert_tf.data.batching import CARRIED
+    from bert_tf.training import distillation
+    from tests.tiny import write_vocab
+
+    config = tiny_config()
+    if kind == "ner":
+        inner, data = NerTask(config, ["O", "B-X", "I-X"], max_seq_length=SEQ, length_bucket=1,
+                              group_by_length=True), _ner_windows(23, 1)
+    elif kind == "squad":
+        inner = SquadTask(config, max_seq_length=SEQ, length_bucket=1, group_by_length=True)
+        data = _squad_records(tmp_path / "train.tf_record", 23, 2)
+    else:
+        write_vocab(tmp_path / "vocab.txt")
+        inner = EmbedderTask(config, vocab_file=str(tmp_path / "vocab.txt"), max_seq_length=SEQ, length_bucket=1)
+        words = np.array(["the cat sat", "a dog", "red mat is big", "run", "blue dog and cat",
+                          "the small mat sat on the dog ."] * 4, object)
+        data = {"anchor": words[:23], "positive": words[::-1][:23], "negative": np.roll(words, 5)[:23]}
+    passes = []
+    computed = distillation.teacher_targets
+    monkeypatch.setattr(distillation, "teacher_targets", lambda *a: passes.append(1) or computed(*a))
+    teacher = inner.build_model()
+    task = DistilledTask(inner, lambda: teacher, 2.0, 0.0, cache=distillation.TeacherCache(str(tmp_path), 5, "run"))
+    task.build_model()
+    prepared = task.with_teacher_outputs(data)
+    assert len(passes) == 1 and (tmp_path / "teacher_outputs.npz").is_file()
+
+    lengths = set()
+    for x, y in task.dataset(prepared, "train", 4, seed=3).take(12):
+        direct = inner.call_model(teacher, x, False)
+        cached = inner.teacher_outputs({k[len(CARRIED):]: v for k, v in y.items() if k.startswith(CARRIED)}, direct)
+        real = x["input_mask"].numpy().astype(bool)
+        lengths.add(real.shape[1])
+        for name, got in (cached.items() if isinstance(cached, dict) else [("outputs", cached)]):
+            want = (direct[name] if isinstance(direct, dict) else direct).numpy()
+            got = got.numpy()
+            assert got.shape == want.shape, name
+            if kind == "embedder":  # a vector per text of each column
+                np.testing.assert_allclose(got, want, atol=1e-5)
+            else:  # the real positions' (past them the student's softmax or mask reads padding)
+                np.testing.assert_allclose(got[real], want[real], atol=1e-5, err_msg=name)
+    assert kind == "embedder" or len(lengths) > 1  # batches cut to several lengths
+
+    # Read back, not computed again; a cache made for another run record is made anew.
+    again = DistilledTask(inner, lambda: teacher, 2.0, 0.0, cache=distillation.TeacherCache(str(tmp_path), 5, "run"))
+    again.build_model()
+    read = again.with_teacher_outputs(data)
+    assert len(passes) == 1
+    columns = (lambda d: d.carried) if kind == "squad" else (lambda d: {k: v for k, v in d.items() if "/" in k})
+    for name, value in columns(prepared).items():
+        np.testing.assert_array_equal(columns(read)[name], value)
+    other = DistilledTask(inner, lambda: teacher, 2.0, 0.0, cache=distillation.TeacherCache(str(tmp_path), 5, "other"))
+    other.build_model()
+    other.with_teacher_outputs(data)
+    assert len(passes) == 2

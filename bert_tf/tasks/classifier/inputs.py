@@ -16,7 +16,7 @@ number of replicas. Each batch is then cut to its longest sequence rounded up to
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import array_dataset
+from bert_tf.data.batching import array_dataset, carried
 from bert_tf.data.lengths import cut_padding
 from bert_tf.models.bert_encoder import INPUT_NAMES
 from bert_tf.preprocessing.text_windows import WINDOW_COUNT, WINDOW_CUT, WINDOW_TEXT, WindowPacker
@@ -86,7 +86,7 @@ def classifier_dataset(features, pack, batch_size, mode, input_context=None, see
 
     def to_model(batch):
         x = cut_padding(pack(batch["text_a"], batch["text_b"]), length_bucket, INPUT_NAMES)
-        return x, {"label": batch["label"], "weight": batch["weight"]}
+        return x, {"label": batch["label"], "weight": batch["weight"], **carried(batch)}
 
     ds = array_dataset(features, mode, batch_size, input_context, seed, skip_batches, lengths)
     return ds.map(to_model, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import array_dataset
+from bert_tf.data.batching import array_dataset, carried
 from bert_tf.data.lengths import cut_padding
 from bert_tf.errors import shown
 from bert_tf.layers.sentence_pooling import SentencePooling, l2_normalize
@@ -151,7 +151,7 @@ class EmbedderTask(Task):
                 rows = tf.size(batch["weight"])
                 x[WINDOW_TEXT] = tf.concat([p[WINDOW_TEXT] + k * rows for k, p in enumerate(packed)], axis=0)
                 x[WINDOW_COUNT] = tf.concat([p[WINDOW_COUNT] for p in packed], axis=0)
-            y = {"weight": batch["weight"]}
+            y = {"weight": batch["weight"], **carried(batch)}
             if NEGATIVE in batch:  # the negatives' rows are candidates as their anchors' are
                 y["negative_weight"] = batch["weight"]
             if _SCORE in batch:
@@ -206,6 +206,15 @@ class EmbedderTask(Task):
         # their dimensions; an anchor's row holds the mean of its texts' (anchor, positive, negative).
         per_text = keras.losses.mean_squared_error(tf.cast(teacher, tf.float32), tf.cast(student, tf.float32))
         return tf.reduce_mean(tf.reshape(per_text, [-1, tf.shape(labels["weight"])[0]]), axis=0)  # [B]
+
+    def teacher_targets(self, outputs, rows):
+        # [columns * rows, H] (column k's rows after the k columns before it) -> [rows, columns, H]
+        vectors = tf.cast(outputs, tf.float32)
+        return {"outputs": tf.transpose(tf.reshape(vectors, [-1, rows, tf.shape(vectors)[-1]]), [1, 0, 2])}
+
+    def teacher_outputs(self, targets, student):
+        vectors = tf.transpose(targets["outputs"], [1, 0, 2])  # [columns, rows, H]
+        return tf.reshape(vectors, [-1, tf.shape(vectors)[-1]])
 
     def normalizers(self, labels):
         return {"examples": tf.reduce_sum(labels["weight"])}

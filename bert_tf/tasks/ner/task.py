@@ -17,7 +17,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import array_dataset, pad_positions
+from bert_tf.data.batching import array_dataset, carried, pad_positions
 from bert_tf.data.lengths import cut_padding
 from bert_tf.errors import shown
 from bert_tf.models import BertEncoder, BertFeatureTagger, BertTokenClassifier
@@ -90,7 +90,8 @@ class NerTask(ClassifierTask):
             batch = cut_padding(batch, self.length_bucket, per_position)
             x = {k: batch[k] for k in per_position[:3]}
             # Padding rows' label weights are 0 already.
-            return x, {"label": batch["label_ids"], "weight": batch["label_weights"], "sentence": batch["sentence"]}
+            return x, {"label": batch["label_ids"], "weight": batch["label_weights"], "sentence": batch["sentence"],
+                       **carried(batch)}
 
         lengths = data["input_mask"].sum(axis=1) if mode == "train" and self.group_by_length else None
         ds = array_dataset(data, mode, batch_size, input_context, seed, skip_batches, lengths)
@@ -102,6 +103,12 @@ class NerTask(ClassifierTask):
         per_token = soft_target_kl(student, teacher, temperature)  # [B, S]
         mask = tf.cast(inputs["input_mask"], tf.float32)
         return tf.reduce_sum(per_token * mask, axis=-1) / tf.maximum(tf.reduce_sum(mask, axis=-1), 1.0)
+
+    def teacher_targets(self, outputs, rows):
+        return {"outputs": pad_positions(tf.cast(outputs, tf.float32), self.max_seq_length)}  # [rows, S, tags]
+
+    def teacher_outputs(self, targets, student):
+        return targets["outputs"][:, : tf.shape(student)[1]]  # the batch's positions (masked past its tokens)
 
     def predict_outputs(self, outputs):
         predicted = tf.argmax(outputs, axis=-1, output_type=tf.int32)  # [batch, seq]

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import group_by_length, ordered_batches
+from bert_tf.data.batching import carried, group_by_length, ordered_batches
 from bert_tf.data.lengths import cut_padding
 from bert_tf.models.bert_encoder import INPUT_NAMES
 
@@ -29,6 +29,9 @@ class SquadRecords:
     count: int
     seq_length: int
     is_training: bool
+    # Per-feature columns (numpy `[count, ...]`, in file order) that training batches carry into
+    # their labels (`bert_tf.data.batching.CARRIED`): a teacher's cached outputs.
+    carried: dict = dataclasses.field(default=None, compare=False, hash=False, repr=False)
 
 
 def feature_spec(seq_length, is_training):
@@ -92,33 +95,36 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
     pipelines = input_context.num_input_pipelines if input_context else 1
     replicas = input_context.num_replicas_in_sync if input_context else 1
     if mode == "train":
+        columns = {"record": ds}
+        if records.carried:
+            columns.update({k: tf.data.Dataset.from_tensor_slices(v) for k, v in records.carried.items()})
         if lengths is not None:
-            ds = tf.data.Dataset.zip((ds, tf.data.Dataset.from_tensor_slices(lengths)))
-            ds = ds.map(lambda r, n: {"record": r, "length": n})
+            columns["length"] = tf.data.Dataset.from_tensor_slices(lengths)
+        ds = tf.data.Dataset.zip(columns) if len(columns) > 1 else ds.map(lambda r: {"record": r})
         if pipelines > 1:
             ds = ds.shard(pipelines, input_context.input_pipeline_id)
         if lengths is not None:
-            ds = group_by_length(ds, records.count, batch_size, seed).map(lambda d: d["record"])
+            ds = group_by_length(ds, records.count, batch_size, seed)
         else:
             ds = ds.shuffle(min(records.count, SHUFFLE_BUFFER), seed=seed, reshuffle_each_iteration=True).repeat()
-        ds = ds.map(lambda r: (r, 1.0)).batch(batch_size, drop_remainder=True)
+        ds = ds.map(lambda d: {**d, "weight": 1.0}).batch(batch_size, drop_remainder=True)
         if skip_batches:
             ds = ds.skip(skip_batches)
     elif mode in ("eval", "predict"):
         extra = -records.count % (batch_size * replicas)
         zero = _zero_record(records.seq_length, records.is_training)
-        padding = tf.data.Dataset.from_tensors((zero, 0.0)).repeat(extra)
-        features = ds.take(records.count).map(lambda r: (r, 1.0)).concatenate(padding)
+        padding = tf.data.Dataset.from_tensors({"record": zero, "weight": 0.0}).repeat(extra)
+        features = ds.take(records.count).map(lambda r: {"record": r, "weight": 1.0}).concatenate(padding)
         ds = ordered_batches(features, batch_size, input_context)
     else:
         raise ValueError(f"mode {mode!r} is not train, eval or predict")
     spec = feature_spec(records.seq_length, records.is_training)
 
-    def to_model(serialized, weight):
-        f = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(serialized, spec).items()}
+    def to_model(batch):
+        f = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(batch["record"], spec).items()}
         x = {"input_word_ids": f["input_ids"], "input_mask": f["input_mask"], "input_type_ids": f["segment_ids"]}
         x = cut_padding(x, length_bucket, INPUT_NAMES)
-        y = {"weight": tf.cast(weight, tf.float32)}
+        y = {"weight": tf.cast(batch["weight"], tf.float32), **carried(batch)}
         if records.is_training:
             y.update(start_positions=f["start_positions"], end_positions=f["end_positions"])
         return x, y

@@ -13,6 +13,8 @@ position among the n best (the original ranks its padding positions there and th
 as outside the passage).
 """
 
+import dataclasses
+
 import numpy as np
 import tensorflow as tf
 
@@ -64,6 +66,15 @@ class SquadTask(Task):
         # The start and the end distributions over the sequence's positions, as the loss averages them.
         return sum(soft_target_kl(student[name], teacher[name], temperature) for name in ("start_logits",
                                                                                           "end_logits")) / 2.0
+
+    def with_columns(self, data, columns):
+        return dataclasses.replace(data, carried={**(data.carried or {}), **columns})
+
+    def teacher_targets(self, outputs, rows):
+        return self.predict_outputs(outputs)  # each [rows, max_seq_length]: the positions past a batch's, -inf
+
+    def teacher_outputs(self, targets, student):
+        return {name: targets[name][:, : tf.shape(student[name])[1]] for name in ("start_logits", "end_logits")}
 
     def normalizers(self, labels):
         return {"examples": tf.reduce_sum(labels["weight"])}

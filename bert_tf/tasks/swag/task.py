@@ -13,7 +13,7 @@ import functools
 
 import tensorflow as tf
 
-from bert_tf.data.batching import array_dataset
+from bert_tf.data.batching import array_dataset, carried
 from bert_tf.data.lengths import cut_padding
 from bert_tf.errors import shown
 from bert_tf.models import INPUT_NAMES, BertEncoder, BertMultipleChoice
@@ -64,7 +64,7 @@ class SwagTask(ClassifierTask):
 
         def to_model(batch):
             x = cut_padding(pack(batch["context"], batch["choices"]), self.length_bucket, INPUT_NAMES)
-            return x, {"label": batch["label"], "weight": batch["weight"]}
+            return x, {"label": batch["label"], "weight": batch["weight"], **carried(batch)}
 
         grouped = mode == "train" and self.group_by_length
         lengths = packed_lengths(data, pack, ("context", "choices")) if grouped else None
