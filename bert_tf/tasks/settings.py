@@ -69,7 +69,7 @@ class Distillation(Settings):
                            "Face folder with the task's head) whose outputs the student learns too.", kind=str,
                            shared=SEARCH, path=True, order=20)
     transfer_file: str = setting(None, "With --teacher, unlabelled inputs in the layout of the task's test file "
-                                 "(run_squad.py refuses it): trained on the teacher's targets alone.", kind=str,
+                                 "(run_squad.py: a --predict_file): trained on the teacher's targets alone.", kind=str,
                                  shared=SEARCH, path=True, order=20.1)
     student_layers: str = setting(None, "With --teacher, the student is the teacher's embeddings, these of its "
                                   "layers (comma-separated, from 0) and its head, e.g. 0,2,4 (DistilBERT's start).",

@@ -161,7 +161,7 @@ def teacher_targets(task, teacher, data, batch_size):
 
 def fingerprint(data, teacher, identity):
     """A digest of what a teacher's cached outputs depend on: the training rows (a dict of arrays,
-    or records in a file at `data.path`), the teacher's weights and `identity`."""
+    or records in the files `data.files`), the teacher's weights and `identity`."""
     digest = hashlib.sha256(identity.encode())
     if isinstance(data, dict):
         for name in sorted(data):
@@ -170,9 +170,10 @@ def fingerprint(data, teacher, identity):
             digest.update(repr(value.tolist()).encode() if value.dtype == object else value.tobytes())
     else:
         digest.update(repr(data).encode())
-        with tf.io.gfile.GFile(data.path, "rb") as f:
-            while chunk := f.read(1 << 24):
-                digest.update(chunk)
+        for path in data.files:
+            with tf.io.gfile.GFile(path, "rb") as f:
+                while chunk := f.read(1 << 24):
+                    digest.update(chunk)
     for weight in teacher.weights:
         digest.update(keras.ops.convert_to_numpy(weight).tobytes())
     return digest.hexdigest()

@@ -225,13 +225,27 @@ def _task_flags(kind, tmp_path):
     return "run_sentence_embedding.py", lambda out, **o: t._flags(model, data, out, num_train_epochs=3, **o)
 
 
+def _squad_questions(tmp_path):
+    """The dev file's questions without their answers: a test file's layout."""
+    data = json.loads((tmp_path / "dev.json").read_text())
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                qa.pop("answers", None)
+    path = tmp_path / "questions.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
 # Each task's transfer file (made in the test's folder) and the line counting its inputs.
 TRANSFER = {"embedder": lambda tmp_path: tmp_path / "data" / "test.tsv",  # its texts, an empty one among them
             "swag": lambda tmp_path: tmp_path / "data" / "test.csv",
+            "squad": _squad_questions,  # a --predict_file's layout
             "ner": lambda tmp_path: tmp_path / "data" / "test.txt"}  # tagged: its tags are not read
 TRANSFER_COUNTS = {"embedder": "64 pairs with hard negatives and 8 texts of --transfer_file (72 rows)",
                    "swag": "173 examples (160 labelled, 13 of --transfer_file)",
-                   "ner": "160 sentences and 24 of --transfer_file ("}
+                   "ner": "160 sentences and 24 of --transfer_file (",
+                   "squad": "60 examples (48 labelled, 12 of --transfer_file), 126 features (23 of --transfer_file)"}
 
 
 @pytest.mark.parametrize("kind", ["ner", "squad", "swag", "embedder"])
@@ -246,9 +260,8 @@ def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tm
     given = [f for f in flags(student, teacher=teacher, student_layers="0", distill_temperature=3.0,
                                  iterations_per_loop=2)
              if not f.startswith("--bert_config_file=")]  # the config is the teacher's, cut to one layer
-    transfer = TRANSFER.get(kind)
-    if transfer:  # texts in the task's prediction layout, their only targets the teacher's
-        given.append(f"--transfer_file={transfer(tmp_path)}")
+    transfer = TRANSFER[kind](tmp_path)  # texts in the task's prediction layout, their only targets the teacher's
+    given.append(f"--transfer_file={transfer}")
     result = run_script(script, *given)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Training initialised from {teacher}; now at step" in result.stderr
@@ -275,14 +288,11 @@ def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tm
         assert predicted.returncode == 0, predicted.stderr[-3000:]
         np.testing.assert_allclose(np.load(again / "test_embeddings.npy"), np.load(student / "test_embeddings.npy"),
                                    atol=1e-5)
-    if transfer:
-        assert TRANSFER_COUNTS[kind] in result.stderr
-        assert record["distillation"]["transfer_file"] == str(transfer(tmp_path))
-    else:  # refused in one line, nothing written
-        refused = run_script(script, *given[:-1], f"--output_dir={tmp_path / 'other'}",
-                             f"--transfer_file={tmp_path / 'x.tsv'}", "--noprogress")
-        assert refused.returncode != 0 and "--transfer_file is not offered for task kind" in refused.stderr
-        assert not (tmp_path / "other").exists()
+    assert TRANSFER_COUNTS[kind] in result.stderr
+    # Two epochs or more: the teacher's outputs cached, once, on every training row (transfer rows too).
+    assert re.search(r"The teacher's outputs: computed on \d+ rows", result.stderr), result.stderr[-3000:]
+    assert (student / "teacher_outputs.npz").is_file()
+    assert record["distillation"]["transfer_file"] == str(transfer)
     if kind == "embedder":  # a student of another width cannot match the teacher's vectors: refused first
         wide = tmp_path / "wide.json"
         wide.write_text(json.dumps({**json.loads((student / "bert_config.json").read_text()), "hidden_size": 64}))

@@ -256,3 +256,23 @@ def test_cached_teacher_outputs_reach_each_training_batchs_own_rows(tmp_path, ki
     other.build_model()
     other.with_teacher_outputs(data)
     assert len(passes) == 2
+
+
+def test_a_task_kind_that_reads_no_transfer_text_refuses_the_file_before_any_work():
+    import types
+
+    from bert_tf.errors import SettingError
+    from bert_tf.tasks import driver
+    from bert_tf.tasks.contract import FineTuning
+
+    class Mine(FineTuning):  # a registered kind's part that offers no transfer_file reader
+        kind = "mine"
+
+        def check_given(self):
+            pass
+
+        def check(self, config):
+            raise AssertionError("checked past the refusal")
+
+    with pytest.raises(SettingError, match="--transfer_file is not offered for task kind mine"):
+        driver.run_once(Mine(types.SimpleNamespace(transfer_file="unlabelled.tsv")))

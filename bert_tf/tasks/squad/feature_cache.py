@@ -18,6 +18,7 @@ from bert_tf.tasks.squad.inputs import SquadRecords
 FEATURES_VERSION = 1
 TRAIN_FILE = "train.tf_record"
 EVAL_FILE = "eval.tf_record"
+TRANSFER_FILE = "transfer.tf_record"  # a teacher's unlabelled questions, in the prediction layout
 
 
 class NoQuestionsError(ValueError):
@@ -95,15 +96,16 @@ def _reusable(path, meta_path, wanted):
     return None
 
 
-def cached_features(input_file, is_training, tokenizer, vocab_file, record: RunRecord, output_dir):
+def cached_features(input_file, is_training, tokenizer, vocab_file, record: RunRecord, output_dir, name=None):
     """`input_file`'s features (`record`'s max_seq_length, doc_stride, max_query_length, casing
     and SQuAD version) in `output_dir`, written now or reused. `tokenizer`: a FullTokenizer of
-    `vocab_file`. Returns CachedFeatures.
+    `vocab_file`. `name`: the file's name there (default: train.tf_record when `is_training`,
+    else eval.tf_record). Returns CachedFeatures.
 
     Raises the reader's ValueError (naming the file and the question) or FileNotFoundError, and
     NoQuestionsError (its message starts with `input_file`) when there is no feature to write.
     """
-    path = os.path.join(output_dir, TRAIN_FILE if is_training else EVAL_FILE)
+    path = os.path.join(output_dir, name or (TRAIN_FILE if is_training else EVAL_FILE))
     meta_path = path + ".json"
     wanted = fingerprint(input_file, is_training, vocab_file, record)
     meta = _reusable(path, meta_path, wanted)

@@ -19,6 +19,7 @@ class SquadFineTuning(FineTuning):
     progress_fields = {"loss": "loss", "start_acc": "start_accuracy", "ex_per_s": "examples_per_second"}
     # Its loss's softmax runs over the padding positions too (the original's): skipping changes their logits.
     loss_reads_padding = True
+    reads_transfer = True  # a prediction file's questions, read as its features (`encode`)
 
     def check_given(self):
         f = self.settings  # a missing input is named before a missing model
@@ -58,6 +59,7 @@ class SquadFineTuning(FineTuning):
             self.tokenizer = run.load_tokenizer(f.vocab_file, f.do_lower_case)
         with reported(f"--vocab_file vs --{sources.config_setting(f.bert_config_file, f.init_checkpoint)}: "):
             config.check_vocab_size(len(self.tokenizer.vocab), f.vocab_file)
+        self.read_transfer(lambda path: path)  # there, a file: its questions are read with the others
 
     def record(self, group_by_length):
         f = self.settings
@@ -73,18 +75,25 @@ class SquadFineTuning(FineTuning):
 
     def encode(self, task):
         f = self.settings
-        files = run.InputFiles(f.train_file, f.predict_file, f.tfds_name, f.tfds_data_dir, f.tfds_download)
+        files = run.InputFiles(f.train_file, f.predict_file, f.tfds_name, f.tfds_data_dir, f.tfds_download,
+                               self.transfer or None)
         with reported("--"):
             self.inputs = run.read_inputs(  # every input read before any training
                 files, f.do_train, f.do_predict, self.tokenizer, f.vocab_file, self.run_record, f.output_dir,
                 on_features=lambda cached: logging.info("%s", cached.summary()))
-        return self.inputs.train.examples if self.inputs.train else 0
+        self.num_transfer = self.inputs.transfer.examples if self.inputs.transfer else 0
+        return self.inputs.train.examples + self.num_transfer if self.inputs.train else 0
 
     def describe(self):
         return f"SQuAD {'v2.0' if self.settings.version_2_with_negative else 'v1.1'}"
 
     def training_examples(self):
-        return f"{self.num_train_examples} examples, {self.inputs.train.records.count} features"
+        records = self.inputs.train.records
+        if not records.transfer:
+            return f"{self.num_train_examples} examples, {records.count} features"
+        return (f"{self.num_train_examples} examples ({self.num_train_examples - self.num_transfer} labelled, "
+                f"{self.num_transfer} of --transfer_file), {records.total} features ({records.transfer.count} of "
+                "--transfer_file)")
 
     def train_data(self):
         return self.inputs.train.records if self.inputs.train else None

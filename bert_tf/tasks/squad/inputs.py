@@ -23,26 +23,41 @@ SHUFFLE_BUFFER = 100000
 @dataclasses.dataclass(frozen=True)
 class SquadRecords:
     """A TFRecord file of `count` features of length `seq_length`; `is_training`: whether the
-    records carry start_positions / end_positions / is_impossible."""
+    records carry start_positions / end_positions / is_impossible. `transfer`: None, or the
+    features of unlabelled questions (a prediction file's, without answers) that follow them in
+    training at weight 0, learnt from a teacher's outputs alone (`bert_tf.training.distillation`)."""
 
     path: str
     count: int
     seq_length: int
     is_training: bool
+    transfer: "SquadRecords" = None
     # Per-feature columns (numpy `[count, ...]`, in file order) that training batches carry into
     # their labels (`bert_tf.data.batching.CARRIED`): a teacher's cached outputs.
     carried: dict = dataclasses.field(default=None, compare=False, hash=False, repr=False)
 
+    @property
+    def files(self):
+        """The record files, in the order their features come: these, then the transfer's."""
+        return [self.path] + ([self.transfer.path] if self.transfer else [])
 
-def feature_spec(seq_length, is_training):
+    @property
+    def total(self):
+        """How many features `files` hold: `count`, and the transfer's."""
+        return self.count + (self.transfer.count if self.transfer else 0)
+
+
+def feature_spec(seq_length, is_training, answers_optional=False):
     """`tf.io.parse_example` spec of the records (all int64, as the original's input_fn reads
     them): unique_ids, and input_ids, input_mask, segment_ids of `seq_length`; training adds
-    start_positions, end_positions and is_impossible."""
+    start_positions, end_positions and is_impossible (0 where a record has none, with
+    `answers_optional`: transfer text's features, written as a prediction file's)."""
     spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")}
     spec["unique_ids"] = tf.io.FixedLenFeature([], tf.int64)
     if is_training:
+        default = 0 if answers_optional else None
         for name in ("start_positions", "end_positions", "is_impossible"):
-            spec[name] = tf.io.FixedLenFeature([], tf.int64)
+            spec[name] = tf.io.FixedLenFeature([], tf.int64, default_value=default)
     return spec
 
 
@@ -70,9 +85,10 @@ def _zero_record(seq_length, is_training):
 
 
 def record_lengths(records: SquadRecords, batch_size=1024):
-    """int32 `[count]`: the real tokens (`input_mask`'s ones) of each feature, in file order."""
+    """int32 `[total]`: the real tokens (`input_mask`'s ones) of each feature, in file order (the
+    transfer's after the others)."""
     spec = {"input_mask": tf.io.FixedLenFeature([records.seq_length], tf.int64)}
-    ds = tf.data.TFRecordDataset(records.path).take(records.count).batch(batch_size)
+    ds = tf.data.TFRecordDataset(records.files).take(records.total).batch(batch_size)
     ds = ds.map(lambda r: tf.reduce_sum(tf.io.parse_example(r, spec)["input_mask"], -1))
     return np.concatenate([b.numpy() for b in ds] or [np.zeros(0, np.int64)]).astype(np.int32)
 
@@ -91,11 +107,14 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
     records.seq_length). lengths: `record_lengths`, for training batches of features of similar
     length (`bert_tf.data.batching.group_by_length`, which then shuffles the whole file).
     """
-    ds = tf.data.TFRecordDataset(records.path)
+    ds = tf.data.TFRecordDataset(records.files)
     pipelines = input_context.num_input_pipelines if input_context else 1
     replicas = input_context.num_replicas_in_sync if input_context else 1
     if mode == "train":
         columns = {"record": ds}
+        if records.transfer:  # the transfer's features weigh 0: no answer to learn
+            columns["weight"] = tf.data.Dataset.from_tensor_slices(
+                np.repeat(np.array([1.0, 0.0], np.float32), [records.count, records.transfer.count]))
         if records.carried:
             columns.update({k: tf.data.Dataset.from_tensor_slices(v) for k, v in records.carried.items()})
         if lengths is not None:
@@ -104,21 +123,21 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
         if pipelines > 1:
             ds = ds.shard(pipelines, input_context.input_pipeline_id)
         if lengths is not None:
-            ds = group_by_length(ds, records.count, batch_size, seed)
+            ds = group_by_length(ds, records.total, batch_size, seed)
         else:
-            ds = ds.shuffle(min(records.count, SHUFFLE_BUFFER), seed=seed, reshuffle_each_iteration=True).repeat()
-        ds = ds.map(lambda d: {**d, "weight": 1.0}).batch(batch_size, drop_remainder=True)
+            ds = ds.shuffle(min(records.total, SHUFFLE_BUFFER), seed=seed, reshuffle_each_iteration=True).repeat()
+        ds = ds.map(lambda d: {"weight": 1.0, **d}).batch(batch_size, drop_remainder=True)
         if skip_batches:
             ds = ds.skip(skip_batches)
     elif mode in ("eval", "predict"):
-        extra = -records.count % (batch_size * replicas)
+        extra = -records.total % (batch_size * replicas)
         zero = _zero_record(records.seq_length, records.is_training)
         padding = tf.data.Dataset.from_tensors({"record": zero, "weight": 0.0}).repeat(extra)
-        features = ds.take(records.count).map(lambda r: {"record": r, "weight": 1.0}).concatenate(padding)
+        features = ds.take(records.total).map(lambda r: {"record": r, "weight": 1.0}).concatenate(padding)
         ds = ordered_batches(features, batch_size, input_context)
     else:
         raise ValueError(f"mode {mode!r} is not train, eval or predict")
-    spec = feature_spec(records.seq_length, records.is_training)
+    spec = feature_spec(records.seq_length, records.is_training, answers_optional=records.transfer is not None)
 
     def to_model(batch):
         f = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(batch["record"], spec).items()}

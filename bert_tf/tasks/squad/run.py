@@ -18,7 +18,7 @@ from bert_tf.io_utils import atomic_write
 from bert_tf.runs.record import RESUMED_FIELDS, RunRecord
 from bert_tf.tasks.squad import features as squad
 from bert_tf.tasks.squad import metrics as squad_metrics
-from bert_tf.tasks.squad.feature_cache import CachedFeatures, NoQuestionsError, cached_features
+from bert_tf.tasks.squad.feature_cache import TRANSFER_FILE, CachedFeatures, NoQuestionsError, cached_features
 from bert_tf.tasks.squad.json_reader import iter_squad_articles
 from bert_tf.tasks.squad.predictions import write_predictions
 from bert_tf.tasks.squad.task import SquadTask
@@ -98,18 +98,21 @@ class InputFiles:
     tfds_name: str | None = None
     tfds_data_dir: str | None = None
     tfds_download: bool = False
+    transfer_file: str | None = None  # unlabelled questions (a prediction file), trained on with a teacher
 
 
 @dataclasses.dataclass(frozen=True)
 class SquadInputs:
     """A run's inputs, read and turned into features: `train` and `predict` (CachedFeatures;
     None when not wanted), `predict_file` (the SQuAD json answered: a TFDS split's copy too) and
-    `evaluate` (whether it is a dev set, its questions carrying answers)."""
+    `evaluate` (whether it is a dev set, its questions carrying answers), `transfer` (the
+    unlabelled questions of `transfer_file`, when training with one)."""
 
     train: CachedFeatures | None
     predict_file: str | None
     predict: CachedFeatures | None
     evaluate: bool
+    transfer: CachedFeatures | None = None  # its records follow train's in training (`SquadRecords.transfer`)
 
 
 def _prefixed(prefix, work):
@@ -129,9 +132,9 @@ def _input_file(files: InputFiles, split, path, output_dir):
     )
 
 
-def _features(setting, input_file, is_training, tokenizer, vocab_file, record, output_dir):
+def _features(setting, input_file, is_training, tokenizer, vocab_file, record, output_dir, name=None):
     try:
-        return cached_features(input_file, is_training, tokenizer, vocab_file, record, output_dir)
+        return cached_features(input_file, is_training, tokenizer, vocab_file, record, output_dir, name)
     except NoQuestionsError as e:
         raise NoQuestionsError(f"{shown(setting)}={e}") from e  # the message starts with the file
     except (ValueError, FileNotFoundError) as e:
@@ -156,19 +159,24 @@ def read_inputs(files: InputFiles, do_train, do_predict, tokenizer, vocab_file, 
         predict_file = _input_file(files, "validation", files.predict_file, output_dir) if do_predict else None
         evaluate = bool(do_predict) and _prefixed("predict_file: ", lambda: has_answers(predict_file))
 
-        def features(setting, path, is_training):
-            cached = _features(setting, path, is_training, tokenizer, vocab_file, record, output_dir)
+        def features(setting, path, is_training, name=None):
+            cached = _features(setting, path, is_training, tokenizer, vocab_file, record, output_dir, name)
             if on_features is not None:
                 on_features(cached)
             return cached
 
         train = features("train_file", train_file, True) if do_train else None
+        transfer = None
+        if do_train and files.transfer_file:  # questions in the prediction layout: answers are not read
+            transfer = features("transfer_file", files.transfer_file, False, TRANSFER_FILE)
+            records = dataclasses.replace(train.records, transfer=transfer.records)
+            train = dataclasses.replace(train, records=records)
         predict = features("predict_file", predict_file, False) if do_predict else None
     except BaseException:
         if created and os.path.isdir(output_dir) and not os.listdir(output_dir):
             os.rmdir(output_dir)
         raise
-    return SquadInputs(train, predict_file, predict, evaluate)
+    return SquadInputs(train, predict_file, predict, evaluate, transfer)
 
 
 def by_example(input_file, tokenizer, record: RunRecord, start_logits, end_logits):

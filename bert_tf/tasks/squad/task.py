@@ -45,8 +45,8 @@ class SquadTask(Task):
         return BertSpanLabeler(BertEncoder.from_bert_config(self.bert_config))
 
     def num_examples(self, data):
-        # `data` is a SquadRecords: its features are the rows prediction returns.
-        return data.count
+        # `data` is a SquadRecords: its features (a transfer's after them) are the rows prediction returns.
+        return data.total
 
     def dataset(self, data, mode, batch_size, input_context=None, seed=None, skip_batches=0):
         lengths = record_lengths(data) if mode == "train" and self.group_by_length else None
