@@ -9,6 +9,8 @@ parameters, and the batch-1 p50 latency and batch-32 throughput of the exports.
     python bench/distillation.py --model_dir=... --sweep_only --temperatures=1,2,4 --alphas=0,0.5,0.9
         # the defaults' sweep: each pair (embeddings: each alpha), students of the pre-trained layers
         # with transfer text
+    python bench/distillation.py --model_dir=... --cache_only --cache_epochs=1,2,4
+        # the teacher's outputs cached or in the step: where --teacher_outputs=auto starts caching
     python bench/distillation.py --smoke  # a tiny model from random weights, a few runs (the suite's)
 
 Every run is a script's command line, printed as it starts (the commands the figures come from),
@@ -40,11 +42,9 @@ For each task:
 The teacher and the student with transfer text are exported (export_saved_model.py, text in) and
 served in one process, taking turns for --rounds rounds: --latency_calls calls of one dev text
 each (p50), and --batches calls of --batch_size texts (sequences/s); every student has the served
-one's shape. The teacher's cost in a training step: the labels alone for as many steps as with
-transfer text, against the distilled student with transfer text (the same shapes, one of them
-running the teacher in each step); the report says what share of a step the teacher's forward
-pass takes, and the time a cache of its outputs could save at most (its outputs computed once,
-then read in each epoch).
+one's shape. With --cache_epochs, the distilled student with transfer text is trained again for
+each of those epochs, its teacher's outputs in the step and cached (`--teacher_outputs`): the
+scripts' seconds, the cache's pass, and the share of a step the teacher's forward pass takes.
 """
 
 import importlib.util
@@ -82,6 +82,10 @@ flags.DEFINE_list("temperatures", [], "With --alphas: the sweep's temperatures (
 flags.DEFINE_list("alphas", [], "With --temperatures: the sweep's alphas.")
 flags.DEFINE_bool("sweep_only", False, "With --temperatures and --alphas: the teacher, the labels-alone student "
                   "and the sweep's runs alone (no exports).")
+flags.DEFINE_list("cache_epochs", [], "The distilled student with transfer text trained again for each of these "
+                  "epochs, its teacher's outputs in the step and cached (--teacher_outputs), timed: where the "
+                  "cache starts to pay.")
+flags.DEFINE_bool("cache_only", False, "With --cache_epochs: the teacher and those runs alone.")
 flags.DEFINE_integer("latency_calls", 60, "Timed calls of one text per export and round.", lower_bound=1)
 flags.DEFINE_integer("batches", 6, "Timed calls of --batch_size texts per export and round.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 32, "Texts per call of the throughput measurement.", lower_bound=1)
@@ -97,7 +101,7 @@ flags.DEFINE_string("serve", None, "Internal: serve the exports of this JSON fil
 
 SMOKE = {"labelled": 16, "pairs": 16, "transfer": 16, "dev": 8, "epochs": 1, "train_batch_size": 4,
          "max_seq_length": 32, "student_layers": "1", "log_steps": 1, "latency_calls": 3, "batches": 1, "batch_size": 4,
-         "rounds": 1}
+         "rounds": 1, "cache_epochs": ["2"]}
 TINY_CONFIG = os.path.join(REPO, "data", "bert_config_tiny.json")
 TINY_VOCAB = os.path.join(REPO, "data", "vocab.txt")
 
@@ -325,6 +329,8 @@ def train(kind, output_dir, data_dir, *args, fit=True):
     # The median of the logged rates after the first (which holds the step's tracing).
     rates = sorted(float(r) for r in re.findall(r"'examples_per_second': ([\d.e+-]+)", log)[1:])
     figures["train_rate"] = rates[len(rates) // 2] if rates else None
+    cached = re.search(r"The teacher's outputs: computed on \d+ rows in ([\d.]+) s", log)
+    figures["cache_seconds"] = float(cached.group(1)) if cached else None
     counted = re.search(r"Student: ([\d,]+) parameters; teacher .*: ([\d,]+) parameters", log)
     if counted:
         figures["parameters"], figures["teacher_parameters"] = (int(n.replace(",", "")) for n in counted.groups())
@@ -382,8 +388,15 @@ def runs(kind, workdir, data_dir, transfer_file):
             given = [f"--distill_alpha={a}"] + ([f"--distill_temperature={t}"] if t else [])
             students[f"sweep: {f'T={t}, ' if t else ''}alpha={a}, transfer text"] = (
                 f"sweep_{t}_{a}", [*small, *teacher, transfer, *given])
+    for epochs in FLAGS.cache_epochs:  # in the step first: a machine that warms up favours the cache's run
+        for way in ("in_step", "cached"):
+            students[f"timing: {epochs} epochs, {way}"] = (
+                f"time_{epochs}_{way}", [*small, *teacher, transfer, f"--num_train_epochs={epochs}",
+                                         f"--teacher_outputs={way}"])
     if FLAGS.sweep_only:
         students = {name: v for name, v in students.items() if name.startswith("sweep") or name == "labels alone"}
+    if FLAGS.cache_only:
+        students = {name: v for name, v in students.items() if name.startswith("timing")}
     for name, (folder, args) in students.items():
         figures[name] = train(kind, os.path.join(out, folder), data_dir, *args)
     # Served: the teacher and one of the students' shape (that of every student), as trained with transfer text.
@@ -453,7 +466,33 @@ def served(kind, workdir, figures, texts):
 # The report
 
 
+def report_cache(kind, figures):
+    """The cache's table: each --cache_epochs' runs with the teacher in the step and cached."""
+    timed = {name: f for name, f in figures.items() if name.startswith("timing: ")}
+    if not timed:
+        return
+    print(f"\n{kind}: the distilled student with transfer text, the teacher's outputs in the step or cached: "
+          "the script's seconds (all of it: start, the cache's pass, training, evaluation), the pass's, and "
+          "training examples/s (the median of the log lines after the first)")
+    print("| epochs | in the step s | cached s | the pass s | cached / in the step | in the step ex/s | cached ex/s |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    shown = lambda value, form: "-" if value is None else format(value, form)  # noqa: E731
+    for epochs in FLAGS.cache_epochs:
+        step, cached = timed[f"timing: {epochs} epochs, in_step"], timed[f"timing: {epochs} epochs, cached"]
+        print(f"| {epochs} | {step['seconds']:.1f} | {cached['seconds']:.1f} | {shown(cached['cache_seconds'], '.1f')} "
+              f"| {cached['seconds'] / step['seconds']:.2f} | {shown(step['train_rate'], '.1f')} | "
+              f"{shown(cached['train_rate'], '.1f')} |")
+    last = FLAGS.cache_epochs[-1]
+    step, cached = timed[f"timing: {last} epochs, in_step"]["train_rate"], timed[f"timing: {last} epochs, cached"][
+        "train_rate"]
+    if step and cached:
+        print(f"the teacher's forward pass in a distilled step: {1 - step / cached:.0%} of the step ({step:.1f} "
+              f"against {cached:.1f} ex/s with its outputs cached, {last} epochs)")
+
+
 def report(kind, figures, metric):
+    if FLAGS.cache_only:
+        return report_cache(kind, figures)
     teacher, alone = figures["teacher"], figures["labels alone"]
     taught = [f for f in figures.values() if "teacher_parameters" in f]
     parameters = alone.get("parameters") or taught[0]["parameters"]
@@ -469,6 +508,8 @@ def report(kind, figures, metric):
     gap = teacher[metric] - alone[metric]
     shown = lambda value, form: "-" if value is None else format(value, form)  # noqa: E731
     for name, f in figures.items():
+        if name.startswith("timing: "):
+            continue
         closed = "" if name in ("teacher", "labels alone") or abs(gap) < 1e-9 else \
             f"{(f[metric] - alone[metric]) / gap:.0%}"
         p50 = f.get("p50") and 1000 * f["p50"]
@@ -479,15 +520,7 @@ def report(kind, figures, metric):
         print(f"student / teacher: {parameters / teacher['parameters']:.2f} of the parameters, "
               f"{student['p50'] / teacher['p50']:.2f} of the batch-1 p50, {student['rate'] / teacher['rate']:.2f}x "
               f"the batch-{FLAGS.batch_size} throughput")
-    # The teacher's cost: two runs of as many steps on the same shapes, one running it in each step.
-    with_teacher = figures.get("distilled, transfer text", {}).get("train_rate")
-    without = figures.get("labels alone, as many steps as with transfer text", {}).get("train_rate")
-    if with_teacher and without:
-        share = 1 - with_teacher / without
-        saved = share * (FLAGS.epochs - 1) / FLAGS.epochs
-        print(f"the teacher's forward pass in a distilled step: {share:.0%} of the step ({with_teacher:.1f} against "
-              f"{without:.1f} ex/s); a cache of its outputs saves at most {saved:.0%} of the training at "
-              f"{FLAGS.epochs} epochs (one pass to fill it)")
+    report_cache(kind, figures)
 
 
 def main(argv):
@@ -502,6 +535,8 @@ def main(argv):
         return cut(FLAGS.cut)
     import tempfile
 
+    if FLAGS.cache_only and not FLAGS.cache_epochs:
+        raise SystemExit("--cache_only times the runs of --cache_epochs: give it (e.g. --cache_epochs=1,2,4)")
     if FLAGS.workdir and os.path.isdir(FLAGS.workdir) and os.listdir(FLAGS.workdir):
         raise SystemExit(f"--workdir={FLAGS.workdir} is not empty: give a new folder (or none: a temporary one)")
     source = model_dir()
@@ -523,7 +558,7 @@ def main(argv):
     for kind in FLAGS.parts:
         data_dir = os.path.join(workdir, "sets", kind)
         figures = runs(kind, workdir, data_dir, os.path.join(data_dir, "transfer.tsv"))
-        if not FLAGS.sweep_only:
+        if not (FLAGS.sweep_only or FLAGS.cache_only):
             served(kind, workdir, figures, dev_texts)
         results[kind] = figures
     for kind, figures in results.items():

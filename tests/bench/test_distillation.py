@@ -36,8 +36,16 @@ def test_smoke_run_trains_exports_and_serves_the_teacher_and_each_student(tmp_pa
         teacher_parameters = figures["teacher"][1]
         assert all(figures[name][1] < teacher_parameters for name in RUNS[1:]), table
         assert number(r"^student / teacher: ([\d.]+) of the parameters", table) < 1
+        # The smoke's --cache_epochs=2: the student again, its teacher's outputs in the step and cached.
+        script = {"classifier": "run_classifier.py", "embedder": "run_sentence_embedding.py"}[kind]
+        assert any(script in c and "--num_train_epochs=2 --teacher_outputs=cached" in c for c in commands), commands
+        cache = out.split(f"\n{kind}: the distilled student with transfer text, the teacher's outputs")[1]
+        timed = re.search(r"^\| 2 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", cache, re.M)
+        assert timed, cache
+        step, cached, pass_seconds, ratio = (float(g) for g in timed.groups())
+        assert 0 < pass_seconds < cached and abs(ratio - cached / step) < 0.01, cache
         share = re.search(r"the teacher's forward pass in a distilled step: (-?\d+)% of the step \(([\d.]+) against "
-                          r"([\d.]+) ex/s\)", table)
-        assert share, table  # a measurement: its value at this size is noise, its arithmetic is not
+                          r"([\d.]+) ex/s with its outputs cached", cache)
+        assert share, cache  # a measurement: its value at this size is noise, its arithmetic is not
         with_teacher, without = float(share.group(2)), float(share.group(3))
         assert with_teacher > 0 and without > 0 and int(share.group(1)) == round(100 * (1 - with_teacher / without))
