@@ -218,21 +218,36 @@ def recorded(record, settings, teacher):
         distillation["student_layers"] = list(teacher.layers)
     if f.transfer_file:
         distillation["transfer_file"] = os.path.abspath(f.transfer_file)
-    distillation["teacher_outputs"] = "cached" if f.caches_teacher(f.num_train_epochs) else "in_step"
+    distillation["teacher_outputs"] = teacher_outputs(f)
     return dataclasses.replace(record, distillation=distillation)
 
 
-def distilled(task, settings, teacher, record=None):
+def teacher_outputs(settings):
+    """How the run takes its teacher's outputs: "cached" or "in_step" (`teacher_outputs`; "auto" by
+    the epochs, `caches_teacher`). A run resumed or trained further keeps what its record says it
+    took: "auto" is resolved once, when the run starts, and not again with other epochs."""
+    from bert_tf.runs import record as records
+
+    f = settings
+    if f.teacher_outputs == "auto" and f.do_train:
+        earlier = records.read(f.output_dir) if os.path.isdir(f.output_dir) else None
+        taken = (earlier.distillation or {}).get("teacher_outputs") if earlier is not None else None
+        if taken in ("cached", "in_step"):
+            return taken
+    return "cached" if f.caches_teacher(f.num_train_epochs) else "in_step"
+
+
+def distilled(task, settings, teacher, record):
     """The run's Task with its teacher (`DistilledTask`); `task` itself without one, or without
-    training. Its teacher's outputs are cached in `output_dir` where `teacher_outputs` says so
-    (`caches_teacher`), the cache made for the run's `record`."""
+    training. Its teacher's outputs are cached in `output_dir` where the run's `record` says so
+    (`recorded`: `teacher_outputs`), the cache made for that record."""
     from bert_tf.training.distillation import DistilledTask, TeacherCache
 
     f = settings
     if teacher is None or not f.do_train:
         return task
     cache = None
-    if f.caches_teacher(f.num_train_epochs):
+    if (record.distillation or {}).get("teacher_outputs") == "cached":  # as `recorded` resolved it
         cache = TeacherCache(f.output_dir, f.train_batch_size, repr(record))
     return DistilledTask(task, teacher.model, f.distill_temperature, f.distill_alpha, teacher.layers, teacher.path,
                          cache)

@@ -32,10 +32,12 @@ The teacher is not in the student's checkpoints.
 import dataclasses
 import hashlib
 import io
+import json
 import os
 import time
 import typing
 import uuid
+import zipfile
 
 import keras
 import numpy as np
@@ -159,33 +161,48 @@ def teacher_targets(task, teacher, data, batch_size):
     return {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
 
 
+# What a cache's digests cover, as its reason for not being read names them.
+_DIGESTS = {"rows": "other training rows", "teacher": "another teacher's weights", "record": "another run record"}
+
+
 def fingerprint(data, teacher, identity):
-    """A digest of what a teacher's cached outputs depend on: the training rows (a dict of arrays,
-    or records in the files `data.files`), the teacher's weights and `identity`."""
-    digest = hashlib.sha256(identity.encode())
+    """Digests of what a teacher's cached outputs depend on: `rows`, the training rows (a dict of
+    arrays, or records in the files `data.files`); `teacher`, the teacher's weights; `record`,
+    `identity`. Returns a dict of hex strings."""
+    rows = hashlib.sha256()
     if isinstance(data, dict):
         for name in sorted(data):
             value = np.asarray(data[name])
-            digest.update(name.encode() + str(value.shape).encode())
-            digest.update(repr(value.tolist()).encode() if value.dtype == object else value.tobytes())
+            rows.update(name.encode() + str(value.shape).encode())
+            rows.update(repr(value.tolist()).encode() if value.dtype == object else value.tobytes())
     else:
-        digest.update(repr(data).encode())
+        rows.update(repr(data).encode())
         for path in data.files:
             with tf.io.gfile.GFile(path, "rb") as f:
                 while chunk := f.read(1 << 24):
-                    digest.update(chunk)
+                    rows.update(chunk)
+    weights = hashlib.sha256()
     for weight in teacher.weights:
-        digest.update(keras.ops.convert_to_numpy(weight).tobytes())
-    return digest.hexdigest()
+        weights.update(keras.ops.convert_to_numpy(weight).tobytes())
+    return {"rows": rows.hexdigest(), "teacher": weights.hexdigest(),
+            "record": hashlib.sha256(identity.encode()).hexdigest()}
 
 
 def _read_cache(path, key):
+    """`(columns, None)` of the cache at `path` when it was made for `key` (`fingerprint`); else
+    `(None, why not)`: none there, made for something else (which), or unreadable (a damaged file
+    is computed again, as a missing one)."""
     if not tf.io.gfile.exists(path):
-        return None, "none yet"
-    with tf.io.gfile.GFile(path, "rb") as f, np.load(io.BytesIO(f.read())) as stored:
-        if _FINGERPRINT not in stored.files or str(stored[_FINGERPRINT]) != key:
-            return None, "made for other rows, another teacher or another run record"
-        return {k: stored[k] for k in stored.files if k != _FINGERPRINT}, None
+        return None, "none yet there"
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f, np.load(io.BytesIO(f.read()), allow_pickle=False) as stored:
+            made = json.loads(str(stored[_FINGERPRINT])) if _FINGERPRINT in stored.files else {}
+            differ = [what for part, what in _DIGESTS.items() if made.get(part) != key[part]]
+            if differ:
+                return None, f"the one there was made for {', '.join(differ)}"
+            return {k: stored[k] for k in stored.files if k != _FINGERPRINT}, None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, tf.errors.OpError) as e:
+        return None, f"the one there is unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
 
 
 def _write_cache(path, columns, key):
@@ -196,7 +213,7 @@ def _write_cache(path, columns, key):
     temporary = os.path.join(directory, f".{base}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         buffer = io.BytesIO()  # zip needs a seekable file: gfile's (gs://) is not
-        np.savez(buffer, **columns, **{_FINGERPRINT: np.array(key)})
+        np.savez(buffer, **columns, **{_FINGERPRINT: np.array(json.dumps(key))})
         with tf.io.gfile.GFile(temporary, "wb") as f:
             f.write(buffer.getvalue())
         tf.io.gfile.rename(temporary, path, overwrite=True)
@@ -270,11 +287,14 @@ class DistilledTask(Task):
         if columns is not None:
             logging.info("The teacher's outputs: read from %s", self.cache.path)
         else:
+            if "teacher's weights" in why:  # a resumed run's earlier steps learnt from other outputs
+                logging.warning("The teacher's outputs in %s were made for %s: computed again, from the teacher's "
+                                "weights as they are now", self.cache.path, why.split(" made for ")[1])
             start = time.perf_counter()
             columns = teacher_targets(self.task, self.teacher, data, self.cache.batch_size)
             if write:
                 _write_cache(self.cache.path, columns, key)
-            logging.info("The teacher's outputs: computed on %d rows in %.1f s and cached in %s (%s there)",
+            logging.info("The teacher's outputs: computed on %d rows in %.1f s and cached in %s (%s)",
                          self.num_examples(data), time.perf_counter() - start, self.cache.path, why)
         return self.task.with_columns(data, {CARRIED + name: value for name, value in columns.items()})
 

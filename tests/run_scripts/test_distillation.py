@@ -289,6 +289,17 @@ def test_every_task_trains_a_student_cut_from_its_teacher_on_its_soft_targets(tm
         np.testing.assert_allclose(np.load(again / "test_embeddings.npy"), np.load(student / "test_embeddings.npy"),
                                    atol=1e-5)
     assert TRANSFER_COUNTS[kind] in result.stderr
+    if kind == "squad":  # a transfer file that is no SQuAD json, or holds no question: refused before any features
+        bad, empty = tmp_path / "bad.json", tmp_path / "empty.json"
+        bad.write_text("questions, one per line\n")
+        empty.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": []}]}))
+        common = [f for f in given[:-1] if not f.startswith("--output_dir=")]
+        outcomes = run_main_cases("run_squad", [[*common, f"--output_dir={tmp_path / name}", f"--transfer_file={path}"]
+                                                for name, path in (("bad_run", bad), ("empty_run", empty))])
+        assert f"error: --transfer_file: {bad} is not a SQuAD file" in outcomes[0], outcomes
+        assert f"{empty}: no question to answer" in outcomes[1], outcomes
+        for name in ("bad_run", "empty_run"):
+            assert not list((tmp_path / name).glob("*.tf_record")), name
     # Two epochs or more: the teacher's outputs cached, once, on every training row (transfer rows too).
     assert re.search(r"The teacher's outputs: computed on \d+ rows", result.stderr), result.stderr[-3000:]
     assert (student / "teacher_outputs.npz").is_file()

@@ -2,6 +2,8 @@
 the loss a step takes with labelled and transfer rows, the student cut from its teacher's layers,
 and the run record that names the teacher."""
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -256,6 +258,13 @@ def test_cached_teacher_outputs_reach_each_training_batchs_own_rows(tmp_path, ki
     other.build_model()
     other.with_teacher_outputs(data)
     assert len(passes) == 2
+    # A damaged file (a copy cut short, bytes of anything) is computed again, as a missing one.
+    path = tmp_path / "teacher_outputs.npz"
+    for damaged in (path.read_bytes()[: path.stat().st_size // 2], b"garbage, not a zip"):
+        path.write_bytes(damaged)
+        other.with_teacher_outputs(data)
+        np.load(path)  # written whole again
+    assert len(passes) == 4
 
 
 def test_a_task_kind_that_reads_no_transfer_text_refuses_the_file_before_any_work():
@@ -276,3 +285,20 @@ def test_a_task_kind_that_reads_no_transfer_text_refuses_the_file_before_any_wor
 
     with pytest.raises(SettingError, match="--transfer_file is not offered for task kind mine"):
         driver.run_once(Mine(types.SimpleNamespace(transfer_file="unlabelled.tsv")))
+
+
+def test_auto_resolves_once_a_resumed_run_takes_its_teacher_outputs_as_its_record_says(tmp_path):
+    import json
+
+    from bert_tf.tasks import classifier
+    from bert_tf.tasks.distillation import teacher_outputs
+
+    settings = classifier.Settings(output_dir=str(tmp_path), teacher="run", do_train=True, num_train_epochs=3.0)
+    assert teacher_outputs(settings) == "cached"  # a new run: two epochs or more
+    assert teacher_outputs(dataclasses.replace(settings, num_train_epochs=1.0)) == "in_step"
+    earlier = RunRecord(kind="classifier", task_name="mrpc", labels=("0", "1"),
+                        distillation={"teacher": "run", "teacher_outputs": "in_step"})
+    (tmp_path / "fine_tuning_task.json").write_text(json.dumps(earlier.to_dict()))
+    # Trained further to 3 epochs, the run that started with 1 keeps the teacher in the step.
+    assert teacher_outputs(settings) == "in_step"
+    assert teacher_outputs(dataclasses.replace(settings, teacher_outputs="cached")) == "cached"  # given: checked

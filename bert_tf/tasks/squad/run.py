@@ -86,6 +86,16 @@ def has_answers(input_file):
     return with_answers > 0
 
 
+def check_questions(input_file):
+    """A NoQuestionsError (naming `input_file`) unless the SQuAD file holds a question; the
+    reader's ValueError for a file that is not SQuAD json. Its answers are not looked at."""
+    for article in iter_squad_articles(input_file):
+        for paragraph in article.get("paragraphs", ()) if isinstance(article, dict) else ():
+            if any(isinstance(qa, dict) for qa in (paragraph.get("qas", ()) if isinstance(paragraph, dict) else ())):
+                return
+    raise NoQuestionsError(f"{input_file}: no question to answer")
+
+
 @dataclasses.dataclass(frozen=True)
 class InputFiles:
     """Where a run's questions come from: the SQuAD json files `train_file` and `predict_file`,
@@ -158,6 +168,8 @@ def read_inputs(files: InputFiles, do_train, do_predict, tokenizer, vocab_file, 
         train_file = _input_file(files, "train", files.train_file, output_dir) if do_train else None
         predict_file = _input_file(files, "validation", files.predict_file, output_dir) if do_predict else None
         evaluate = bool(do_predict) and _prefixed("predict_file: ", lambda: has_answers(predict_file))
+        if do_train and files.transfer_file:  # its layout checked before any features are written
+            _prefixed("transfer_file: ", lambda: check_questions(files.transfer_file))
 
         def features(setting, path, is_training, name=None):
             cached = _features(setting, path, is_training, tokenizer, vocab_file, record, output_dir, name)
