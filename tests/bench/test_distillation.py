@@ -43,7 +43,9 @@ def test_smoke_run_trains_exports_and_serves_the_teacher_and_each_student(tmp_pa
         timed = re.search(r"^\| 2 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", cache, re.M)
         assert timed, cache
         step, cached, pass_seconds, ratio = (float(g) for g in timed.groups())
-        assert 0 < pass_seconds < cached and abs(ratio - cached / step) < 0.01, cache
+        # The seconds are printed to 0.1 s, the ratio to 0.01 of the unrounded ones.
+        assert 0 < pass_seconds < cached and (cached - 0.05) / (step + 0.05) - 0.005 <= ratio <= (
+            cached + 0.05) / (step - 0.05) + 0.005, cache
         share = re.search(r"the teacher's forward pass in a distilled step: (-?\d+)% of the step \(([\d.]+) against "
                           r"([\d.]+) ex/s with its outputs cached", cache)
         assert share, cache  # a measurement: its value at this size is noise, its arithmetic is not
