@@ -237,10 +237,11 @@ def teacher_outputs(settings):
     return "cached" if f.caches_teacher(f.num_train_epochs) else "in_step"
 
 
-def distilled(task, settings, teacher, record):
+def distilled(task, settings, teacher, record, replicas=1):
     """The run's Task with its teacher (`DistilledTask`); `task` itself without one, or without
     training. Its teacher's outputs are cached in `output_dir` where the run's `record` says so
-    (`recorded`: `teacher_outputs`), the cache made for that record."""
+    (`recorded`: `teacher_outputs`), the cache made for that record, in batches of one replica's
+    micro-batch (of `replicas`): a batch each device is known to hold, with room for gradients."""
     from bert_tf.training.distillation import DistilledTask, TeacherCache
 
     f = settings
@@ -248,7 +249,8 @@ def distilled(task, settings, teacher, record):
         return task
     cache = None
     if (record.distillation or {}).get("teacher_outputs") == "cached":  # as `recorded` resolved it
-        cache = TeacherCache(f.output_dir, f.train_batch_size, repr(record))
+        batch = max(1, f.train_batch_size // (max(f.gradient_accumulation_steps, 1) * replicas))
+        cache = TeacherCache(f.output_dir, batch, repr(record))
     return DistilledTask(task, teacher.model, f.distill_temperature, f.distill_alpha, teacher.layers, teacher.path,
                          cache)
 

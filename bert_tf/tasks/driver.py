@@ -103,7 +103,8 @@ def run_once(job):
     strategy = prepare.strategy(f)  # before TensorFlow runs an op (a tokenizer's)
     prepare.check_batch_sizes(f, strategy.num_replicas_in_sync)
     with reported():
-        task = distillation.distilled(job.build_task(config, record, length_bucket), f, job.teacher, record)
+        task = distillation.distilled(job.build_task(config, record, length_bucket), f, job.teacher, record,
+                                      strategy.num_replicas_in_sync)
     with reported():
         job.num_train_examples = job.encode(task)
     settings, num_train_steps = fine_tuning_settings(f, job.num_train_examples, length_bucket, job.loss_reads_padding)

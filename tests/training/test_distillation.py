@@ -302,3 +302,12 @@ def test_auto_resolves_once_a_resumed_run_takes_its_teacher_outputs_as_its_recor
     # Trained further to 3 epochs, the run that started with 1 keeps the teacher in the step.
     assert teacher_outputs(settings) == "in_step"
     assert teacher_outputs(dataclasses.replace(settings, teacher_outputs="cached")) == "cached"  # given: checked
+    # The cache's pass runs batches of one replica's micro-batch: what each device holds in training.
+    from bert_tf.tasks.distillation import Teacher, distilled
+
+    cached = dataclasses.replace(earlier, distillation={"teacher": "run", "teacher_outputs": "cached"})
+    teacher = Teacher("run", None, None, None)
+    task = distilled(ClassifierTask(tiny_config(), ["0", "1"], max_seq_length=16),
+                     dataclasses.replace(settings, gradient_accumulation_steps=4), teacher, cached, replicas=2)
+    assert task.cache.batch_size == 32 // 8 and task.cache.folder == str(tmp_path)
+    assert distilled(task.task, settings, teacher, earlier).cache is None  # in the step
