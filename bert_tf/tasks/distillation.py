@@ -261,7 +261,7 @@ def train_data(trainer, data):
     task = trainer.task
     if getattr(task, "cache", None) is None:
         return data
-    return task.with_teacher_outputs(data, write=trainer.is_chief)
+    return task.with_teacher_outputs(data, write=trainer.is_chief, strategy=trainer.strategy)
 
 
 def describe(trainer):

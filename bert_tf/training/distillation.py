@@ -29,6 +29,7 @@ nothing; a cache of other training rows, another teacher or another run record i
 The teacher is not in the student's checkpoints.
 """
 
+import copy
 import dataclasses
 import hashlib
 import io
@@ -45,7 +46,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.data.batching import CARRIED
-from bert_tf.io_utils import owner_tag, remove_stale_temporaries
+from bert_tf.io_utils import atomic_write, owner_tag
 from bert_tf.training.task import Task
 
 __all__ = ["TeacherCache", "copy_from_teacher", "soft_target_kl", "teacher_targets"]
@@ -124,7 +125,7 @@ class TeacherCache:
 
     Attributes:
         folder: The run's folder; the cache is its `teacher_outputs.npz`.
-        batch_size: The batch of the prediction pass that computes it.
+        batch_size: The batch of each replica in the prediction pass that computes it.
         identity: What else the outputs depend on (the run's record: lengths, windows, pooling),
             as text; a cache made under another is computed anew.
     """
@@ -138,37 +139,56 @@ class TeacherCache:
         return os.path.join(self.folder, TEACHER_OUTPUTS)
 
 
-def teacher_targets(task, teacher, data, batch_size):
+def teacher_targets(task, teacher, data, batch_size, strategy=None):
     """The teacher's outputs on every row of `data`, as the columns `task.teacher_targets` gives.
+
+    The rows run as prediction runs them: each replica of `strategy` a batch of `batch_size`, the
+    outputs gathered in input order. A task whose loss reads the padding positions' outputs
+    (`loss_reads_padding`: SQuAD's softmax over every position) runs uncut batches, so that a
+    training batch of any length finds the teacher's own outputs at every position it has (a
+    padding position's depends on its row alone); the others run batches cut to their length.
 
     Args:
         task: The student's Task (its prediction batches, `call_model` and `teacher_targets`).
-        teacher: The teacher model.
+        teacher: The teacher model (built under `strategy`'s scope).
         data: The training data, as `task.dataset` reads it.
-        batch_size: The prediction batch.
+        batch_size: The prediction batch of each replica.
+        strategy: The tf.distribute strategy; None: the default one.
 
     Returns:
         A dict of numpy arrays `[rows, ...]`, one row per example of `data`, in order.
     """
+    strategy = strategy or tf.distribute.get_strategy()
+    if getattr(task, "loss_reads_padding", False) and getattr(task, "length_bucket", None) is not None:
+        task = copy.copy(task)
+        task.length_bucket = None
+    batches = strategy.distribute_datasets_from_function(
+        lambda context: task.dataset(data, "predict", batch_size, input_context=context))
 
-    @tf.function(reduce_retracing=True)
-    def targets(x, weight):
-        return task.teacher_targets(task.call_model(teacher, x, False), tf.shape(weight)[0])
+    @tf.function(input_signature=[batches.element_spec], autograph=False)  # one trace, as prediction's
+    def step(batch):
+        def replica(batch):
+            x, y = batch
+            return task.teacher_targets(task.call_model(teacher, x, False), tf.shape(y["weight"])[0])
 
-    parts = [{k: v.numpy() for k, v in targets(x, y["weight"]).items()}
-             for x, y in task.dataset(data, "predict", batch_size)]
+        return {k: strategy.gather(v, axis=0) for k, v in strategy.run(replica, args=(batch,)).items()}
+
+    parts = [{k: v.numpy() for k, v in step(batch).items()} for batch in batches]
     n = task.num_examples(data)
     return {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
 
 
 # What a cache's digests cover, as its reason for not being read names them.
-_DIGESTS = {"rows": "other training rows", "teacher": "another teacher's weights", "record": "another run record"}
+_DIGESTS = {"format": "an earlier release's columns", "rows": "other training rows",
+            "teacher": "another teacher's weights", "record": "another run record"}
+# Bumped when the columns a task caches change: an earlier file is computed again, not misread.
+CACHE_FORMAT = 1
 
 
 def fingerprint(data, teacher, identity):
     """Digests of what a teacher's cached outputs depend on: `rows`, the training rows (a dict of
     arrays, or records in the files `data.files`); `teacher`, the teacher's weights; `record`,
-    `identity`. Returns a dict of hex strings."""
+    `identity`; and the cache's `format` (`CACHE_FORMAT`). Returns a dict of strings."""
     rows = hashlib.sha256()
     if isinstance(data, dict):
         for name in sorted(data):
@@ -184,7 +204,7 @@ def fingerprint(data, teacher, identity):
     weights = hashlib.sha256()
     for weight in teacher.weights:
         weights.update(keras.ops.convert_to_numpy(weight).tobytes())
-    return {"rows": rows.hexdigest(), "teacher": weights.hexdigest(),
+    return {"format": str(CACHE_FORMAT), "rows": rows.hexdigest(), "teacher": weights.hexdigest(),
             "record": hashlib.sha256(identity.encode()).hexdigest()}
 
 
@@ -207,13 +227,15 @@ def _read_cache(path, key):
 
 def _write_cache(path, columns, key):
     # Complete or absent, as the run's other files: a temporary name in the folder, then renamed.
+    buffer = io.BytesIO()  # zip needs a seekable file: gfile's (gs://) is not
+    np.savez(buffer, **columns, **{_FINGERPRINT: np.array(json.dumps(key))})
+    if "://" not in path:
+        with atomic_write(path, "wb") as f:
+            f.write(buffer.getvalue())
+        return
     directory, base = os.path.dirname(path), os.path.basename(path)
-    tf.io.gfile.makedirs(directory)
-    remove_stale_temporaries(directory, base)
     temporary = os.path.join(directory, f".{base}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        buffer = io.BytesIO()  # zip needs a seekable file: gfile's (gs://) is not
-        np.savez(buffer, **columns, **{_FINGERPRINT: np.array(json.dumps(key))})
         with tf.io.gfile.GFile(temporary, "wb") as f:
             f.write(buffer.getvalue())
         tf.io.gfile.rename(temporary, path, overwrite=True)
@@ -269,11 +291,12 @@ class DistilledTask(Task):
     def num_examples(self, data):
         return self.task.num_examples(data)
 
-    def with_teacher_outputs(self, data, write=True):
+    def with_teacher_outputs(self, data, write=True, strategy=None):
         """`data` with the teacher's outputs on each of its rows (the task's `with_columns`), read
         from the cache's file, or computed (`teacher_targets`) and written there. Without a cache,
         `data` itself. Call it once the model is built (`build_model`: the teacher with it);
-        `write`: whether this process writes the file (the chief), or keeps the outputs in memory.
+        `write`: whether this process writes the file (the chief), or keeps the outputs in memory;
+        `strategy`: the tf.distribute strategy the pass runs under (None: the default one).
 
         Raises:
             ValueError: The teacher is not built yet.
@@ -291,7 +314,7 @@ class DistilledTask(Task):
                 logging.warning("The teacher's outputs in %s were made for %s: computed again, from the teacher's "
                                 "weights as they are now", self.cache.path, why.split(" made for ")[1])
             start = time.perf_counter()
-            columns = teacher_targets(self.task, self.teacher, data, self.cache.batch_size)
+            columns = teacher_targets(self.task, self.teacher, data, self.cache.batch_size, strategy)
             if write:
                 _write_cache(self.cache.path, columns, key)
             logging.info("The teacher's outputs: computed on %d rows in %.1f s and cached in %s (%s)",

@@ -79,6 +79,15 @@ def test_a_student_from_the_teachers_layers_learns_from_it_on_transfer_text_resu
     assert "The teacher's outputs" not in result.stderr and not (in_step / "teacher_outputs.npz").exists()
     assert json.loads((in_step / "fine_tuning_task.json").read_text())["distillation"]["teacher_outputs"] == "in_step"
     np.testing.assert_allclose(_probabilities(in_step), _probabilities(out), atol=1e-5)
+    # Two replicas: the cache's pass runs on both, its outputs gathered in the rows' order (each
+    # row's as one device's); the student learns from them.
+    mirrored = tmp_path / "mirrored"
+    result = run_script("run_classifier.py", *_student(teacher, mirrored, num_cpu_devices=2))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "2 replica(s)" in result.stderr and "The teacher's outputs: computed on 157 rows" in result.stderr
+    with np.load(mirrored / "teacher_outputs.npz") as two, np.load(out / "teacher_outputs.npz") as one:
+        np.testing.assert_allclose(two["outputs"], one["outputs"], atol=1e-5)
+    assert float(_results(mirrored)["eval_accuracy"]) > 0.9
     # A resume that asks the other way is refused: the run's steps were taken with its cache.
     changed = run_script("run_classifier.py", *_student(teacher, in_step, teacher_outputs="cached",
                                                         num_train_epochs=7))

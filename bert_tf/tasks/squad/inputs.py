@@ -14,7 +14,8 @@ from bert_tf.data.lengths import cut_padding
 from bert_tf.models.bert_encoder import INPUT_NAMES
 
 # Training shuffles the serialised features through a buffer of at most this many (~1.5 KB each
-# at max_seq_length 384, so up to ~150 MB): all of SQuAD v1.1's ~88,000 training features. The
+# at max_seq_length 384, so up to ~150 MB; ~4.5 KB with a teacher's cached start and end logits,
+# ~450 MB): all of SQuAD v1.1's ~88,000 training features. The
 # features are written in file order (streamed, in bounded memory), where the original shuffled
 # the examples once in memory and then mixed them with a buffer of 100.
 SHUFFLE_BUFFER = 100000
@@ -84,11 +85,20 @@ def _zero_record(seq_length, is_training):
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
+def serialized(records: SquadRecords):
+    """The serialised features of `records`, in order: `count` of its file, then `count` of its
+    transfer's (a file's rows past its count are not read: the per-row columns follow these)."""
+    ds = tf.data.TFRecordDataset(records.path).take(records.count)
+    if records.transfer:
+        ds = ds.concatenate(tf.data.TFRecordDataset(records.transfer.path).take(records.transfer.count))
+    return ds
+
+
 def record_lengths(records: SquadRecords, batch_size=1024):
     """int32 `[total]`: the real tokens (`input_mask`'s ones) of each feature, in file order (the
     transfer's after the others)."""
     spec = {"input_mask": tf.io.FixedLenFeature([records.seq_length], tf.int64)}
-    ds = tf.data.TFRecordDataset(records.files).take(records.total).batch(batch_size)
+    ds = serialized(records).batch(batch_size)
     ds = ds.map(lambda r: tf.reduce_sum(tf.io.parse_example(r, spec)["input_mask"], -1))
     return np.concatenate([b.numpy() for b in ds] or [np.zeros(0, np.int64)]).astype(np.int32)
 
@@ -107,7 +117,7 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
     records.seq_length). lengths: `record_lengths`, for training batches of features of similar
     length (`bert_tf.data.batching.group_by_length`, which then shuffles the whole file).
     """
-    ds = tf.data.TFRecordDataset(records.files)
+    ds = serialized(records)
     pipelines = input_context.num_input_pipelines if input_context else 1
     replicas = input_context.num_replicas_in_sync if input_context else 1
     if mode == "train":
@@ -133,7 +143,7 @@ def squad_dataset(records: SquadRecords, mode, batch_size, input_context=None, s
         extra = -records.total % (batch_size * replicas)
         zero = _zero_record(records.seq_length, records.is_training)
         padding = tf.data.Dataset.from_tensors({"record": zero, "weight": 0.0}).repeat(extra)
-        features = ds.take(records.total).map(lambda r: {"record": r, "weight": 1.0}).concatenate(padding)
+        features = ds.map(lambda r: {"record": r, "weight": 1.0}).concatenate(padding)
         ds = ordered_batches(features, batch_size, input_context)
     else:
         raise ValueError(f"mode {mode!r} is not train, eval or predict")

@@ -33,6 +33,10 @@ class SquadTask(Task):
 
     sum_names = ("loss_sum", "start_correct", "end_correct", "examples")
 
+    # Its loss's softmax runs over every position, the padding's too (the original's): a teacher's
+    # cached outputs are computed on uncut batches (`bert_tf.training.distillation.teacher_targets`).
+    loss_reads_padding = True
+
     def __init__(self, bert_config, max_seq_length=384, length_bucket=None, group_by_length=False):
         bert_config.check_seq_length(max_seq_length)
         if length_bucket is not None:
