@@ -257,9 +257,16 @@ def distilled(task, settings, teacher, record, replicas=1):
 
 def train_data(trainer, data):
     """The training data of a run: with its teacher's outputs where it caches them
-    (`DistilledTask.with_teacher_outputs`; the chief writes the cache), `data` itself otherwise."""
+    (`DistilledTask.with_teacher_outputs`; the chief writes the cache), `data` itself otherwise,
+    and for a run whose latest checkpoint has all its steps (nothing is left to train)."""
+    import tensorflow as tf
+
     task = trainer.task
     if getattr(task, "cache", None) is None:
+        return data
+    s = trainer.settings
+    latest = tf.train.latest_checkpoint(s.output_dir) if os.path.isdir(s.output_dir) else None
+    if latest and int(latest.rsplit("-", 1)[1]) >= s.num_train_steps:
         return data
     return task.with_teacher_outputs(data, write=trainer.is_chief, strategy=trainer.strategy)
 

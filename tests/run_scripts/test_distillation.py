@@ -93,6 +93,13 @@ def test_a_student_from_the_teachers_layers_learns_from_it_on_transfer_text_resu
                                                         num_train_epochs=7))
     assert changed.returncode != 0 and "teacher_outputs" in changed.stderr.splitlines()[-1]
 
+    # The finished run given again: nothing left to train, so no pass, even without its cache.
+    (out / "teacher_outputs.npz").unlink()
+    finished = run_script("run_classifier.py", *_student(teacher, out))
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "The teacher's outputs" not in finished.stderr and not (out / "teacher_outputs.npz").exists()
+    assert (out / "test_results.tsv").read_text() == (again_dir / "test_results.tsv").read_text()
+
     # A resume with another temperature is refused: its steps were taken with this one.
     changed = run_script("run_classifier.py", *_student(teacher, out, distill_temperature=4.0, num_train_epochs=7))
     assert changed.returncode != 0 and "distill_temperature" in changed.stderr.splitlines()[-1]
