@@ -32,12 +32,10 @@ The teacher is not in the student's checkpoints.
 import copy
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import time
 import typing
-import uuid
 import zipfile
 
 import keras
@@ -46,8 +44,9 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.data.batching import CARRIED
-from bert_tf.io_utils import atomic_write, owner_tag
+from bert_tf.io_utils import atomic_write
 from bert_tf.training.task import Task
+from bert_tf.training.trainer import per_example_outputs
 
 __all__ = ["TeacherCache", "copy_from_teacher", "soft_target_kl", "teacher_targets"]
 
@@ -165,17 +164,11 @@ def teacher_targets(task, teacher, data, batch_size, strategy=None):
     batches = strategy.distribute_datasets_from_function(
         lambda context: task.dataset(data, "predict", batch_size, input_context=context))
 
-    @tf.function(input_signature=[batches.element_spec], autograph=False)  # one trace, as prediction's
-    def step(batch):
-        def replica(batch):
-            x, y = batch
-            return task.teacher_targets(task.call_model(teacher, x, False), tf.shape(y["weight"])[0])
+    def replica(batch):
+        x, y = batch
+        return task.teacher_targets(task.call_model(teacher, x, False), tf.shape(y["weight"])[0])
 
-        return {k: strategy.gather(v, axis=0) for k, v in strategy.run(replica, args=(batch,)).items()}
-
-    parts = [{k: v.numpy() for k, v in step(batch).items()} for batch in batches]
-    n = task.num_examples(data)
-    return {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
+    return per_example_outputs(strategy, batches, replica, task.num_examples(data))
 
 
 # What a cache's digests cover, as its reason for not being read names them.
@@ -212,37 +205,23 @@ def _read_cache(path, key):
     """`(columns, None)` of the cache at `path` when it was made for `key` (`fingerprint`); else
     `(None, why not)`: none there, made for something else (which), or unreadable (a damaged file
     is computed again, as a missing one)."""
-    if not tf.io.gfile.exists(path):
+    if not os.path.exists(path):
         return None, "none yet there"
     try:
-        with tf.io.gfile.GFile(path, "rb") as f, np.load(io.BytesIO(f.read()), allow_pickle=False) as stored:
+        with np.load(path, allow_pickle=False) as stored:
             made = json.loads(str(stored[_FINGERPRINT])) if _FINGERPRINT in stored.files else {}
             differ = [what for part, what in _DIGESTS.items() if made.get(part) != key[part]]
             if differ:
                 return None, f"the one there was made for {', '.join(differ)}"
             return {k: stored[k] for k in stored.files if k != _FINGERPRINT}, None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, tf.errors.OpError) as e:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         return None, f"the one there is unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
 
 
 def _write_cache(path, columns, key):
-    # Complete or absent, as the run's other files: a temporary name in the folder, then renamed.
-    buffer = io.BytesIO()  # zip needs a seekable file: gfile's (gs://) is not
-    np.savez(buffer, **columns, **{_FINGERPRINT: np.array(json.dumps(key))})
-    if "://" not in path:
-        with atomic_write(path, "wb") as f:
-            f.write(buffer.getvalue())
-        return
-    directory, base = os.path.dirname(path), os.path.basename(path)
-    temporary = os.path.join(directory, f".{base}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with tf.io.gfile.GFile(temporary, "wb") as f:
-            f.write(buffer.getvalue())
-        tf.io.gfile.rename(temporary, path, overwrite=True)
-    except BaseException:
-        if tf.io.gfile.exists(temporary):
-            tf.io.gfile.remove(temporary)
-        raise
+    # Complete or absent, as the run's other files (`atomic_write`: a temporary name, then renamed).
+    with atomic_write(path, "wb") as f:
+        np.savez(f, **columns, **{_FINGERPRINT: np.array(json.dumps(key))})
 
 
 class DistilledTask(Task):

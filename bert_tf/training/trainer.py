@@ -44,6 +44,32 @@ CLIP_NORM = 1.0
 _REPLICA_SEED_STRIDE = 0x9E3779B1
 
 
+def per_example_outputs(strategy, batches, replica_fn, count):
+    """Runs `replica_fn(batch)` on every replica's batch of the distributed dataset `batches`
+    (ordered as `bert_tf.data.batching.ordered_batches` orders them) and gathers its per-example
+    tensors in input order.
+
+    Args:
+        strategy: The tf.distribute strategy `batches` is distributed by.
+        batches: A distributed dataset of whole batches.
+        replica_fn: A function of one replica's batch returning a dict of tensors `[rows, ...]`;
+            traced once, for the batches' spec (their lengths unknown).
+        count: How many examples there are (the rows past them pad the last global batch).
+
+    Returns:
+        A dict: name -> numpy array `[count, ...]`; None where `batches` gives no batch.
+    """
+
+    @tf.function(input_signature=[batches.element_spec], autograph=False)
+    def step(batch):
+        return {k: strategy.gather(v, axis=0) for k, v in strategy.run(replica_fn, args=(batch,)).items()}
+
+    out = [{k: v.numpy() for k, v in step(batch).items()} for batch in batches]
+    if not out:
+        return None
+    return {k: np.concatenate([o[k] for o in out])[:count] for k in out[0]}
+
+
 def _add(a, b):
     return {k: a[k] + b[k] for k in a}
 
@@ -474,20 +500,14 @@ class Trainer:
         """
         batches = self._distribute(predict_data, "predict", self.settings.predict_batch_size)
 
-        @tf.function(input_signature=[batches.element_spec[0]], autograph=False)  # as evaluate's
-        def step(x):
-            def replica(x):
-                outputs = self._forward(x, training=False)
-                # The model's own outputs checked too: a task's may be whole numbers (NER's tag ids).
-                return {**self.task.predict_outputs(outputs), FINITE: finite_rows(outputs)}
+        def replica(batch):
+            outputs = self._forward(batch[0], training=False)
+            # The model's own outputs checked too: a task's may be whole numbers (NER's tag ids).
+            return {**self.task.predict_outputs(outputs), FINITE: finite_rows(outputs)}
 
-            return self._gather(self.strategy.run(replica, args=(x,)))
-
-        out = [{k: v.numpy() for k, v in step(x).items()} for x, _ in batches]
-        if not out:
+        outputs = per_example_outputs(self.strategy, batches, replica, self.task.num_examples(predict_data))
+        if outputs is None:
             raise ValueError(f"nothing to predict in {predict_data}")
-        count = self.task.num_examples(predict_data)
-        outputs = {k: np.concatenate([o[k] for o in out])[:count] for k in out[0]}
         stop_unless_outputs_finite(outputs, "prediction", self.global_step, finite=outputs.pop(FINITE))
         return outputs
 

@@ -18,7 +18,7 @@ class SquadFineTuning(FineTuning):
     evaluation = "do_predict"  # a search's runs are chosen by their predictions' figures
     progress_fields = {"loss": "loss", "start_acc": "start_accuracy", "ex_per_s": "examples_per_second"}
     # Its loss's softmax runs over the padding positions too (the original's): skipping changes their logits.
-    loss_reads_padding = True
+    loss_reads_padding = run.SquadTask.loss_reads_padding
     reads_transfer = True  # a prediction file's questions, read as its features (`encode`)
 
     def check_given(self):
