@@ -69,31 +69,34 @@ def has_answers(input_file):
     empty). A ValueError naming the file and the question when some questions have answers and
     another has none; the reader's ValueError for a malformed file."""
     with_answers, without = 0, None
+    for qa in _questions(input_file):
+        if qa.get("answers") or qa.get("is_impossible"):
+            with_answers += 1
+        elif without is None:
+            without = qa.get("id")
+        if with_answers and without is not None:
+            raise ValueError(
+                f"{input_file}: question {without!r} has no answers (and is not marked "
+                "is_impossible) while other questions have answers: a dev set needs them on every question"
+            )
+    return with_answers > 0
+
+
+def _questions(input_file):
+    """Yields the questions (qa dicts) of the SQuAD file at `input_file`, in order; what is not a
+    dict where one belongs is passed over (the reader names what is wrong)."""
     for article in iter_squad_articles(input_file):
         for paragraph in article.get("paragraphs", ()) if isinstance(article, dict) else ():
             for qa in paragraph.get("qas", ()) if isinstance(paragraph, dict) else ():
-                if not isinstance(qa, dict):
-                    continue  # the reader names what is wrong
-                if qa.get("answers") or qa.get("is_impossible"):
-                    with_answers += 1
-                elif without is None:
-                    without = qa.get("id")
-            if with_answers and without is not None:
-                raise ValueError(
-                    f"{input_file}: question {without!r} has no answers (and is not marked "
-                    "is_impossible) while other questions have answers: a dev set needs them on every question"
-                )
-    return with_answers > 0
+                if isinstance(qa, dict):
+                    yield qa
 
 
 def check_questions(input_file):
     """A NoQuestionsError (naming `input_file`) unless the SQuAD file holds a question; the
     reader's ValueError for a file that is not SQuAD json. Its answers are not looked at."""
-    for article in iter_squad_articles(input_file):
-        for paragraph in article.get("paragraphs", ()) if isinstance(article, dict) else ():
-            if any(isinstance(qa, dict) for qa in (paragraph.get("qas", ()) if isinstance(paragraph, dict) else ())):
-                return
-    raise NoQuestionsError(f"{input_file}: no question to answer")
+    if next(_questions(input_file), None) is None:
+        raise NoQuestionsError(f"{input_file}: no question to answer")
 
 
 @dataclasses.dataclass(frozen=True)
