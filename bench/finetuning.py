@@ -8,6 +8,7 @@ PyTorch (and keras-hub when installed); LoRA beside full fine-tuning.
                                [--threads=N --inter_op_threads=N]
     python bench/finetuning.py --save_defaults [--rounds=2 --steps=20]  # this machine's jit_compile and
         oneDNN choices for training and prediction (each setting in a process of its own, in turn)
+    python bench/finetuning.py --profile [--text=single --peer_path=DIR]  # where a step's time goes, both sides
     python bench/finetuning.py --smoke [--lora_rank=4]  # tiny config, a few steps (the suite's); with
         --save_defaults, XLA on for the configuration its choice reads only (dynamic, full fine-tuning)
 
@@ -39,6 +40,19 @@ tables and embeddings have BERT-Base's size). Every side starts from the same te
   batches, Keras AdamW, jit_compile on (its default); its preprocessor pads to --seq_length.
 The configurations take turns for `--rounds` rounds; medians and the fastest rounds are printed,
 and the ratios of both.
+
+With --profile there are no rounds: our step (the first --text, dynamic padding, XLA off, where
+TensorFlow's ops can be told apart) runs under TensorFlow's profiler and the PyTorch peer's under
+torch's, and each side's op time per step is printed by category (bench/step_profile.py): the
+forward and backward passes' matrix products and other ops, the embeddings' gradient, the clip and
+the optimizer's update.
+
+An AVX2-only CPU, approximated on an AVX-512 one: hold every library's kernels to AVX2 before it
+starts, with ONEDNN_MAX_CPU_ISA=AVX2 (oneDNN: ours and torch's), XLA_FLAGS=--xla_cpu_max_isa=AVX2,
+ATEN_CPU_CAPABILITY=avx2 and MKL_ENABLE_INSTRUCTIONS=AVX2 (torch), and give TF_ENABLE_ONEDNN_OPTS
+yourself (TensorFlow still sees AVX-512). TensorFlow's Eigen kernels are built for AVX on either
+kind (its startup line lists what it was not built for), and torch's MKL products run its AVX2 code
+on AMD CPUs either way.
 
 With --lora_rank=R our loop also runs with LoRA (`run_classifier.py --lora_rank=R`: adapters on
 the encoder's attention and feed-forward layers, the rest frozen) in the same rounds (the first
@@ -111,6 +125,8 @@ flags.DEFINE_integer("threads", os.cpu_count(), "Threads of each side (TensorFlo
 flags.DEFINE_integer("inter_op_threads", None, "TensorFlow's inter-op pool alone (default: --threads; TensorFlow's "
                      "own default, which the scripts keep, is about one per core); 1 runs one op at a time.",
                      lower_bound=1)
+flags.DEFINE_bool("profile", False, "Instead of the rounds: where a step's time goes, ours (the first --text, dynamic "
+                  "padding, XLA off) beside the PyTorch peer's, by bench/step_profile.py's categories.")
 flags.DEFINE_bool("smoke", False, "A tiny config and a few steps (flags given still win).")
 flags.DEFINE_bool("kernels_probe", False, "Internal (--save_defaults): our training and prediction rates on the "
                   "first --text, dynamic padding, XLA off, in a process whose TF_ENABLE_ONEDNN_OPTS the caller set.")
@@ -412,6 +428,32 @@ def report_xla(rates):
 PROBE = "KERNELS_PROBE "
 
 
+def profile(kind, data, vocab, peers, tmp):
+    """--profile: our step's op time by category (TensorFlow's profiler over `ours`, the executions
+    after the first) beside the PyTorch peer's (torch's profiler in its process), in ms per step."""
+    import glob
+
+    import step_profile  # bench/, this script's folder
+
+    logs = tempfile.mkdtemp(dir=tmp)
+    tf.profiler.experimental.start(logs)
+    try:
+        ours(kind, "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp))
+    finally:
+        tf.profiler.experimental.stop()
+    (path,) = glob.glob(os.path.join(logs, "**", "*.xplane.pb"), recursive=True)
+    with open(path, "rb") as f:
+        categories, wall = step_profile.tensorflow_profile(f.read(), FLAGS.steps)
+    columns, walls = {"bert_tf": categories}, {"bert_tf": wall}
+    measure = peers.get(kind, {}).get(pytorch_name("dynamic"))
+    if measure is not None:
+        found = measure(request="profile")
+        columns["pytorch"], walls["pytorch"] = found["categories"], found["wall"]
+    print(f"profile, text={kind}, dynamic padding, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py):")
+    for line in step_profile.table(columns, walls):
+        print(line, flush=True)
+
+
 def kernels_probe(vocab, tmp):
     """--kernels_probe: prints `PROBE {"training": examples/s, "prediction": examples/s}` of our
     loop in this process (its oneDNN setting the caller's): training as `ours` measures it (first
@@ -524,6 +566,8 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as processes:
         vocab = bench_text.padded_vocab(tmp, FLAGS.vocab_size)
         peers = pytorch_peers(datas, vocab, processes)
+        if FLAGS.profile:
+            return profile(FLAGS.text[0], datas[FLAGS.text[0]], vocab, peers, tmp)
         for kind, data in datas.items():
             found = {**peers.get(kind, {}), KERAS_HUB: keras_hub_peer(data, vocab)}
             peers[kind] = {name: run for name, run in found.items() if run is not None}

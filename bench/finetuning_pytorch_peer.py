@@ -43,11 +43,17 @@ def trainer(spec, torch, transformers):
             start = position[0] % (len(rows) - batch_size)
             position[0] += batch_size
             batch = collate([rows[i] for i in order[start:start + batch_size]])
-            model(**batch).loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
+            # The phases, named for bench/step_profile.py (free while no profiler runs).
+            with torch.profiler.record_function("forward"):
+                loss = model(**batch).loss
+            with torch.profiler.record_function("backward"):
+                loss.backward()
+            with torch.profiler.record_function("clipping"):
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            with torch.profiler.record_function("optimizer"):
+                optimizer.step()
+                schedule.step()
+                optimizer.zero_grad()
 
     run(10)  # warm-up
     return run

@@ -7,7 +7,8 @@ round while our side waits.
 The protocol, both ends here: the bench writes the peer's spec as JSON and starts
 `python bench/<peer script> SPEC.json` (`start`); the peer builds its step, runs its warm-up, prints
 "ready", then answers each "measure" line on stdin with the rate of `spec["steps"]` steps of
-`spec["batch_size"]` examples, and exits at the end of stdin (`serve`). A spec with "variants"
+`spec["batch_size"]` examples (a "profile" line with where their time went, as JSON: a step that
+marks its phases for bench/step_profile.py), and exits at the end of stdin (`serve`). A spec with "variants"
 ({key: what differs from the spec}: another padding, dtype or text) has one step built for each in
 the one process (torch and transformers imported once), and "measure KEY" measures one of them;
 they take their turns one at a time, so they never compete for the cores.
@@ -33,7 +34,8 @@ def missing_pytorch():
 def start(script, spec, directory, processes, name):
     """A function returning the peer's rate once per call, from `bench/<script>` started on `spec`
     (written into `directory`) and warmed up; with spec["variants"], the function takes the key of
-    the variant to measure. `processes`: an ExitStack that ends the process (its input closed, it
+    the variant to measure; with request="profile", it returns the profile of its steps instead
+    (`serve`). `processes`: an ExitStack that ends the process (its input closed, it
     exits). `name` goes into the error if the peer does not start."""
     handle, spec_path = tempfile.mkstemp(dir=directory, prefix="peer-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as f:
@@ -53,13 +55,13 @@ def start(script, spec, directory, processes, name):
         raise RuntimeError(f"the {name} peer did not start: it said {first.strip()!r} instead of 'ready', exit "
                            f"status {peer.wait()} (its stderr above)")
 
-    def measure(variant=None):
-        peer.stdin.write("measure\n" if variant is None else f"measure {variant}\n")
+    def measure(variant=None, request="measure"):
+        peer.stdin.write(request + ("\n" if variant is None else f" {variant}\n"))
         peer.stdin.flush()
         line = peer.stdout.readline()
         if not line:
             raise RuntimeError(f"the {name} peer ended with exit status {peer.wait()} (its stderr above)")
-        return float(line)
+        return json.loads(line) if request == "profile" else float(line)
 
     return measure
 
@@ -70,7 +72,8 @@ def serve(build):
     sets torch to spec["threads"] threads (intra- and inter-op, torch's documented knobs, the count
     ours uses), builds `run = build(spec, torch, transformers)` (`run(steps)` trains that many steps;
     its warm-up done) for the spec or each of its variants, prints "ready", then one rate per
-    "measure" ("measure KEY") line until stdin ends."""
+    "measure" ("measure KEY") line, or one JSON line per "profile" ("profile KEY") line (`profiled`),
+    until stdin ends."""
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
     sys.path.extend(spec["peer_dirs"])
@@ -86,9 +89,27 @@ def serve(build):
         runs = {f"measure {key}": build({**spec, **changes}, torch, transformers) for key, changes in variants.items()}
     print("ready", flush=True)
     for line in sys.stdin:
-        run = runs.get(line.strip())
+        request, _, key = line.strip().partition(" ")
+        run = runs.get(f"measure {key}".strip()) if request in ("measure", "profile") else None
         if run is None:
             raise SystemExit(f"unknown request {line.strip()!r}")
+        if request == "profile":
+            print(json.dumps(profiled(run, spec["steps"], torch)), flush=True)
+            continue
         start_time = time.perf_counter()
         run(spec["steps"])
         print(spec["steps"] * spec["batch_size"] / (time.perf_counter() - start_time), flush=True)
+
+
+def profiled(run, steps, torch):
+    """`{"categories": ..., "wall": ms}` per step of `run(steps)` under torch's profiler
+    (bench/step_profile.py's categories; the step marks its phases), the wall time timed apart,
+    without the profiler."""
+    import step_profile  # bench/, this script's folder
+
+    start_time = time.perf_counter()
+    run(steps)
+    wall = 1000 * (time.perf_counter() - start_time) / steps
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        run(steps)
+    return {"categories": step_profile.torch_profile(profile.events(), steps), "wall": wall}

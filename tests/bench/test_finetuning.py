@@ -3,7 +3,8 @@ loop's throughput on sentence pairs, with batches cut to their longest row (XLA 
 fixed padding, beside transformers on PyTorch (the interoperability tests' peer folder, both
 paddings in one process of its own); with and without LoRA, their trainable parameters and optimizer state
 (stated here by hand for the smoke config), the separable task's accuracy line, and this machine's
-jit_compile choice saved (--save_defaults) where $BERT_TF_SPEED_FILE says."""
+jit_compile choice saved (--save_defaults) where $BERT_TF_SPEED_FILE says; and --profile's table of
+both steps' op time by category."""
 
 import json
 import re
@@ -70,3 +71,25 @@ def test_smoke_run_measures_full_fine_tuning_and_lora(request, tmp_path_factory,
     assert f"optimizer state: {2 * 26 + 1} variables, {2 * (adapters + head) + 1:,} numbers" in out
     assert re.search(r"^separable task \(6 steps of 8, seq 32\), dev accuracy: full fine-tuning [\d.]+ .* "
                      r"lora=4 [\d.]+ \(learning rate 0.001\)$", out, re.M), out
+
+
+def test_profile_splits_both_steps_by_the_same_categories(request, tmp_path_factory):
+    peers = installed_peers(request, tmp_path_factory, "hf_peers")
+    result = finished_bench("finetuning.py", "--smoke", "--profile", f"--peer_path={peers}", timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "profile, text=pairs, dynamic padding, XLA off, 2 steps" in out, out
+    assert re.search(r"^  ms per step +bert_tf +pytorch$", out, re.M), out
+    rows = dict(re.findall(r"^  (\S.*?) {2,}([\d.]+ +[\d.]+)$", out, re.M))
+    assert list(rows) == ["forward products", "forward other", "backward products", "backward other",
+                          "embeddings' gradient", "gradient clipping", "optimizer update", "all ops",
+                          "step (wall)"], out
+    values = {name: [float(x) for x in pair.split()] for name, pair in rows.items()}
+    # Every category holds ops on both sides: a phase or an op put in the wrong one leaves one at 0.
+    for name, (ours, theirs) in values.items():
+        assert ours > 0 and theirs > 0, (name, out)
+    for side in (0, 1):
+        total = sum(values[name][side] for name in list(values)[:7])
+        assert abs(total - values["all ops"][side]) < 0.05, out
+    # One op at a time on torch's thread: its ops take less than its step; ours can overlap.
+    assert values["all ops"][1] < values["step (wall)"][1], out

@@ -1,0 +1,106 @@
+"""Where a training step's time goes, by the same categories on both sides of a bench: our step from
+TensorFlow's profiler, the PyTorch peer's from torch's. Imported by bench/finetuning.py (`--profile`)
+and by the peer's process (bench/peer_process.py); it imports neither framework itself.
+
+The categories (CATEGORIES): the forward pass's matrix products and its other ops, the same for the
+backward pass, the embeddings' gradient (made dense for the update: TensorFlow's UnsortedSegmentSum,
+torch's embedding_dense_backward), the gradients' global-norm clip, and the optimizer's update. A
+product is a MatMul / BatchMatMul op of any kernel (oneDNN's, Eigen's, fused with its bias) or
+torch's mm / addmm / bmm / baddbmm.
+
+Each figure is the ops' own time per step in milliseconds: an op's time without the ops it calls.
+TensorFlow runs independent ops at once on its inter-op threads (each op on its intra-op threads),
+so its op times can add up to more than the step's wall time; torch runs one op at a time on the
+calling thread (backward too, for CPU tensors), so its add up to less (Python between the ops).
+"""
+
+import collections
+
+CATEGORIES = ("forward products", "forward other", "backward products", "backward other", "embeddings' gradient",
+              "gradient clipping", "optimizer update")
+# The peer's step marks its phases with these torch.profiler.record_function names.
+TORCH_PHASES = {"forward": "forward", "backward": "backward", "clipping": "gradient clipping",
+                "optimizer": "optimizer update"}
+TORCH_PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+TORCH_EMBEDDING_GRADIENT = {"aten::embedding_dense_backward", "EmbeddingBackward0"}
+
+
+def tensorflow_category(name):
+    """The category of one op event of TensorFlow's profiler ("scope/name:Type"), or None for an
+    event that is not an op (the executor's own)."""
+    if ":" not in name or "::" in name:
+        return None
+    scope, kind = name.rsplit(":", 1)
+    if kind == "UnsortedSegmentSum":  # the embeddings' sparse gradient made dense
+        return "embeddings' gradient"
+    if "adam_weight_decay" in scope or kind.startswith("ResourceApply") or kind == "AssignSubVariableOp":
+        return "optimizer update"
+    if "global_norm" in scope or "clip_by" in scope:
+        return "gradient clipping"
+    phase = "backward" if "gradient_tape" in scope else "forward"
+    return f"{phase} {'products' if 'MatMul' in kind or kind == 'Einsum' else 'other'}"
+
+
+def tensorflow_profile(xspace_bytes, steps, function_prefix="__inference_train"):
+    """`(categories, wall)` per step, in ms, from a serialized XSpace of TensorFlow's profiler that
+    holds several executions of the function named `function_prefix...`: the executions after the
+    first (which traces), which ran `steps` steps in all, are read."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # TensorFlow's own profile format
+
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(xspace_bytes)
+    executions, ops = [], []
+    for plane in space.planes:
+        names = plane.event_metadata
+        for line in plane.lines:
+            start = line.timestamp_ns * 1000
+            for event in line.events:
+                name = names[event.metadata_id].name
+                at = (start + event.offset_ps, event.duration_ps)
+                if name.startswith(f"EagerLocalExecute: {function_prefix}"):
+                    executions.append(at)
+                elif line.name.startswith("tf_Compute"):
+                    ops.append((*at, name))
+    executions.sort()
+    if len(executions) < 2:
+        raise ValueError(f"the profile holds {len(executions)} executions of {function_prefix}: at least 2 needed")
+    first, last = executions[1][0], executions[-1][0] + executions[-1][1]
+    categories = collections.Counter({c: 0.0 for c in CATEGORIES})
+    for at, duration, name in ops:
+        category = tensorflow_category(name)
+        if category and first <= at <= last:
+            categories[category] += duration / 1e9 / steps
+    wall = sum(duration for _, duration in executions[1:]) / 1e9 / steps
+    return dict(categories), wall
+
+
+def torch_profile(events, steps):
+    """`categories` per step, in ms, from torch.profiler's `profile.events()` over `steps` steps of a
+    step marked with TORCH_PHASES."""
+    categories = collections.Counter({c: 0.0 for c in CATEGORIES})
+    for event in events:
+        phase, embedding, parent = None, False, event.cpu_parent
+        embedding = event.name in TORCH_EMBEDDING_GRADIENT
+        while parent is not None:
+            embedding = embedding or parent.name in TORCH_EMBEDDING_GRADIENT
+            phase = TORCH_PHASES.get(parent.name, phase)
+            parent = parent.cpu_parent
+        if phase is None or event.name in TORCH_PHASES:
+            continue
+        if phase in ("forward", "backward"):
+            phase = ("embeddings' gradient" if embedding and phase == "backward"
+                     else f"{phase} {'products' if event.name in TORCH_PRODUCTS else 'other'}")
+        categories[phase] += event.self_cpu_time_total / 1000 / steps
+    return dict(categories)
+
+
+def table(columns, walls):
+    """Lines of a table: a row per category and the total, a column per side (`columns`: {side:
+    categories}), then each side's wall time per step (`walls`: {side: ms})."""
+    sides = list(columns)
+    lines = [f"  {'ms per step':24s}" + "".join(f"{side:>12s}" for side in sides)]
+    for category in CATEGORIES:
+        lines.append(f"  {category:24s}" + "".join(f"{columns[s][category]:12.2f}" for s in sides))
+    lines.append(f"  {'all ops':24s}" + "".join(f"{sum(columns[s].values()):12.2f}" for s in sides))
+    lines.append(f"  {'step (wall)':24s}" + "".join(f"{walls[s]:12.2f}" for s in sides))
+    return lines
