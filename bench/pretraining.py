@@ -4,6 +4,7 @@ and Hugging Face transformers' on PyTorch.
     python bench/pretraining.py [--num_layers=4 --hidden_size=256 --num_heads=4
                                  --intermediate_size=1024 --seq_length=128 --predictions=20
                                  --batch_size=32 --steps=30 --peer_dirs=FOLDER,...]
+    python bench/pretraining.py --profile [--peer_dirs=FOLDER]  # where a float32 step's time goes, both sides
     python bench/pretraining.py --smoke   # tiny config, a few steps: that the bench still runs
 
 The peers are not dependencies: install them into a folder of their own and name it in
@@ -35,6 +36,10 @@ its ratio is printed as keras-hub's. Every side uses --threads intra- and inter-
 figure depends on the machine being quiet far more than ours: with two OpenMP threads on 2 cores
 that other processes also use, its steps slowed ~5x (35.6 sequences/s at load 1; 5.3-7.3 at load
 5, when one thread gave 13.7), so read its ratio with the load beside it (printed at the end).
+
+With --profile there are no rounds: a float32 step of ours (XLA off, where TensorFlow's ops can be
+told apart) runs under TensorFlow's profiler and the PyTorch peer's under torch's, and each side's
+op time per step is printed by category (bench/step_profile.py), with the matrix products' share.
 
 MFU counts the whole model's FLOPs for all; ours skips part of them (the last layer runs only
 for the rows the pre-training heads read), which is what a higher rate buys.
@@ -77,6 +82,8 @@ flags.DEFINE_list("peer_dirs", [], "Folders holding the peers (keras-hub; transf
 flags.DEFINE_list("peers", ["keras_hub", "pytorch"], "Peers to measure where installed.")
 flags.DEFINE_integer("threads", os.cpu_count(), "Intra- and inter-op threads of every side (TensorFlow's, torch's).")
 flags.DEFINE_integer("peak_size", 2048, "Matrix size of the matmul peak measurement.")
+flags.DEFINE_boolean("profile", False, "Instead of the rounds: where a float32 step's time goes (XLA off), ours "
+                     "beside the PyTorch peer's, by bench/step_profile.py's categories.")
 flags.DEFINE_boolean("smoke", False, "Tiny config, one round of a few steps: checks that the bench still runs.")
 
 SMOKE = {**model_shape.SMOKE, "seq_length": 32, "predictions": 5, "batch_size": 8, "steps": 10, "rounds": 1,
@@ -246,6 +253,37 @@ def measure_dtype(dtype, data, tmp, builders):
     return rates
 
 
+def profile(data, tmp, builders, flops, peak):
+    """--profile: our float32 step's op time by category (TensorFlow's profiler over `ours`, XLA off,
+    the executions after the first) beside the PyTorch peer's (torch's profiler in its process), in
+    ms per step, and the matrix products' share of each side's op time."""
+    import glob
+
+    import step_profile  # bench/, this script's folder
+
+    logs = tempfile.mkdtemp(dir=tmp)
+    tf.profiler.experimental.start(logs)
+    try:
+        rate = ours("float32", False, data, tempfile.mkdtemp(dir=tmp))
+    finally:
+        tf.profiler.experimental.stop()
+    (path,) = glob.glob(os.path.join(logs, "**", "*.xplane.pb"), recursive=True)
+    with open(path, "rb") as f:
+        categories, wall = step_profile.tensorflow_profile(f.read(), FLAGS.steps)
+    columns, walls = {"bert_tf": categories}, {"bert_tf": wall}
+    build = builders.get("PyTorch eager")
+    if build is not None:
+        found = build("float32")(request="profile")
+        columns["pytorch"], walls["pytorch"] = found["categories"], found["wall"]
+    print(f"profile, float32, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py); ours at "
+          f"{rate:.1f} sequences/s while profiled, MFU {rate * flops / peak:.1%}:")
+    for line in step_profile.table(columns, walls):
+        print(line, flush=True)
+    for side, found in columns.items():
+        products = found["forward products"] + found["backward products"]
+        print(f"  {side}: matrix products {products / sum(found.values()):.0%} of its op time", flush=True)
+
+
 def report(dtype, rates, flops, peak):
     medians = {name: statistics.median(values) for name, values in rates.items()}
     for name, rate in medians.items():
@@ -270,11 +308,14 @@ def main(argv):
     flops = train_flops_per_sequence()
     print(f"config: {model_shape.described()} seq={FLAGS.seq_length} predictions={FLAGS.predictions} "
           f"batch={FLAGS.batch_size}; {flops:,} training FLOP/sequence")
-    peaks = {d: matmul_peak(tf.bfloat16 if d == "bfloat16" else tf.float32) for d in FLAGS.dtypes}
+    dtypes = ["float32"] if FLAGS.profile else FLAGS.dtypes  # (bfloat16's products need a CPU that has them)
+    peaks = {d: matmul_peak(tf.bfloat16 if d == "bfloat16" else tf.float32) for d in dtypes}
     print("matmul peak: " + ", ".join(f"{d} {p / 1e9:.0f} GFLOP/s" for d, p in peaks.items()))
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as processes:
         builders = installed_peers(tmp, processes)
         data = synthetic_records(os.path.join(tmp, "data.tfrecord"), 2048)
+        if FLAGS.profile:
+            return profile(data, tmp, builders, flops, peaks["float32"])
         for dtype in FLAGS.dtypes:
             report(dtype, measure_dtype(dtype, data, tmp, builders), flops, peaks[dtype])
     print(f"load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPU cores")

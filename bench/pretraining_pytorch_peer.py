@@ -45,18 +45,24 @@ def trainer(spec, torch, transformers):
         t.to(device) for t in (input_ids, segment_ids, positions, masked_ids, next_sentence))
     gather_at = positions[..., None].expand(-1, -1, H)  # [B, P, H]
 
+    phase = torch.profiler.record_function  # the phases, named for bench/step_profile.py
+
     def step():
-        with autocast():
+        with autocast(), phase("forward"):
             out = model.bert(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
                              token_type_ids=segment_ids)
             mlm_logits = model.cls.predictions(torch.gather(out.last_hidden_state, 1, gather_at))  # [B, P, V]
             nsp_logits = model.cls.seq_relationship(out.pooler_output)  # [B, 2]
             loss = torch.nn.functional.cross_entropy(mlm_logits.float().flatten(0, 1), masked_ids.flatten())
             loss = loss + torch.nn.functional.cross_entropy(nsp_logits.float(), next_sentence)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        with phase("optimizer"):
+            optimizer.zero_grad(set_to_none=True)
+        with phase("backward"):
+            loss.backward()
+        with phase("clipping"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        with phase("optimizer"):
+            optimizer.step()
 
     def run(steps):
         for _ in range(steps):

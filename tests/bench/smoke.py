@@ -32,3 +32,23 @@ def number(pattern, text):
     found = re.search(pattern, text, re.M)
     assert found, f"{pattern!r} not in:\n{text}"
     return float(found.group(1).replace(",", ""))
+
+
+PROFILE_ROWS = ["forward products", "forward other", "backward products", "backward other", "embeddings' gradient",
+                "gradient clipping", "optimizer update", "all ops", "step (wall)"]
+
+
+def profile_table(out, sides=("bert_tf", "pytorch")):
+    """{row: [ms per step of each side]} of a bench's --profile table (bench/step_profile.py), after
+    checking its layout: its header, every row in order, each category above 0 on every side (a
+    phase or an op put in the wrong category leaves one at 0) and "all ops" their sum."""
+    assert re.search(r"^  ms per step +" + " +".join(sides) + "$", out, re.M), out
+    number_columns = " +".join([r"[\d.]+"] * len(sides))
+    rows = dict(re.findall(rf"^  (\S.*?) {{2,}}({number_columns})$", out, re.M))
+    assert list(rows) == PROFILE_ROWS, out
+    values = {name: [float(x) for x in row.split()] for name, row in rows.items()}
+    for name in PROFILE_ROWS:
+        assert all(value > 0 for value in values[name]), (name, out)
+    for side in range(len(sides)):
+        assert abs(sum(values[name][side] for name in PROFILE_ROWS[:7]) - values["all ops"][side]) < 0.05, out
+    return values

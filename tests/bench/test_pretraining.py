@@ -1,13 +1,14 @@
 """bench/pretraining.py in its smoke size: our loop trains, and its MFU is the rate times the
 hand-counted FLOPs over the printed peak; transformers on PyTorch (the interoperability tests' peer
 folder) trains in a process of its own, in float32 and under bfloat16 autocast, and gets its
-ratios; keras-hub, not installed here, is skipped by name."""
+ratios; keras-hub, not installed here, is skipped by name; --profile splits both float32 steps by
+bench/step_profile.py's categories."""
 
 import re
 
 import pytest
 
-from tests.bench.smoke import number, run_bench
+from tests.bench.smoke import number, profile_table, run_bench
 from tests.peers import installed_peers
 
 pytestmark = pytest.mark.slow
@@ -37,3 +38,16 @@ def test_smoke_run_measures_our_loop_and_pytorch(request, tmp_path_factory):
     measured = re.search(r"^keras-hub xla=True +float32 : +[\d.]+ sequences/s", out, re.M)
     assert bool(measured) != ("keras-hub is not installed" in out), out
     assert re.search(r"^load average [\d.]+ at the end, \d+ CPU cores$", out, re.M), out
+
+
+def test_profile_splits_both_float32_steps_by_the_same_categories(request, tmp_path_factory):
+    peers = installed_peers(request, tmp_path_factory, "hf_peers")
+    out = run_bench("pretraining.py", "--smoke", "--profile", f"--peer_dirs={peers}")
+    assert re.search(r"^profile, float32, XLA off, 10 steps \(op times: bench/step_profile.py\); ours at [\d.]+ "
+                     r"sequences/s while profiled, MFU [\d.]+%:$", out, re.M), out
+    values = profile_table(out)
+    for side, name in enumerate(("bert_tf", "pytorch")):
+        products = values["forward products"][side] + values["backward products"][side]
+        share = number(rf"^  {name}: matrix products (\d+)% of its op time$", out)
+        assert share == pytest.approx(100 * products / values["all ops"][side], abs=1), out
+    assert "sequences/s (runs:" not in out  # no rounds
