@@ -431,26 +431,18 @@ PROBE = "KERNELS_PROBE "
 def profile(kind, data, vocab, peers, tmp):
     """--profile: our step's op time by category (TensorFlow's profiler over `ours`, the executions
     after the first) beside the PyTorch peer's (torch's profiler in its process), in ms per step."""
-    import glob
-
     import step_profile  # bench/, this script's folder
 
-    logs = tempfile.mkdtemp(dir=tmp)
-    tf.profiler.experimental.start(logs)
-    try:
-        ours(kind, "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp))
-    finally:
-        tf.profiler.experimental.stop()
-    (path,) = glob.glob(os.path.join(logs, "**", "*.xplane.pb"), recursive=True)
-    with open(path, "rb") as f:
-        categories, wall = step_profile.tensorflow_profile(f.read(), FLAGS.steps)
-    columns, walls = {"bert_tf": categories}, {"bert_tf": wall}
+    _, categories, wall = step_profile.tensorflow_profiled(
+        lambda: ours(kind, "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp)), FLAGS.steps,
+        tempfile.mkdtemp(dir=tmp))
+    sides = {"bert_tf": (categories, wall)}
     measure = peers.get(kind, {}).get(pytorch_name("dynamic"))
     if measure is not None:
         found = measure(request="profile")
-        columns["pytorch"], walls["pytorch"] = found["categories"], found["wall"]
+        sides["pytorch"] = (found["categories"], found["wall"])
     print(f"profile, text={kind}, dynamic padding, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py):")
-    for line in step_profile.table(columns, walls):
+    for line in step_profile.table(sides):
         print(line, flush=True)
 
 

@@ -257,29 +257,20 @@ def profile(data, tmp, builders, flops, peak):
     """--profile: our float32 step's op time by category (TensorFlow's profiler over `ours`, XLA off,
     the executions after the first) beside the PyTorch peer's (torch's profiler in its process), in
     ms per step, and the matrix products' share of each side's op time."""
-    import glob
-
     import step_profile  # bench/, this script's folder
 
-    logs = tempfile.mkdtemp(dir=tmp)
-    tf.profiler.experimental.start(logs)
-    try:
-        rate = ours("float32", False, data, tempfile.mkdtemp(dir=tmp))
-    finally:
-        tf.profiler.experimental.stop()
-    (path,) = glob.glob(os.path.join(logs, "**", "*.xplane.pb"), recursive=True)
-    with open(path, "rb") as f:
-        categories, wall = step_profile.tensorflow_profile(f.read(), FLAGS.steps)
-    columns, walls = {"bert_tf": categories}, {"bert_tf": wall}
+    rate, categories, wall = step_profile.tensorflow_profiled(
+        lambda: ours("float32", False, data, tempfile.mkdtemp(dir=tmp)), FLAGS.steps, tempfile.mkdtemp(dir=tmp))
+    sides = {"bert_tf": (categories, wall)}
     build = builders.get("PyTorch eager")
     if build is not None:
         found = build("float32")(request="profile")
-        columns["pytorch"], walls["pytorch"] = found["categories"], found["wall"]
+        sides["pytorch"] = (found["categories"], found["wall"])
     print(f"profile, float32, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py); ours at "
           f"{rate:.1f} sequences/s while profiled, MFU {rate * flops / peak:.1%}:")
-    for line in step_profile.table(columns, walls):
+    for line in step_profile.table(sides):
         print(line, flush=True)
-    for side, found in columns.items():
+    for side, (found, _) in sides.items():
         products = found["forward products"] + found["backward products"]
         print(f"  {side}: matrix products {products / sum(found.values()):.0%} of its op time", flush=True)
 

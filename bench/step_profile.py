@@ -15,6 +15,8 @@ calling thread (backward too, for CPU tensors), so its add up to less (Python be
 """
 
 import collections
+import glob
+import os
 
 CATEGORIES = ("forward products", "forward other", "backward products", "backward other", "embeddings' gradient",
               "gradient clipping", "optimizer update")
@@ -74,6 +76,21 @@ def tensorflow_profile(xspace_bytes, steps, function_prefix="__inference_train")
     return dict(categories), wall
 
 
+def tensorflow_profiled(run, steps, directory):
+    """`(run(), categories, wall)`: `run` called under TensorFlow's profiler, its trace written
+    under `directory` and read by `tensorflow_profile` (`steps`: the steps after its first execution)."""
+    import tensorflow as tf
+
+    tf.profiler.experimental.start(directory)
+    try:
+        result = run()
+    finally:
+        tf.profiler.experimental.stop()
+    (path,) = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
+    with open(path, "rb") as f:
+        return (result, *tensorflow_profile(f.read(), steps))
+
+
 def torch_profile(events, steps):
     """`categories` per step, in ms, from torch.profiler's `profile.events()` over `steps` steps of a
     step marked with TORCH_PHASES."""
@@ -94,13 +111,12 @@ def torch_profile(events, steps):
     return dict(categories)
 
 
-def table(columns, walls):
-    """Lines of a table: a row per category and the total, a column per side (`columns`: {side:
-    categories}), then each side's wall time per step (`walls`: {side: ms})."""
-    sides = list(columns)
+def table(sides):
+    """Lines of a table of `sides` ({side: (categories, wall)}, ms per step): a row per category
+    and their total, a column per side, then each side's wall time per step."""
     lines = [f"  {'ms per step':24s}" + "".join(f"{side:>12s}" for side in sides)]
     for category in CATEGORIES:
-        lines.append(f"  {category:24s}" + "".join(f"{columns[s][category]:12.2f}" for s in sides))
-    lines.append(f"  {'all ops':24s}" + "".join(f"{sum(columns[s].values()):12.2f}" for s in sides))
-    lines.append(f"  {'step (wall)':24s}" + "".join(f"{walls[s]:12.2f}" for s in sides))
+        lines.append(f"  {category:24s}" + "".join(f"{found[category]:12.2f}" for found, _ in sides.values()))
+    lines.append(f"  {'all ops':24s}" + "".join(f"{sum(found.values()):12.2f}" for found, _ in sides.values()))
+    lines.append(f"  {'step (wall)':24s}" + "".join(f"{wall:12.2f}" for _, wall in sides.values()))
     return lines

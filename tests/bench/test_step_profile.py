@@ -35,8 +35,9 @@ def test_tensorflow_ops_fall_into_their_category(name, category):
 
 
 def test_the_table_lists_every_category_its_total_and_the_wall_time():
-    columns = {"a": dict.fromkeys(step_profile.CATEGORIES, 1.0), "b": dict.fromkeys(step_profile.CATEGORIES, 2.0)}
-    lines = step_profile.table(columns, {"a": 5.0, "b": 20.0})
+    sides = {"a": (dict.fromkeys(step_profile.CATEGORIES, 1.0), 5.0),
+             "b": (dict.fromkeys(step_profile.CATEGORIES, 2.0), 20.0)}
+    lines = step_profile.table(sides)
     assert lines[0].split() == ["ms", "per", "step", "a", "b"]
     assert [line.split()[-2:] for line in lines[1:-2]] == [["1.00", "2.00"]] * len(step_profile.CATEGORIES)
     assert lines[-2].split() == ["all", "ops", "7.00", "14.00"]
