@@ -529,6 +529,8 @@ def report_lora(trainers, vocab, tmp):
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)  # TensorFlow's checkpoint saver logs each save
+    if FLAGS.profile and (FLAGS.save_defaults or FLAGS.lora_rank):
+        raise app.UsageError("--profile runs no rounds: it takes neither --save_defaults nor --lora_rank")
     if FLAGS.smoke:
         for name, value in SMOKE.items():
             if not FLAGS[name].present:
