@@ -99,7 +99,7 @@ from bert_tf.training.trainer import Trainer, TrainingSettings  # noqa: E402
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("seq_length", 128, "max_seq_length: the fixed runs' length, every run's maximum.")
 flags.DEFINE_integer("batch_size", 32, "Global batch.")
-flags.DEFINE_integer("steps", 30, "Measured steps per round (after the warm-up).")
+flags.DEFINE_integer("steps", 30, "Measured steps per round (after the warm-up).", lower_bound=1)
 flags.DEFINE_integer("examples", 4096, "Training examples.")
 flags.DEFINE_integer("rounds", 3, "Alternating measurement rounds.")
 flags.DEFINE_list("text", ["single", "pairs"], "single: one corpus sentence per example; pairs: two consecutive.")
@@ -433,14 +433,16 @@ def profile(kind, data, vocab, peers, tmp):
     after the first) beside the PyTorch peer's (torch's profiler in its process), in ms per step."""
     import step_profile  # bench/, this script's folder
 
-    _, categories, wall = step_profile.tensorflow_profiled(
-        lambda: ours(kind, "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp)), FLAGS.steps,
-        tempfile.mkdtemp(dir=tmp))
-    sides = {"bert_tf": (categories, wall)}
+    def run():
+        return ours(kind, "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp))[0]
+
+    wall = 1000 * FLAGS.batch_size / run()  # without the profiler
+    _, categories, profiled_wall = step_profile.tensorflow_profiled(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp))
+    sides = {"bert_tf": (categories, wall, profiled_wall)}
     measure = peers.get(kind, {}).get(pytorch_name("dynamic"))
     if measure is not None:
         found = measure(request="profile")
-        sides["pytorch"] = (found["categories"], found["wall"])
+        sides["pytorch"] = (found["categories"], found["wall"], found["profiled"])
     print(f"profile, text={kind}, dynamic padding, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py):")
     for line in step_profile.table(sides):
         print(line, flush=True)
@@ -529,8 +531,13 @@ def report_lora(trainers, vocab, tmp):
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)  # TensorFlow's checkpoint saver logs each save
-    if FLAGS.profile and (FLAGS.save_defaults or FLAGS.lora_rank):
-        raise app.UsageError("--profile runs no rounds: it takes neither --save_defaults nor --lora_rank")
+    if FLAGS.profile:  # one pass of one configuration: refuse what it would leave unused
+        given = [f"--{name}" for name in ("save_defaults", "lora_rank", "xla", "padding", "rounds")
+                 if FLAGS[name].present]
+        if given:
+            raise app.UsageError(f"--profile profiles one pass of dynamic padding without XLA: it takes no "
+                                 f"{', '.join(given)}")
+        FLAGS.padding, FLAGS.text = ["dynamic"], FLAGS.text[:1]  # the peer builds only the step profiled
     if FLAGS.smoke:
         for name, value in SMOKE.items():
             if not FLAGS[name].present:

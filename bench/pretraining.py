@@ -71,7 +71,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_integer("seq_length", 128, "")
 flags.DEFINE_integer("predictions", 20, "")
 flags.DEFINE_integer("batch_size", 32, "Global batch.")
-flags.DEFINE_integer("steps", 30, "Measured steps per configuration (after 10 warm-up steps).")
+flags.DEFINE_integer("steps", 30, "Measured steps per configuration (after 10 warm-up steps).", lower_bound=1)
 flags.DEFINE_list("dtypes", ["float32", "bfloat16"], "")
 flags.DEFINE_list("xla", ["false", "true"], "")
 flags.DEFINE_integer("rounds", 3, "Alternating measurement rounds; medians are reported.")
@@ -259,18 +259,21 @@ def profile(data, tmp, builders, flops, peak):
     ms per step, and the matrix products' share of each side's op time."""
     import step_profile  # bench/, this script's folder
 
-    rate, categories, wall = step_profile.tensorflow_profiled(
-        lambda: ours("float32", False, data, tempfile.mkdtemp(dir=tmp)), FLAGS.steps, tempfile.mkdtemp(dir=tmp))
-    sides = {"bert_tf": (categories, wall)}
+    def run():
+        return ours("float32", False, data, tempfile.mkdtemp(dir=tmp))
+
+    rate = run()  # without the profiler
+    _, categories, profiled_wall = step_profile.tensorflow_profiled(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp))
+    sides = {"bert_tf": (categories, 1000 * FLAGS.batch_size / rate, profiled_wall)}
     build = builders.get("PyTorch eager")
     if build is not None:
         found = build("float32")(request="profile")
-        sides["pytorch"] = (found["categories"], found["wall"])
+        sides["pytorch"] = (found["categories"], found["wall"], found["profiled"])
     print(f"profile, float32, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py); ours at "
-          f"{rate:.1f} sequences/s while profiled, MFU {rate * flops / peak:.1%}:")
+          f"{rate:.1f} sequences/s without the profiler, MFU {rate * flops / peak:.1%}:")
     for line in step_profile.table(sides):
         print(line, flush=True)
-    for side, (found, _) in sides.items():
+    for side, (found, *_) in sides.items():
         products = found["forward products"] + found["backward products"]
         print(f"  {side}: matrix products {products / sum(found.values()):.0%} of its op time", flush=True)
 
@@ -299,8 +302,12 @@ def main(argv):
     flops = train_flops_per_sequence()
     print(f"config: {model_shape.described()} seq={FLAGS.seq_length} predictions={FLAGS.predictions} "
           f"batch={FLAGS.batch_size}; {flops:,} training FLOP/sequence")
-    dtypes = ["float32"] if FLAGS.profile else FLAGS.dtypes  # (bfloat16's products need a CPU that has them)
-    peaks = {d: matmul_peak(tf.bfloat16 if d == "bfloat16" else tf.float32) for d in dtypes}
+    if FLAGS.profile:  # one float32 pass without XLA: refuse what it would leave unused
+        given = [f"--{name}" for name in ("dtypes", "xla", "rounds") if FLAGS[name].present]
+        if given:
+            raise app.UsageError(f"--profile profiles one float32 pass without XLA: it takes no {', '.join(given)}")
+        FLAGS.dtypes = ["float32"]  # the peer builds only the step profiled
+    peaks = {d: matmul_peak(tf.bfloat16 if d == "bfloat16" else tf.float32) for d in FLAGS.dtypes}
     print("matmul peak: " + ", ".join(f"{d} {p / 1e9:.0f} GFLOP/s" for d, p in peaks.items()))
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as processes:
         builders = installed_peers(tmp, processes)

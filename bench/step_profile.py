@@ -1,17 +1,23 @@
 """Where a training step's time goes, by the same categories on both sides of a bench: our step from
-TensorFlow's profiler, the PyTorch peer's from torch's. Imported by bench/finetuning.py (`--profile`)
-and by the peer's process (bench/peer_process.py); it imports neither framework itself.
+TensorFlow's profiler, the PyTorch peer's from torch's. Imported by bench/finetuning.py and
+bench/pretraining.py (`--profile`) and by the peer's process (bench/peer_process.py); it imports
+TensorFlow only inside `tensorflow_profiled` and `tensorflow_profile`, and never torch.
 
 The categories (CATEGORIES): the forward pass's matrix products and its other ops, the same for the
-backward pass, the embeddings' gradient (made dense for the update: TensorFlow's UnsortedSegmentSum,
-torch's embedding_dense_backward), the gradients' global-norm clip, and the optimizer's update. A
-product is a MatMul / BatchMatMul op of any kernel (oneDNN's, Eigen's, fused with its bias) or
-torch's mm / addmm / bmm / baddbmm.
+backward pass, the embeddings' gradient made dense for the update (TensorFlow: the
+UnsortedSegmentSum that turns the sparse gradient of the embedding lookup into a dense one, outside
+the tape's own ops; torch: embedding_dense_backward), the gradients' global-norm clip, and the
+optimizer's update. The tape's other UnsortedSegmentSums (the gradients of the rows a layer gathers:
+the padding skip's, the last layer's masked positions) are backward ops like any other. A product is
+a MatMul / BatchMatMul op of any kernel (oneDNN's, Eigen's, fused with its bias) or torch's mm /
+addmm / bmm / baddbmm.
 
-Each figure is the ops' own time per step in milliseconds: an op's time without the ops it calls.
-TensorFlow runs independent ops at once on its inter-op threads (each op on its intra-op threads),
-so its op times can add up to more than the step's wall time; torch runs one op at a time on the
-calling thread (backward too, for CPU tensors), so its add up to less (Python between the ops).
+Each figure is the ops' own time per step in milliseconds, under the profiler: an op's time without
+the ops it calls. TensorFlow runs independent ops at once on its inter-op threads (each op on its
+intra-op threads), so its op times can add up to more than its step's wall time, and an op that
+waits for a core beside another counts its wait too; torch runs one op at a time on the calling
+thread (backward too, for CPU tensors). The profilers cost time of their own, so the benches time
+each side's step without them as well.
 """
 
 import collections
@@ -33,7 +39,7 @@ def tensorflow_category(name):
     if ":" not in name or "::" in name:
         return None
     scope, kind = name.rsplit(":", 1)
-    if kind == "UnsortedSegmentSum":  # the embeddings' sparse gradient made dense
+    if kind == "UnsortedSegmentSum" and "gradient_tape" not in scope:  # a sparse gradient made dense
         return "embeddings' gradient"
     if "adam_weight_decay" in scope or kind.startswith("ResourceApply") or kind == "AssignSubVariableOp":
         return "optimizer update"
@@ -112,11 +118,13 @@ def torch_profile(events, steps):
 
 
 def table(sides):
-    """Lines of a table of `sides` ({side: (categories, wall)}, ms per step): a row per category
-    and their total, a column per side, then each side's wall time per step."""
+    """Lines of a table of `sides` ({side: (categories, wall, profiled wall)}, ms per step): a row
+    per category and their total, a column per side, then each side's wall time per step without
+    the profiler and under it."""
     lines = [f"  {'ms per step':24s}" + "".join(f"{side:>12s}" for side in sides)]
     for category in CATEGORIES:
-        lines.append(f"  {category:24s}" + "".join(f"{found[category]:12.2f}" for found, _ in sides.values()))
-    lines.append(f"  {'all ops':24s}" + "".join(f"{sum(found.values()):12.2f}" for found, _ in sides.values()))
-    lines.append(f"  {'step (wall)':24s}" + "".join(f"{wall:12.2f}" for _, wall in sides.values()))
+        lines.append(f"  {category:24s}" + "".join(f"{found[category]:12.2f}" for found, *_ in sides.values()))
+    lines.append(f"  {'all ops':24s}" + "".join(f"{sum(found.values()):12.2f}" for found, *_ in sides.values()))
+    lines.append(f"  {'step (wall)':24s}" + "".join(f"{wall:12.2f}" for _, wall, _ in sides.values()))
+    lines.append(f"  {'step (profiled)':24s}" + "".join(f"{profiled:12.2f}" for *_, profiled in sides.values()))
     return lines

@@ -35,13 +35,14 @@ def number(pattern, text):
 
 
 PROFILE_ROWS = ["forward products", "forward other", "backward products", "backward other", "embeddings' gradient",
-                "gradient clipping", "optimizer update", "all ops", "step (wall)"]
+                "gradient clipping", "optimizer update", "all ops", "step (wall)", "step (profiled)"]
 
 
 def profile_table(out, sides=("bert_tf", "pytorch")):
     """{row: [ms per step of each side]} of a bench's --profile table (bench/step_profile.py), after
     checking its layout: its header, every row in order, each category above 0 on every side (a
-    phase or an op put in the wrong category leaves one at 0) and "all ops" their sum."""
+    phase or an op put in the wrong category leaves one at 0: bench/step_profile.py's unit tests
+    check the sorting itself) and "all ops" their sum."""
     assert re.search(r"^  ms per step +" + " +".join(sides) + "$", out, re.M), out
     number_columns = " +".join([r"[\d.]+"] * len(sides))
     rows = dict(re.findall(rf"^  (\S.*?) {{2,}}({number_columns})$", out, re.M))

@@ -80,3 +80,7 @@ def test_profile_splits_both_steps_by_the_same_categories(request, tmp_path_fact
     out = result.stdout
     assert "profile, text=pairs, dynamic padding, XLA off, 2 steps" in out, out
     profile_table(out)
+    refused = finished_bench("finetuning.py", "--smoke", "--profile", "--padding=fixed", "--lora_rank=4")
+    assert refused.returncode != 0
+    assert ("--profile profiles one pass of dynamic padding without XLA: it takes no --lora_rank, --padding"
+            in refused.stderr)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.bench.smoke import number, profile_table, run_bench
+from tests.bench.smoke import finished_bench, number, profile_table, run_bench
 from tests.peers import installed_peers
 
 pytestmark = pytest.mark.slow
@@ -44,10 +44,13 @@ def test_profile_splits_both_float32_steps_by_the_same_categories(request, tmp_p
     peers = installed_peers(request, tmp_path_factory, "hf_peers")
     out = run_bench("pretraining.py", "--smoke", "--profile", f"--peer_dirs={peers}")
     assert re.search(r"^profile, float32, XLA off, 10 steps \(op times: bench/step_profile.py\); ours at [\d.]+ "
-                     r"sequences/s while profiled, MFU [\d.]+%:$", out, re.M), out
+                     r"sequences/s without the profiler, MFU [\d.]+%:$", out, re.M), out
     values = profile_table(out)
     for side, name in enumerate(("bert_tf", "pytorch")):
         products = values["forward products"][side] + values["backward products"][side]
         share = number(rf"^  {name}: matrix products (\d+)% of its op time$", out)
         assert share == pytest.approx(100 * products / values["all ops"][side], abs=1), out
     assert "sequences/s (runs:" not in out  # no rounds
+    refused = finished_bench("pretraining.py", "--smoke", "--profile", "--xla=false", "--rounds=2")
+    assert refused.returncode != 0
+    assert "--profile profiles one float32 pass without XLA: it takes no --xla, --rounds" in refused.stderr
