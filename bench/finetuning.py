@@ -45,7 +45,9 @@ With --profile there are no rounds: our step (the first --text, dynamic padding,
 TensorFlow's ops can be told apart) runs under TensorFlow's profiler and the PyTorch peer's under
 torch's, and each side's op time per step is printed by category (bench/step_profile.py): the
 forward and backward passes' matrix products and other ops, the embeddings' gradient, the clip and
-the optimizer's update.
+the optimizer's update. TensorFlow runs two ops at once by default, and an op beside another counts
+its wait for a core: `--inter_op_threads=1` runs ours one op at a time, whose op times then add up
+to its step.
 
 An AVX2-only CPU, approximated on an AVX-512 one: hold every library's kernels to AVX2 before it
 starts, with ONEDNN_MAX_CPU_ISA=AVX2 (oneDNN: ours and torch's), XLA_FLAGS=--xla_cpu_max_isa=AVX2,
@@ -64,6 +66,7 @@ are not among the training ones) and their dev accuracy printed: full fine-tunin
 --learning_rate, LoRA at --lora_learning_rate (LoRA takes a larger rate, as in the paper's runs).
 """
 
+import collections
 import contextlib
 import functools
 import inspect
@@ -437,14 +440,17 @@ def profile(kind, data, vocab, peers, tmp):
         return ours(kind, "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp))[0]
 
     wall = 1000 * FLAGS.batch_size / run()  # without the profiler
-    _, categories, profiled_wall = step_profile.tensorflow_profiled(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp))
+    by_op = collections.Counter()
+    _, categories, profiled_wall = step_profile.tensorflow_profiled(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp), by_op)
     sides = {"bert_tf": (categories, wall, profiled_wall)}
+    largest = {"bert_tf": step_profile.largest(by_op)}
     measure = peers.get(kind, {}).get(pytorch_name("dynamic"))
     if measure is not None:
         found = measure(request="profile")
         sides["pytorch"] = (found["categories"], found["wall"], found["profiled"])
+        largest["pytorch"] = found["largest"]
     print(f"profile, text={kind}, dynamic padding, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py):")
-    for line in step_profile.table(sides):
+    for line in step_profile.table(sides) + step_profile.largest_lines(largest):
         print(line, flush=True)
 
 

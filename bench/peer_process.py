@@ -14,6 +14,7 @@ the one process (torch and transformers imported once), and "measure KEY" measur
 they take their turns one at a time, so they never compete for the cores.
 """
 
+import collections
 import importlib.util
 import json
 import os
@@ -102,9 +103,10 @@ def serve(build):
 
 
 def profiled(run, steps, torch):
-    """`{"categories": ..., "wall": ms, "profiled": ms}` per step: `run(steps)` timed, then `run(steps)`
-    again under torch's profiler (bench/step_profile.py's categories; the step marks its phases)
-    and timed with it."""
+    """`{"categories": ..., "wall": ms, "profiled": ms, "largest": [[op, ms], ...]}` per step:
+    `run(steps)` timed, then `run(steps)` again under torch's profiler (bench/step_profile.py's
+    categories; the step marks its phases) and timed with it; "largest": its other ops that take the
+    most time (`step_profile.largest`)."""
     import step_profile  # bench/, this script's folder
 
     start_time = time.perf_counter()
@@ -114,4 +116,6 @@ def profiled(run, steps, torch):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
         run(steps)
     profiled_wall = 1000 * (time.perf_counter() - start_time) / steps
-    return {"categories": step_profile.torch_profile(profile.events(), steps), "wall": wall, "profiled": profiled_wall}
+    by_op = collections.Counter()
+    categories = step_profile.torch_profile(profile.events(), steps, by_op)
+    return {"categories": categories, "wall": wall, "profiled": profiled_wall, "largest": step_profile.largest(by_op)}

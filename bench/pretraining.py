@@ -32,7 +32,8 @@ gathered positions as ours does (not all 128), the next-sentence head the pooled
 cross-entropies, torch.optim.AdamW (weight decay 0.01) with the gradient clipped to norm 1 as
 ours. It runs in a process of its own (bench/pretraining_pytorch_peer.py; bench/peer_process.py
 says why), one for every dtype (a model and step each), takes turns with ours in each round, and
-its ratio is printed as keras-hub's. Every side uses --threads intra- and inter-op threads. Its
+its ratio is printed as keras-hub's. Every side uses --threads intra- and inter-op threads (ours
+--inter_op_threads inter-op ones where given). Its
 figure depends on the machine being quiet far more than ours: with two OpenMP threads on 2 cores
 that other processes also use, its steps slowed ~5x (35.6 sequences/s at load 1; 5.3-7.3 at load
 5, when one thread gave 13.7), so read its ratio with the load beside it (printed at the end).
@@ -40,11 +41,14 @@ that other processes also use, its steps slowed ~5x (35.6 sequences/s at load 1;
 With --profile there are no rounds: a float32 step of ours (XLA off, where TensorFlow's ops can be
 told apart) runs under TensorFlow's profiler and the PyTorch peer's under torch's, and each side's
 op time per step is printed by category (bench/step_profile.py), with the matrix products' share.
+TensorFlow runs two ops at once by default, and an op beside another counts its wait for a core:
+`--inter_op_threads=1` runs ours one op at a time, whose op times then add up to its step.
 
 MFU counts the whole model's FLOPs for all; ours skips part of them (the last layer runs only
 for the rows the pre-training heads read), which is what a higher rate buys.
 """
 
+import collections
 import contextlib
 import functools
 import os
@@ -81,6 +85,9 @@ flags.DEFINE_integer(
 flags.DEFINE_list("peer_dirs", [], "Folders holding the peers (keras-hub; transformers + torch), appended to sys.path.")
 flags.DEFINE_list("peers", ["keras_hub", "pytorch"], "Peers to measure where installed.")
 flags.DEFINE_integer("threads", os.cpu_count(), "Intra- and inter-op threads of every side (TensorFlow's, torch's).")
+flags.DEFINE_integer("inter_op_threads", None, "TensorFlow's inter-op pool alone (default: --threads); 1 runs one op "
+                     "at a time, so that a --profile's op times are not stretched by ops running beside them.",
+                     lower_bound=1)
 flags.DEFINE_integer("peak_size", 2048, "Matrix size of the matmul peak measurement.")
 flags.DEFINE_boolean("profile", False, "Instead of the rounds: where a float32 step's time goes (XLA off), ours "
                      "beside the PyTorch peer's, by bench/step_profile.py's categories.")
@@ -263,15 +270,18 @@ def profile(data, tmp, builders, flops, peak):
         return ours("float32", False, data, tempfile.mkdtemp(dir=tmp))
 
     rate = run()  # without the profiler
-    _, categories, profiled_wall = step_profile.tensorflow_profiled(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp))
+    by_op = collections.Counter()
+    _, categories, profiled_wall = step_profile.tensorflow_profiled(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp), by_op)
     sides = {"bert_tf": (categories, 1000 * FLAGS.batch_size / rate, profiled_wall)}
+    largest = {"bert_tf": step_profile.largest(by_op)}
     build = builders.get("PyTorch eager")
     if build is not None:
         found = build("float32")(request="profile")
         sides["pytorch"] = (found["categories"], found["wall"], found["profiled"])
+        largest["pytorch"] = found["largest"]
     print(f"profile, float32, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py); ours at "
           f"{rate:.1f} sequences/s without the profiler, MFU {rate * flops / peak:.1%}:")
-    for line in step_profile.table(sides):
+    for line in step_profile.table(sides) + step_profile.largest_lines(largest):
         print(line, flush=True)
     for side, (found, *_) in sides.items():
         products = found["forward products"] + found["backward products"]
@@ -298,7 +308,7 @@ def main(argv):
             setattr(FLAGS, name, value)
     # TensorFlow's documented thread settings (before its runtime starts); the PyTorch peer sets the same count.
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads or FLAGS.threads)
     flops = train_flops_per_sequence()
     print(f"config: {model_shape.described()} seq={FLAGS.seq_length} predictions={FLAGS.predictions} "
           f"batch={FLAGS.batch_size}; {flops:,} training FLOP/sequence")

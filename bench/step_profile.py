@@ -49,10 +49,11 @@ def tensorflow_category(name):
     return f"{phase} {'products' if 'MatMul' in kind or kind == 'Einsum' else 'other'}"
 
 
-def tensorflow_profile(xspace_bytes, steps, function_prefix="__inference_train"):
+def tensorflow_profile(xspace_bytes, steps, function_prefix="__inference_train", by_op=None):
     """`(categories, wall)` per step, in ms, from a serialized XSpace of TensorFlow's profiler that
     holds several executions of the function named `function_prefix...`: the executions after the
-    first (which traces), which ran `steps` steps in all, are read."""
+    first (which traces), which ran `steps` steps in all, are read. `by_op`, a Counter where given,
+    gets the same time by (category, op type)."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2  # TensorFlow's own profile format
 
     space = xplane_pb2.XSpace()
@@ -78,13 +79,16 @@ def tensorflow_profile(xspace_bytes, steps, function_prefix="__inference_train")
         category = tensorflow_category(name)
         if category and first <= at <= last:
             categories[category] += duration / 1e9 / steps
+            if by_op is not None:
+                by_op[category, name.rsplit(":", 1)[1]] += duration / 1e9 / steps
     wall = sum(duration for _, duration in executions[1:]) / 1e9 / steps
     return dict(categories), wall
 
 
-def tensorflow_profiled(run, steps, directory):
+def tensorflow_profiled(run, steps, directory, by_op=None):
     """`(run(), categories, wall)`: `run` called under TensorFlow's profiler, its trace written
-    under `directory` and read by `tensorflow_profile` (`steps`: the steps after its first execution)."""
+    under `directory` and read by `tensorflow_profile` (`steps`: the steps after its first
+    execution; `by_op` as there)."""
     import tensorflow as tf
 
     tf.profiler.experimental.start(directory)
@@ -94,12 +98,13 @@ def tensorflow_profiled(run, steps, directory):
         tf.profiler.experimental.stop()
     (path,) = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
     with open(path, "rb") as f:
-        return (result, *tensorflow_profile(f.read(), steps))
+        return (result, *tensorflow_profile(f.read(), steps, by_op=by_op))
 
 
-def torch_profile(events, steps):
+def torch_profile(events, steps, by_op=None):
     """`categories` per step, in ms, from torch.profiler's `profile.events()` over `steps` steps of a
-    step marked with TORCH_PHASES."""
+    step marked with TORCH_PHASES. `by_op`, a Counter where given, gets the same time by (category,
+    op name)."""
     categories = collections.Counter({c: 0.0 for c in CATEGORIES})
     for event in events:
         phase, embedding, parent = None, False, event.cpu_parent
@@ -114,7 +119,22 @@ def torch_profile(events, steps):
             phase = ("embeddings' gradient" if embedding and phase == "backward"
                      else f"{phase} {'products' if event.name in TORCH_PRODUCTS else 'other'}")
         categories[phase] += event.self_cpu_time_total / 1000 / steps
+        if by_op is not None:
+            by_op[phase, event.name] += event.self_cpu_time_total / 1000 / steps
     return dict(categories)
+
+
+OTHER = ("forward other", "backward other")
+
+
+def largest(by_op, categories=OTHER, count=6):
+    """[(op, ms per step)]: the `count` ops of `by_op` ((category, op) -> ms) that take the most time
+    in `categories` (default: the other ops of both passes, each op's two passes summed)."""
+    total = collections.Counter()
+    for (category, op), ms in by_op.items():
+        if category in categories:
+            total[op] += ms
+    return [(op, round(ms, 2)) for op, ms in total.most_common(count)]
 
 
 def table(sides):
@@ -128,3 +148,9 @@ def table(sides):
     lines.append(f"  {'step (wall)':24s}" + "".join(f"{wall:12.2f}" for _, wall, _ in sides.values()))
     lines.append(f"  {'step (profiled)':24s}" + "".join(f"{profiled:12.2f}" for *_, profiled in sides.values()))
     return lines
+
+
+def largest_lines(sides):
+    """A line per side of `sides` ({side: `largest`'s list}): its other ops that take the most time."""
+    return [f"  {side}'s other ops, the largest (ms per step): " + ", ".join(f"{op} {ms:.2f}" for op, ms in ops)
+            for side, ops in sides.items()]

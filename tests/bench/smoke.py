@@ -52,4 +52,11 @@ def profile_table(out, sides=("bert_tf", "pytorch")):
         assert all(value > 0 for value in values[name]), (name, out)
     for side in range(len(sides)):
         assert abs(sum(values[name][side] for name in PROFILE_ROWS[:7]) - values["all ops"][side]) < 0.05, out
+    # Each side's largest other ops: named, in falling order, together no more than its other ops.
+    for side, name in enumerate(sides):
+        found = re.search(rf"^  {name}'s other ops, the largest \(ms per step\): (.+)$", out, re.M)
+        assert found, out
+        ops = [(op, float(ms)) for op, ms in re.findall(r"(\S+) ([\d.]+)(?:, |$)", found[1])]
+        assert ops and [ms for _, ms in ops] == sorted((ms for _, ms in ops), reverse=True), found[1]
+        assert sum(ms for _, ms in ops) <= values["forward other"][side] + values["backward other"][side] + 0.05
     return values

@@ -3,6 +3,7 @@ profiler records for the training loop's step; a profile's window (the execution
 and its division by their steps, on a synthetic XSpace; torch's events under their phases; the
 table. The smoke runs of the benches' --profile check the whole path on both sides."""
 
+import collections
 import importlib.util
 import os
 
@@ -95,12 +96,17 @@ def test_tensorflow_profile_reads_the_executions_after_the_first_and_divides_by_
         ("tf_data_iterator/1", 305 * MS, 50 * MS, "ParallelMapDatasetV2:ParallelMapDatasetV2"),  # input
         ("tf_Compute/1", 400 * MS, 7 * MS, product),  # after the last execution
     ]
-    categories, wall = step_profile.tensorflow_profile(_xspace(executions, ops), steps=15)
+    by_op = collections.Counter()
+    categories, wall = step_profile.tensorflow_profile(_xspace(executions, ops), steps=15, by_op=by_op)
     expected = dict.fromkeys(step_profile.CATEGORIES, 0.0)
     expected.update({"forward products": 30 / 15, "backward products": 15 / 15, "optimizer update": 6 / 15,
                      "backward other": 3 / 15, "embeddings' gradient": 1.5 / 15})
     assert categories == pytest.approx(expected)
     assert wall == pytest.approx(60 / 15)
+    assert by_op == pytest.approx({("forward products", "_MklMatMul"): 2, ("backward products", "_MklMatMul"): 1,
+                                   ("optimizer update", "ResourceApplyAdam"): 0.4,
+                                   ("backward other", "UnsortedSegmentSum"): 0.2,
+                                   ("embeddings' gradient", "UnsortedSegmentSum"): 0.1})
 
 
 def test_tensorflow_profile_needs_an_execution_after_the_traced_one():
@@ -128,9 +134,15 @@ def test_torch_profile_files_each_op_under_its_phase():
         _Event("aten::linalg_vector_norm", 4, clip), _Event("aten::_foreach_mul_", 6, update),
         _Event("aten::copy_", 9),  # outside every phase (the batch's collation): not counted
     ]
-    found = step_profile.torch_profile(events, steps=2)
+    by_op = collections.Counter()
+    found = step_profile.torch_profile(events, steps=2, by_op=by_op)
     assert found == pytest.approx({
         "forward products": 8 / 2, "forward other": (0.5 + 2) / 2, "backward products": 12 / 2,
         "backward other": (0.5 + 3) / 2, "embeddings' gradient": (0.25 + 1) / 2, "gradient clipping": 4 / 2,
         "optimizer update": 6 / 2,
     })
+    # The other ops of both passes, the largest first, each op's two passes summed.
+    assert step_profile.largest(by_op) == [("aten::mul", 1.5), ("aten::gelu", 1.0), ("aten::linear", 0.25),
+                                           ("MmBackward0", 0.25)]
+    assert step_profile.largest_lines({"pytorch": step_profile.largest(by_op, count=2)}) == [
+        "  pytorch's other ops, the largest (ms per step): aten::mul 1.50, aten::gelu 1.00"]
