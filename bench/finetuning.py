@@ -66,7 +66,6 @@ are not among the training ones) and their dev accuracy printed: full fine-tunin
 --learning_rate, LoRA at --lora_learning_rate (LoRA takes a larger rate, as in the paper's runs).
 """
 
-import collections
 import contextlib
 import functools
 import inspect
@@ -436,21 +435,15 @@ def profile(kind, data, vocab, peers, tmp):
     after the first) beside the PyTorch peer's (torch's profiler in its process), in ms per step."""
     import step_profile  # bench/, this script's folder
 
-    def run():
-        return ours(kind, "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp))[0]
+    def run():  # ms per step
+        return 1000 * FLAGS.batch_size / ours(kind, "dynamic", False, data, vocab, tempfile.mkdtemp(dir=tmp))[0]
 
-    wall = 1000 * FLAGS.batch_size / run()  # without the profiler
-    by_op = collections.Counter()
-    _, categories, profiled_wall = step_profile.tensorflow_profiled(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp), by_op)
-    sides = {"bert_tf": (categories, wall, profiled_wall)}
-    largest = {"bert_tf": step_profile.largest(by_op)}
+    sides = {"bert_tf": step_profile.tensorflow_side(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp))}
     measure = peers.get(kind, {}).get(pytorch_name("dynamic"))
     if measure is not None:
-        found = measure(request="profile")
-        sides["pytorch"] = (found["categories"], found["wall"], found["profiled"])
-        largest["pytorch"] = found["largest"]
+        sides["pytorch"] = measure(request="profile")
     print(f"profile, text={kind}, dynamic padding, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py):")
-    for line in step_profile.table(sides) + step_profile.largest_lines(largest):
+    for line in step_profile.report(sides):
         print(line, flush=True)
 
 

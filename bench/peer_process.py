@@ -85,13 +85,13 @@ def serve(build):
     torch.set_num_interop_threads(spec["threads"])
     variants = spec.pop("variants", None)
     if variants is None:
-        runs = {"measure": build(spec, torch, transformers)}
+        runs = {"": build(spec, torch, transformers)}
     else:
-        runs = {f"measure {key}": build({**spec, **changes}, torch, transformers) for key, changes in variants.items()}
+        runs = {key: build({**spec, **changes}, torch, transformers) for key, changes in variants.items()}
     print("ready", flush=True)
     for line in sys.stdin:
         request, _, key = line.strip().partition(" ")
-        run = runs.get(f"measure {key}".strip()) if request in ("measure", "profile") else None
+        run = runs.get(key) if request in ("measure", "profile") else None
         if run is None:
             raise SystemExit(f"unknown request {line.strip()!r}")
         if request == "profile":

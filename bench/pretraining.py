@@ -48,7 +48,6 @@ MFU counts the whole model's FLOPs for all; ours skips part of them (the last la
 for the rows the pre-training heads read), which is what a higher rate buys.
 """
 
-import collections
 import contextlib
 import functools
 import os
@@ -266,26 +265,22 @@ def profile(data, tmp, builders, flops, peak):
     ms per step, and the matrix products' share of each side's op time."""
     import step_profile  # bench/, this script's folder
 
-    def run():
-        return ours("float32", False, data, tempfile.mkdtemp(dir=tmp))
+    def run():  # ms per step
+        return 1000 * FLAGS.batch_size / ours("float32", False, data, tempfile.mkdtemp(dir=tmp))
 
-    rate = run()  # without the profiler
-    by_op = collections.Counter()
-    _, categories, profiled_wall = step_profile.tensorflow_profiled(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp), by_op)
-    sides = {"bert_tf": (categories, 1000 * FLAGS.batch_size / rate, profiled_wall)}
-    largest = {"bert_tf": step_profile.largest(by_op)}
+    sides = {"bert_tf": step_profile.tensorflow_side(run, FLAGS.steps, tempfile.mkdtemp(dir=tmp))}
     build = builders.get("PyTorch eager")
     if build is not None:
-        found = build("float32")(request="profile")
-        sides["pytorch"] = (found["categories"], found["wall"], found["profiled"])
-        largest["pytorch"] = found["largest"]
+        sides["pytorch"] = build("float32")(request="profile")
+    rate = 1000 * FLAGS.batch_size / sides["bert_tf"]["wall"]
     print(f"profile, float32, XLA off, {FLAGS.steps} steps (op times: bench/step_profile.py); ours at "
           f"{rate:.1f} sequences/s without the profiler, MFU {rate * flops / peak:.1%}:")
-    for line in step_profile.table(sides) + step_profile.largest_lines(largest):
+    for line in step_profile.report(sides):
         print(line, flush=True)
-    for side, (found, *_) in sides.items():
+    for name, side in sides.items():
+        found = side["categories"]
         products = found["forward products"] + found["backward products"]
-        print(f"  {side}: matrix products {products / sum(found.values()):.0%} of its op time", flush=True)
+        print(f"  {name}: matrix products {products / sum(found.values()):.0%} of its op time", flush=True)
 
 
 def report(dtype, rates, flops, peak):

@@ -1,7 +1,7 @@
 """Where a training step's time goes, by the same categories on both sides of a bench: our step from
 TensorFlow's profiler, the PyTorch peer's from torch's. Imported by bench/finetuning.py and
 bench/pretraining.py (`--profile`) and by the peer's process (bench/peer_process.py); it imports
-TensorFlow only inside `tensorflow_profiled` and `tensorflow_profile`, and never torch.
+TensorFlow only inside `tensorflow_side` and `tensorflow_profile`, and never torch.
 
 The categories (CATEGORIES): the forward pass's matrix products and its other ops, the same for the
 backward pass, the embeddings' gradient made dense for the update (TensorFlow: the
@@ -85,20 +85,24 @@ def tensorflow_profile(xspace_bytes, steps, function_prefix="__inference_train",
     return dict(categories), wall
 
 
-def tensorflow_profiled(run, steps, directory, by_op=None):
-    """`(run(), categories, wall)`: `run` called under TensorFlow's profiler, its trace written
-    under `directory` and read by `tensorflow_profile` (`steps`: the steps after its first
-    execution; `by_op` as there)."""
+def tensorflow_side(run, steps, directory):
+    """Our side's profile, in the shape the peer's process returns its own (`peer_process.profiled`):
+    {"categories", "wall", "profiled", "largest"}. `run()` trains and returns its ms per step: it is
+    called once without TensorFlow's profiler ("wall"), then under it (its trace written under
+    `directory`), read by `tensorflow_profile` over `steps`, the steps after its first execution."""
     import tensorflow as tf
 
+    wall = run()
     tf.profiler.experimental.start(directory)
     try:
-        result = run()
+        run()
     finally:
         tf.profiler.experimental.stop()
     (path,) = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
+    by_op = collections.Counter()
     with open(path, "rb") as f:
-        return (result, *tensorflow_profile(f.read(), steps, by_op=by_op))
+        categories, profiled = tensorflow_profile(f.read(), steps, by_op=by_op)
+    return {"categories": categories, "wall": wall, "profiled": profiled, "largest": largest(by_op)}
 
 
 def torch_profile(events, steps, by_op=None):
@@ -107,7 +111,7 @@ def torch_profile(events, steps, by_op=None):
     op name)."""
     categories = collections.Counter({c: 0.0 for c in CATEGORIES})
     for event in events:
-        phase, embedding, parent = None, False, event.cpu_parent
+        phase, parent = None, event.cpu_parent
         embedding = event.name in TORCH_EMBEDDING_GRADIENT
         while parent is not None:
             embedding = embedding or parent.name in TORCH_EMBEDDING_GRADIENT
@@ -138,16 +142,22 @@ def largest(by_op, categories=OTHER, count=6):
 
 
 def table(sides):
-    """Lines of a table of `sides` ({side: (categories, wall, profiled wall)}, ms per step): a row
-    per category and their total, a column per side, then each side's wall time per step without
-    the profiler and under it."""
-    lines = [f"  {'ms per step':24s}" + "".join(f"{side:>12s}" for side in sides)]
+    """Lines of a table of `sides` ({side: its profile, `tensorflow_side`'s shape}, ms per step): a
+    row per category and their total, a column per side, then each side's wall time per step
+    without the profiler and under it."""
+    found = [side["categories"] for side in sides.values()]
+    lines = [f"  {'ms per step':24s}" + "".join(f"{name:>12s}" for name in sides)]
     for category in CATEGORIES:
-        lines.append(f"  {category:24s}" + "".join(f"{found[category]:12.2f}" for found, *_ in sides.values()))
-    lines.append(f"  {'all ops':24s}" + "".join(f"{sum(found.values()):12.2f}" for found, *_ in sides.values()))
-    lines.append(f"  {'step (wall)':24s}" + "".join(f"{wall:12.2f}" for _, wall, _ in sides.values()))
-    lines.append(f"  {'step (profiled)':24s}" + "".join(f"{profiled:12.2f}" for *_, profiled in sides.values()))
+        lines.append(f"  {category:24s}" + "".join(f"{c[category]:12.2f}" for c in found))
+    lines.append(f"  {'all ops':24s}" + "".join(f"{sum(c.values()):12.2f}" for c in found))
+    lines.append(f"  {'step (wall)':24s}" + "".join(f"{side['wall']:12.2f}" for side in sides.values()))
+    lines.append(f"  {'step (profiled)':24s}" + "".join(f"{side['profiled']:12.2f}" for side in sides.values()))
     return lines
+
+
+def report(sides):
+    """`table`'s lines, then `largest_lines` of each side's largest other ops."""
+    return table(sides) + largest_lines({name: side["largest"] for name, side in sides.items()})
 
 
 def largest_lines(sides):

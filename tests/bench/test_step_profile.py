@@ -40,8 +40,8 @@ def test_tensorflow_ops_fall_into_their_category(name, category):
 
 
 def test_the_table_lists_every_category_its_total_and_the_wall_time():
-    sides = {"a": (dict.fromkeys(step_profile.CATEGORIES, 1.0), 5.0, 6.0),
-             "b": (dict.fromkeys(step_profile.CATEGORIES, 2.0), 20.0, 25.0)}
+    sides = {"a": {"categories": dict.fromkeys(step_profile.CATEGORIES, 1.0), "wall": 5.0, "profiled": 6.0},
+             "b": {"categories": dict.fromkeys(step_profile.CATEGORIES, 2.0), "wall": 20.0, "profiled": 25.0}}
     lines = step_profile.table(sides)
     assert lines[0].split() == ["ms", "per", "step", "a", "b"]
     assert [line.split()[-2:] for line in lines[1:-3]] == [["1.00", "2.00"]] * len(step_profile.CATEGORIES)
