@@ -202,20 +202,25 @@ def fingerprint(data, teacher, identity):
 
 
 def _read_cache(path, key):
-    """`(columns, None)` of the cache at `path` when it was made for `key` (`fingerprint`); else
-    `(None, why not)`: none there, made for something else (which), or unreadable (a damaged file
-    is computed again, as a missing one)."""
+    """`(columns, None, [])` of the cache at `path` when it was made for `key` (`fingerprint`); else
+    `(None, why not, differ)`: none there, made for something else (`differ`: which of `_DIGESTS`),
+    or unreadable (a damaged file is computed again, as a missing one)."""
     if not os.path.exists(path):
-        return None, "none yet there"
+        return None, "none yet there", []
     try:
         with np.load(path, allow_pickle=False) as stored:
             made = json.loads(str(stored[_FINGERPRINT])) if _FINGERPRINT in stored.files else {}
-            differ = [what for part, what in _DIGESTS.items() if made.get(part) != key[part]]
+            differ = [part for part in _DIGESTS if made.get(part) != key[part]]
             if differ:
-                return None, f"the one there was made for {', '.join(differ)}"
-            return {k: stored[k] for k in stored.files if k != _FINGERPRINT}, None
+                return None, f"the one there was made for {_made_for(differ)}", differ
+            return {k: stored[k] for k in stored.files if k != _FINGERPRINT}, None, []
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        return None, f"the one there is unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+        return None, f"the one there is unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})", []
+
+
+def _made_for(differ):
+    """What a cache whose digests `differ` (keys of `_DIGESTS`) was made for, in words."""
+    return ", ".join(_DIGESTS[part] for part in differ)
 
 
 def _write_cache(path, columns, key):
@@ -285,13 +290,13 @@ class DistilledTask(Task):
         if self.teacher is None:
             raise ValueError("the teacher is built with the student (build_model) before its outputs are cached")
         key = fingerprint(data, self.teacher, self.cache.identity)
-        columns, why = _read_cache(self.cache.path, key)
+        columns, why, differ = _read_cache(self.cache.path, key)
         if columns is not None:
             logging.info("The teacher's outputs: read from %s", self.cache.path)
         else:
-            if "teacher's weights" in why:  # a resumed run's earlier steps learnt from other outputs
+            if "teacher" in differ:  # a resumed run's earlier steps learnt from other outputs
                 logging.warning("The teacher's outputs in %s were made for %s: computed again, from the teacher's "
-                                "weights as they are now", self.cache.path, why.split(" made for ")[1])
+                                "weights as they are now", self.cache.path, _made_for(differ))
             start = time.perf_counter()
             columns = teacher_targets(self.task, self.teacher, data, self.cache.batch_size, strategy)
             if write:

@@ -62,12 +62,17 @@ def per_example_outputs(strategy, batches, replica_fn, count):
 
     @tf.function(input_signature=[batches.element_spec], autograph=False)
     def step(batch):
-        return {k: strategy.gather(v, axis=0) for k, v in strategy.run(replica_fn, args=(batch,)).items()}
+        return _gathered(strategy, strategy.run(replica_fn, args=(batch,)))
 
     out = [{k: v.numpy() for k, v in step(batch).items()} for batch in batches]
     if not out:
         return None
     return {k: np.concatenate([o[k] for o in out])[:count] for k in out[0]}
+
+
+def _gathered(strategy, per_replica):
+    """A dict of per-replica tensors, each gathered along its first axis in replica order."""
+    return {k: strategy.gather(v, axis=0) for k, v in per_replica.items()}
 
 
 def _add(a, b):
@@ -425,9 +430,6 @@ class Trainer:
     # -----------------------------------------------------------------------------------------
     # Evaluation and prediction
 
-    def _gather(self, per_replica):
-        return {k: self.strategy.gather(v, axis=0) for k, v in per_replica.items()}
-
     def evaluate(self, eval_data, max_steps=None):
         """Evaluates the model with the task's metrics over `eval_data`.
 
@@ -463,7 +465,7 @@ class Trainer:
 
             sums, normalizers, per_example = self.strategy.run(replica, args=(x, y))
             reduce = lambda d: {k: self.strategy.reduce("sum", v, axis=None) for k, v in d.items()}  # noqa: E731
-            return reduce(sums), reduce(normalizers), self._gather(per_example)
+            return reduce(sums), reduce(normalizers), _gathered(self.strategy, per_example)
 
         totals, gathered, batch_losses, steps = None, [], [], 0
         for x, y in batches:
