@@ -466,6 +466,11 @@ def served(kind, workdir, figures, texts):
 # The report
 
 
+def _shown(value, form):
+    """`value` formatted as `form`; "-" for a figure not measured (None)."""
+    return "-" if value is None else format(value, form)
+
+
 def report_cache(kind, figures):
     """The cache's table: each --cache_epochs' runs with the teacher in the step and cached."""
     timed = {name: f for name, f in figures.items() if name.startswith("timing: ")}
@@ -476,12 +481,12 @@ def report_cache(kind, figures):
           "training examples/s (the median of the log lines after the first)")
     print("| epochs | in the step s | cached s | the pass s | cached / in the step | in the step ex/s | cached ex/s |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    shown = lambda value, form: "-" if value is None else format(value, form)  # noqa: E731
     for epochs in FLAGS.cache_epochs:
         step, cached = timed[f"timing: {epochs} epochs, in_step"], timed[f"timing: {epochs} epochs, cached"]
-        print(f"| {epochs} | {step['seconds']:.1f} | {cached['seconds']:.1f} | {shown(cached['cache_seconds'], '.1f')} "
-              f"| {cached['seconds'] / step['seconds']:.2f} | {shown(step['train_rate'], '.1f')} | "
-              f"{shown(cached['train_rate'], '.1f')} |")
+        print(f"| {epochs} | {step['seconds']:.1f} | {cached['seconds']:.1f} | "
+              f"{_shown(cached['cache_seconds'], '.1f')} | {cached['seconds'] / step['seconds']:.2f} | "
+              f"{_shown(step['train_rate'], '.1f')} | "
+              f"{_shown(cached['train_rate'], '.1f')} |")
     last = FLAGS.cache_epochs[-1]
     step, cached = timed[f"timing: {last} epochs, in_step"]["train_rate"], timed[f"timing: {last} epochs, cached"][
         "train_rate"]
@@ -506,15 +511,14 @@ def report(kind, figures, metric):
           f"batch-{FLAGS.batch_size} texts/s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     gap = teacher[metric] - alone[metric]
-    shown = lambda value, form: "-" if value is None else format(value, form)  # noqa: E731
     for name, f in figures.items():
         if name.startswith("timing: "):
             continue
         closed = "" if name in ("teacher", "labels alone") or abs(gap) < 1e-9 else \
             f"{(f[metric] - alone[metric]) / gap:.0%}"
         p50 = f.get("p50") and 1000 * f["p50"]
-        print(f"| {name} | {f[metric]:.4f} | {closed} | {f['parameters']:,} | {shown(f['seconds'], '.0f')} | "
-              f"{shown(f.get('train_rate'), '.1f')} | {shown(p50, '.1f')} | {shown(f.get('rate'), '.1f')} |")
+        print(f"| {name} | {f[metric]:.4f} | {closed} | {f['parameters']:,} | {_shown(f['seconds'], '.0f')} | "
+              f"{_shown(f.get('train_rate'), '.1f')} | {_shown(p50, '.1f')} | {_shown(f.get('rate'), '.1f')} |")
     student = figures.get("distilled, transfer text", {})
     if "p50" in student:
         print(f"student / teacher: {parameters / teacher['parameters']:.2f} of the parameters, "
